@@ -1,0 +1,104 @@
+/* conf: the typed configuration. Built-in defaults, YAML files parsed with
+ * libyaml against one table of keys (name, type, default, range, setter),
+ * errors that point at file:line:col. */
+#ifndef HE_CONF_H
+#define HE_CONF_H
+
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "segment/segment.h"
+
+#define HE_CONF_MAX_LISTEN 16
+#define HE_CONF_MAX_CPUS 256
+#define HE_CONF_ERR_MAX 512
+
+typedef enum he_log_level {
+    HE_LOG_ERROR = 0,
+    HE_LOG_WARN,
+    HE_LOG_INFO,
+    HE_LOG_DEBUG
+} he_log_level_t;
+
+typedef enum he_access_log_format {
+    HE_ACCESS_LOG_COMBINED = 0,
+    HE_ACCESS_LOG_JSON
+} he_access_log_format_t;
+
+typedef struct he_conf_listen {
+    struct sockaddr_storage addr; /* AF_INET or AF_INET6, port set */
+    socklen_t addrlen;
+    char text[64]; /* as written, normalized: "127.0.0.1:8080", "[::1]:8080" */
+} he_conf_listen_t;
+
+typedef struct he_conf {
+    char file[PATH_MAX]; /* "" when running on built-in defaults */
+    unsigned generation; /* bumped by the caller on each successful reload */
+
+    /* listen: a list (or one string) of "host:port"; IPv6 as "[::]:8080" */
+    he_conf_listen_t listen[HE_CONF_MAX_LISTEN];
+    unsigned nlisten;
+
+    /* workers: positive integer or "auto" (0 here = one per online CPU) */
+    unsigned workers;
+    /* cpus: "auto" (ncpus 0: worker i on the i-th allowed CPU) or a list */
+    int cpus[HE_CONF_MAX_CPUS];
+    unsigned ncpus;
+    bool pin;  /* pin worker threads to their CPU */
+    bool numa; /* allocate worker memory on the CPU's NUMA node */
+
+    char root[PATH_MAX]; /* library directory */
+
+    /* limits */
+    unsigned max_connections;  /* whole server; split evenly across workers */
+    unsigned max_header_bytes; /* request line + headers */
+    unsigned max_uri_bytes;    /* request-target */
+
+    /* timeouts, milliseconds */
+    unsigned header_timeout_ms;
+    unsigned keepalive_timeout_ms;
+    unsigned send_timeout_ms;
+    unsigned drain_timeout_ms;
+
+    char cors_allow_origin[256]; /* "" = no CORS headers */
+    char cache_control[HE_SEG_TYPE_COUNT][128]; /* "" = no header */
+
+    he_log_level_t log_level;
+    char error_log[PATH_MAX]; /* "" = stderr */
+    char access_log[PATH_MAX]; /* "" = off */
+    he_access_log_format_t access_log_format;
+
+    he_conf_listen_t admin_listen; /* admin.listen; port 0 = off */
+
+    unsigned fd_cache_entries;  /* per worker */
+    unsigned fd_cache_valid_ms; /* revalidate (stat) an open file after this */
+} he_conf_t;
+
+/* Fills c with the built-in defaults (valid on their own). */
+void he_conf_defaults(he_conf_t *c);
+
+/* Loads path on top of the defaults. Returns 0, or a negative errno with a
+ * message in err such as
+ *   "hlsedge.yaml:12:3: workers: expected a positive integer or \"auto\"".
+ * Unknown keys, wrong types, values out of range and duplicate keys are
+ * errors. On error c is left as the defaults. */
+int he_conf_load(he_conf_t *c, const char *path, char *err, size_t errlen);
+
+/* Same, from memory; name is used in messages in place of a file name. */
+int he_conf_load_string(he_conf_t *c, const char *name, const char *yaml, size_t len, char *err,
+                        size_t errlen);
+
+/* Parses "host:port" / "[v6]:port" / ":port" / "port" into l. 0 or -EINVAL. */
+int he_conf_parse_listen(const char *s, he_conf_listen_t *l);
+
+/* Parses a duration: "250ms", "10s", "2m", or a bare number of seconds.
+ * 0 or -EINVAL / -ERANGE. */
+int he_conf_parse_duration_ms(const char *s, unsigned *ms);
+
+const char *he_conf_log_level_name(he_log_level_t l);
+
+#endif

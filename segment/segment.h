@@ -1,0 +1,121 @@
+/* segment: everything that knows HLS. URL rules, content types and kinds,
+ * and the one playlist parser (master and media, VOD and live) used by the
+ * server (prefetch, live freshness) and by loadgen (players). */
+#ifndef HE_SEGMENT_H
+#define HE_SEGMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- types */
+
+/* Content type by file extension. The order is part of the config ABI:
+ * conf/ indexes Cache-Control by it and names keys by he_seg_type_name(). */
+typedef enum he_seg_type {
+    HE_SEG_TYPE_OTHER = 0,
+    HE_SEG_TYPE_M3U8, /* application/vnd.apple.mpegurl */
+    HE_SEG_TYPE_TS,   /* video/mp2t */
+    HE_SEG_TYPE_M4S,  /* video/iso.segment */
+    HE_SEG_TYPE_MP4,  /* video/mp4 */
+    HE_SEG_TYPE_AAC,  /* audio/aac */
+    HE_SEG_TYPE_VTT,  /* text/vtt */
+    HE_SEG_TYPE_KEY,  /* application/octet-stream (AES-128 keys) */
+    HE_SEG_TYPE_COUNT
+} he_seg_type_t;
+
+/* What a response is, for statistics and freshness rules. */
+typedef enum he_seg_kind {
+    HE_SEG_KIND_MASTER = 0, /* master (multivariant) playlist */
+    HE_SEG_KIND_MEDIA,      /* media playlist */
+    HE_SEG_KIND_SEGMENT,    /* .ts .m4s .mp4 .aac .vtt */
+    HE_SEG_KIND_OTHER,
+    HE_SEG_KIND_COUNT
+} he_seg_kind_t;
+
+/* Type from the extension of a normalized path (case-insensitive). */
+he_seg_type_t he_seg_type_from_path(const char *path, size_t len);
+/* MIME type for Content-Type. Never NULL. */
+const char *he_seg_type_mime(he_seg_type_t t);
+/* Short name used as a config key: "m3u8", "ts", ..., "other". */
+const char *he_seg_type_name(he_seg_type_t t);
+/* Inverse of he_seg_type_name; -1 if unknown. */
+int he_seg_type_from_name(const char *name);
+/* Kind of a response. For m3u8 the first bytes of the body decide master
+ * (has #EXT-X-STREAM-INF) versus media; head may be NULL for other types. */
+he_seg_kind_t he_seg_kind_of(he_seg_type_t t, const char *head, size_t head_len);
+const char *he_seg_kind_name(he_seg_kind_t k); /* "master", "media", "segment", "other" */
+
+/* ---------------------------------------------------------------- URLs */
+
+/* Turns an HTTP request-target (origin-form, "/a/b.ts?x=1") into a path
+ * relative to the library root, NUL-terminated in out: no leading '/', no
+ * query or fragment, percent-decoded, "//" and "/./" collapsed.
+ * Returns the length, or:
+ *   -EINVAL        not origin-form, bad percent escape, a decoded NUL, '\\'
+ *                  (raw or %5c), an encoded '/' (%2f), any ".." segment
+ *                  (raw or encoded), or control bytes;
+ *   -ENAMETOOLONG  the result does not fit in cap (including the NUL).
+ * "/" normalizes to "" (length 0). */
+int he_seg_url_normalize(const char *target, size_t len, char *out, size_t cap);
+
+/* Resolves a URI found in a playlist against the playlist's own URL
+ * (RFC 3986 section 5.2, for absolute-path and relative references and
+ * absolute http(s) URLs). Returns the length written or -ENAMETOOLONG. */
+int he_seg_uri_resolve(const char *base, const char *ref, char *out, size_t cap);
+
+/* ---------------------------------------------------------------- playlists */
+
+typedef struct he_seg_variant {
+    char *uri;                  /* as written in the playlist */
+    uint64_t bandwidth;         /* BANDWIDTH, bits/s */
+    uint64_t average_bandwidth; /* AVERAGE-BANDWIDTH, 0 if absent */
+    unsigned width, height;     /* RESOLUTION, 0 if absent */
+    double frame_rate;          /* FRAME-RATE, 0 if absent */
+    char *codecs;               /* CODECS or NULL */
+} he_seg_variant_t;
+
+typedef struct he_seg_media_segment {
+    char *uri;
+    double duration;          /* EXTINF seconds */
+    uint64_t sequence;        /* media sequence number */
+    int64_t byterange_length; /* EXT-X-BYTERANGE length, -1 if none */
+    int64_t byterange_offset; /* resolved offset (implicit offsets follow the previous range) */
+    bool discontinuity;       /* EXT-X-DISCONTINUITY before this segment */
+    char *key_uri;            /* EXT-X-KEY URI in force, NULL when METHOD=NONE */
+} he_seg_media_segment_t;
+
+typedef enum he_seg_playlist_type {
+    HE_SEG_PLAYLIST_NONE = 0, /* no EXT-X-PLAYLIST-TYPE: live unless ENDLIST */
+    HE_SEG_PLAYLIST_VOD,
+    HE_SEG_PLAYLIST_EVENT
+} he_seg_playlist_type_t;
+
+typedef struct he_seg_playlist {
+    bool is_master;
+    unsigned version; /* EXT-X-VERSION, 1 if absent */
+
+    /* master */
+    he_seg_variant_t *variants;
+    size_t nvariants;
+
+    /* media */
+    double target_duration; /* EXT-X-TARGETDURATION */
+    uint64_t media_sequence;
+    bool endlist;           /* EXT-X-ENDLIST: VOD or ended live */
+    he_seg_playlist_type_t type;
+    he_seg_media_segment_t *segments;
+    size_t nsegments;
+} he_seg_playlist_t;
+
+/* Parses a master or media playlist. Returns 0, or -EINVAL with a message
+ * "line N: ..." in err (e.g. missing #EXTM3U, EXTINF without a URI, a bad
+ * attribute list, a bad number). Never reads past len; buf need not be
+ * NUL-terminated. On error pl holds nothing to free. */
+int he_seg_playlist_parse(const char *buf, size_t len, he_seg_playlist_t *pl, char *err,
+                          size_t errlen);
+void he_seg_playlist_free(he_seg_playlist_t *pl);
+/* True for a media playlist that is live: no ENDLIST. */
+bool he_seg_playlist_is_live(const he_seg_playlist_t *pl);
+
+#endif
