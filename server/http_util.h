@@ -10,9 +10,9 @@
 #include <time.h>
 
 typedef enum he_http_range_result {
-    HE_HTTP_RANGE_NONE = 0,      /* no usable Range: serve the whole body (200) */
-    HE_HTTP_RANGE_OK,            /* one satisfiable range: 206 */
-    HE_HTTP_RANGE_UNSATISFIABLE  /* 416 with Content-Range: bytes *\/size */
+    HE_HTTP_RANGE_NONE = 0,     /* no usable Range: serve the whole body (200) */
+    HE_HTTP_RANGE_OK,           /* one satisfiable range: 206 */
+    HE_HTTP_RANGE_UNSATISFIABLE /* 416 with Content-Range: bytes *\/size */
 } he_http_range_result_t;
 
 /* Parses a Range header value against a representation of size bytes.
@@ -21,6 +21,11 @@ typedef enum he_http_range_result {
  * yield NONE (RFC 9110 allows ignoring Range). first/last are inclusive. */
 he_http_range_result_t he_http_range_parse(const char *v, size_t len, uint64_t size,
                                            uint64_t *first, uint64_t *last);
+
+/* Added: buffer sizes for he_http_etag (always fits) and
+ * he_http_date_format (29 chars + NUL). */
+#define HE_HTTP_ETAG_MAX 40
+#define HE_HTTP_DATE_LEN 29
 
 /* Strong ETag from file identity, like nginx: "\"<mtime hex>-<size hex>\"".
  * Returns the length written (always < cap when cap >= 40). */
@@ -32,23 +37,27 @@ size_t he_http_date_format(time_t t, char out[30]);
 int he_http_date_parse(const char *s, size_t len, time_t *out);
 
 typedef struct he_http_cond {
-    const char *if_none_match;     size_t if_none_match_len;     /* NULL if absent */
-    const char *if_modified_since; size_t if_modified_since_len;
-    const char *if_match;          size_t if_match_len;
-    const char *if_unmodified_since; size_t if_unmodified_since_len;
+    const char *if_none_match;
+    size_t if_none_match_len; /* NULL if absent */
+    const char *if_modified_since;
+    size_t if_modified_since_len;
+    const char *if_match;
+    size_t if_match_len;
+    const char *if_unmodified_since;
+    size_t if_unmodified_since_len;
 } he_http_cond_t;
 
 typedef enum he_http_cond_result {
-    HE_HTTP_COND_PROCEED = 0,           /* send the representation */
-    HE_HTTP_COND_NOT_MODIFIED,          /* 304 */
-    HE_HTTP_COND_PRECONDITION_FAILED    /* 412 */
+    HE_HTTP_COND_PROCEED = 0,        /* send the representation */
+    HE_HTTP_COND_NOT_MODIFIED,       /* 304 */
+    HE_HTTP_COND_PRECONDITION_FAILED /* 412 */
 } he_http_cond_result_t;
 
 /* RFC 9110 section 13.2.2 order: If-Match, If-Unmodified-Since,
  * If-None-Match (weak comparison, "*" matches), If-Modified-Since (only
  * when If-None-Match is absent; an unparsable date is ignored). */
-he_http_cond_result_t he_http_cond_eval(const he_http_cond_t *c, const char *etag,
-                                        size_t etag_len, time_t mtime);
+he_http_cond_result_t he_http_cond_eval(const he_http_cond_t *c, const char *etag, size_t etag_len,
+                                        time_t mtime);
 
 /* If-Range: true when the Range may be honoured (the validator matches the
  * strong ETag, or the date equals mtime exactly). */

@@ -1,0 +1,228 @@
+/* HTTP/1.1 request parsing with llhttp. The callbacks copy only what the
+ * responder needs (method, target, a few headers) into he_req_t, so the
+ * receive buffer can go back to the kernel as soon as it is parsed. The
+ * parser pauses after each complete request: pipelined requests are
+ * answered one at a time, in order. */
+#include <string.h>
+#include <strings.h>
+
+#include "server/server.h"
+
+#define HE_CONN(p) ((he_conn_t *)(p)->data)
+
+/* The parsing worker's config and target buffer, for the callbacks. */
+static __thread const he_conf_t *he_http1_conf;
+static __thread char *he_http1_url; /* target buffer of the conn being parsed */
+static __thread uint32_t he_http1_url_cap;
+
+static int he_http1_count(he_req_t *r, size_t n)
+{
+    r->header_bytes += (uint32_t)n;
+    if (r->header_bytes > he_http1_conf->max_header_bytes) {
+        if (!r->too_long) r->too_long = 31; /* 431 */
+        return HPE_USER;
+    }
+    return 0;
+}
+
+static int he_http1_on_message_begin(llhttp_t *p)
+{
+    he_conn_t *c = HE_CONN(p);
+    memset(&c->req, 0, offsetof(he_req_t, range));
+    c->req.cur_hdr = HE_HDR_NONE;
+    c->req.range_len = c->req.inm_len = c->req.ims_len = 0;
+    c->req.im_len = c->req.ius_len = c->req.if_range_len = 0;
+    c->req.has_origin = 0;
+    c->req.t_start_ns = he__now_ns();
+    return 0;
+}
+
+static int he_http1_on_url(llhttp_t *p, const char *at, size_t n)
+{
+    he_req_t *r = &HE_CONN(p)->req;
+    if (r->url_len + n > he_http1_conf->max_uri_bytes || r->url_len + n >= he_http1_url_cap) {
+        r->too_long = 14; /* 414 */
+        return HPE_USER;
+    }
+    memcpy(he_http1_url + r->url_len, at, n);
+    r->url_len += (uint32_t)n;
+    return he_http1_count(r, n);
+}
+
+static int he_http1_on_method(llhttp_t *p, const char *at, size_t n)
+{
+    return he_http1_count(&HE_CONN(p)->req, n);
+}
+
+static int he_http1_on_header_field(llhttp_t *p, const char *at, size_t n)
+{
+    he_req_t *r = &HE_CONN(p)->req;
+    size_t room = sizeof(r->field) - r->field_len;
+    if (n > room) {
+        r->field_overflow = 1;
+        n = room;
+    }
+    memcpy(r->field + r->field_len, at, n);
+    r->field_len += (uint8_t)n;
+    return he_http1_count(r, n + 4); /* ": " and CRLF */
+}
+
+static int he_http1_on_header_field_complete(llhttp_t *p)
+{
+    he_req_t *r = &HE_CONN(p)->req;
+    static const struct {
+        const char *name;
+        uint8_t len;
+        int8_t id;
+    } known[] = {
+        {"range", 5, HE_HDR_RANGE},
+        {"if-none-match", 13, HE_HDR_INM},
+        {"if-modified-since", 17, HE_HDR_IMS},
+        {"if-match", 8, HE_HDR_IM},
+        {"if-unmodified-since", 19, HE_HDR_IUS},
+        {"if-range", 8, HE_HDR_IF_RANGE},
+        {"origin", 6, HE_HDR_ORIGIN},
+    };
+    r->cur_hdr = HE_HDR_NONE;
+    if (!r->field_overflow)
+        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+            if (known[i].len == r->field_len &&
+                strncasecmp(known[i].name, r->field, r->field_len) == 0) {
+                r->cur_hdr = known[i].id;
+                break;
+            }
+    r->field_len = 0;
+    r->field_overflow = 0;
+    return 0;
+}
+
+static void he_http1_append(char *dst, uint16_t *len, size_t cap, const char *at, size_t n)
+{
+    if (n > cap - 1 - *len) n = cap - 1 - *len;
+    memcpy(dst + *len, at, n);
+    *len = (uint16_t)(*len + n);
+    dst[*len] = 0;
+}
+
+static int he_http1_on_header_value(llhttp_t *p, const char *at, size_t n)
+{
+    he_req_t *r = &HE_CONN(p)->req;
+    switch (r->cur_hdr) {
+    case HE_HDR_RANGE:
+        he_http1_append(r->range, &r->range_len, sizeof(r->range), at, n);
+        break;
+    case HE_HDR_INM:
+        he_http1_append(r->inm, &r->inm_len, sizeof(r->inm), at, n);
+        break;
+    case HE_HDR_IMS:
+        he_http1_append(r->ims, &r->ims_len, sizeof(r->ims), at, n);
+        break;
+    case HE_HDR_IM:
+        he_http1_append(r->im, &r->im_len, sizeof(r->im), at, n);
+        break;
+    case HE_HDR_IUS:
+        he_http1_append(r->ius, &r->ius_len, sizeof(r->ius), at, n);
+        break;
+    case HE_HDR_IF_RANGE:
+        he_http1_append(r->if_range, &r->if_range_len, sizeof(r->if_range), at, n);
+        break;
+    case HE_HDR_ORIGIN:
+        r->has_origin = 1;
+        break;
+    default:
+        break;
+    }
+    return he_http1_count(r, n);
+}
+
+static int he_http1_on_header_value_complete(llhttp_t *p)
+{
+    he_req_t *r = &HE_CONN(p)->req;
+    /* A second If-None-Match line continues the list. */
+    if (r->cur_hdr == HE_HDR_INM && r->inm_len && r->inm_len < sizeof(r->inm) - 1)
+        he_http1_append(r->inm, &r->inm_len, sizeof(r->inm), ",", 1);
+    r->cur_hdr = HE_HDR_NONE;
+    return 0;
+}
+
+static int he_http1_on_headers_complete(llhttp_t *p)
+{
+    he_conn_t *c = HE_CONN(p);
+    he_req_t *r = &c->req;
+    r->method = (uint8_t)p->method;
+    r->http_major = p->http_major;
+    r->http_minor = p->http_minor;
+    r->keepalive = llhttp_should_keep_alive(p);
+    r->has_body =
+        (p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
+    if (r->inm_len && r->inm[r->inm_len - 1] == ',') r->inm[--r->inm_len] = 0;
+    if (r->has_body) {
+        /* We serve no method with a body. Answer now and close rather than
+         * read a body we would throw away. */
+        return HPE_PAUSED;
+    }
+    return 0;
+}
+
+static int he_http1_on_message_complete(llhttp_t *p)
+{
+    return HPE_PAUSED;
+}
+
+static const llhttp_settings_t *he_http1_settings(void)
+{
+    static llhttp_settings_t s;
+    static int init;
+    if (!init) {
+        llhttp_settings_init(&s);
+        s.on_message_begin = he_http1_on_message_begin;
+        s.on_url = he_http1_on_url;
+        s.on_method = he_http1_on_method;
+        s.on_header_field = he_http1_on_header_field;
+        s.on_header_field_complete = he_http1_on_header_field_complete;
+        s.on_header_value = he_http1_on_header_value;
+        s.on_header_value_complete = he_http1_on_header_value_complete;
+        s.on_headers_complete = he_http1_on_headers_complete;
+        s.on_message_complete = he_http1_on_message_complete;
+        init = 1;
+    }
+    return &s;
+}
+
+void he__http1_init(he_conn_t *c)
+{
+    llhttp_init(&c->parser, HTTP_REQUEST, he_http1_settings());
+    c->parser.data = c;
+}
+
+size_t he__http1_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t len, bool *req_ready,
+                       int *err)
+{
+    llhttp_errno_t e;
+    size_t used;
+
+    *req_ready = false;
+    *err = 0;
+    he_http1_conf = w->conf;
+    he_http1_url_cap = w->url_cap;
+    he_http1_url = c->url;
+    e = llhttp_execute(&c->parser, data, len);
+    if (e == HPE_OK) return len;
+    if (e == HPE_PAUSED) {
+        used = (size_t)(llhttp_get_error_pos(&c->parser) - data);
+        *req_ready = true;
+        return used;
+    }
+    if (c->req.too_long == 14)
+        *err = 414;
+    else if (c->req.too_long == 31)
+        *err = 431;
+    else
+        *err = 400;
+    return len;
+}
+
+void he__http1_next(he_conn_t *c)
+{
+    llhttp_resume(&c->parser);
+}

@@ -1,0 +1,182 @@
+/* Kernel feature probe. Each feature is tried for real on a scratch ring or
+ * socket rather than inferred from the kernel version, so backports and
+ * seccomp filters are seen as they are. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/openat2.h>
+#include <netinet/in.h>
+#include <numa.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "server/server.h"
+
+static bool he_probe_disabled(const char *name)
+{
+    const char *list = getenv("HE_DISABLE_FEATURES");
+    size_t n = strlen(name);
+    if (!list) return false;
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if ((l == n && memcmp(p, name, n) == 0) || (l == 3 && memcmp(p, "all", 3) == 0))
+            return true;
+        p += l + (e ? 1 : 0);
+    }
+    return false;
+}
+
+static void he_probe_ring(he_features_t *f)
+{
+    struct io_uring ring;
+    struct io_uring_params p;
+    struct io_uring_probe *pr;
+
+    memset(&p, 0, sizeof(p));
+    p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    if (io_uring_queue_init_params(8, &ring, &p) == 0) {
+        f->single_issuer = f->defer_taskrun = true;
+        io_uring_queue_exit(&ring);
+    } else {
+        memset(&p, 0, sizeof(p));
+        p.flags = IORING_SETUP_SINGLE_ISSUER;
+        if (io_uring_queue_init_params(8, &ring, &p) == 0) {
+            f->single_issuer = true;
+            io_uring_queue_exit(&ring);
+        }
+    }
+    memset(&p, 0, sizeof(p));
+    p.flags = IORING_SETUP_COOP_TASKRUN;
+    if (io_uring_queue_init_params(8, &ring, &p) == 0) {
+        f->coop_taskrun = true;
+        io_uring_queue_exit(&ring);
+    }
+
+    if (io_uring_queue_init(8, &ring, 0) != 0) return;
+    pr = io_uring_get_probe_ring(&ring);
+    if (pr) {
+        f->send_zc = io_uring_opcode_supported(pr, IORING_OP_SEND_ZC);
+        f->fixed_files = io_uring_opcode_supported(pr, IORING_OP_FILES_UPDATE) &&
+                         io_uring_register_files_sparse(&ring, 4) == 0;
+        io_uring_free_probe(pr);
+    }
+
+    /* A buffer ring of one entry tells whether PBUF_RING registration works. */
+    {
+        void *mem = NULL;
+        if (posix_memalign(&mem, 4096, 4096) == 0) {
+            struct io_uring_buf_reg reg = {
+                .ring_addr = (uintptr_t)mem, .ring_entries = 1, .bgid = 0};
+            if (io_uring_register_buf_ring(&ring, &reg, 0) == 0) {
+                f->buf_ring = true;
+                io_uring_unregister_buf_ring(&ring, 0);
+            }
+            free(mem);
+        }
+    }
+
+    /* Multishot accept and recv: submit each on a scratch socket; a kernel
+     * without the flag answers -EINVAL at once. Multishot recv also needs a
+     * buffer ring, so it is only tried where that works. */
+    {
+        int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (ls >= 0 && bind(ls, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(ls, 1) == 0) {
+            struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+            struct io_uring_cqe *cqe;
+            struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+            io_uring_prep_multishot_accept(sqe, ls, NULL, NULL, 0);
+            sqe->user_data = 1;
+            io_uring_submit(&ring);
+            if (io_uring_wait_cqe_timeout(&ring, &cqe, &ts) == -ETIME) {
+                f->multishot_accept = true; /* still armed: accepted the flag */
+            } else if (cqe) {
+                f->multishot_accept = cqe->res != -EINVAL;
+                io_uring_cqe_seen(&ring, cqe);
+            }
+        }
+        if (ls >= 0) close(ls);
+    }
+    f->recv_multishot = f->buf_ring && f->multishot_accept;
+    io_uring_queue_exit(&ring);
+}
+
+static bool he_probe_openat2(void)
+{
+    struct open_how how = {.flags = O_RDONLY | O_DIRECTORY, .resolve = RESOLVE_BENEATH};
+    int fd = (int)syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof(how));
+    if (fd < 0) return false;
+    close(fd);
+    return true;
+}
+
+static bool he_probe_cbpf(void)
+{
+    struct sock_filter code[] = {{BPF_RET | BPF_K, 0, 0, 0}};
+    struct sock_fprog prog = {.len = 1, .filter = code};
+    int one = 1, ok;
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (s < 0) return false;
+    setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    ok = setsockopt(s, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog)) == 0;
+    close(s);
+    return ok;
+}
+
+static bool he_probe_ktls(void)
+{
+    char buf[256] = {0};
+    int fd = open("/proc/sys/net/ipv4/tcp_available_ulp", O_RDONLY);
+    ssize_t n;
+    if (fd < 0) return false;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) return false;
+    for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
+        if (strcmp(t, "tls") == 0) return true;
+    return false;
+}
+
+void he_features_probe(he_features_t *f)
+{
+    memset(f, 0, sizeof(*f));
+    he_probe_ring(f);
+    f->openat2_beneath = he_probe_openat2();
+    f->reuseport_cbpf = he_probe_cbpf();
+    f->ktls = he_probe_ktls();
+    f->numa_nodes = numa_available() < 0 ? 0 : numa_max_node() + 1;
+
+#define HE_PROBE_OFF(name)                                                                         \
+    if (he_probe_disabled(#name)) f->name = false
+    HE_PROBE_OFF(single_issuer);
+    HE_PROBE_OFF(defer_taskrun);
+    HE_PROBE_OFF(coop_taskrun);
+    HE_PROBE_OFF(multishot_accept);
+    HE_PROBE_OFF(recv_multishot);
+    HE_PROBE_OFF(buf_ring);
+    HE_PROBE_OFF(fixed_files);
+    HE_PROBE_OFF(send_zc);
+    HE_PROBE_OFF(openat2_beneath);
+    HE_PROBE_OFF(reuseport_cbpf);
+    HE_PROBE_OFF(ktls);
+#undef HE_PROBE_OFF
+    if (he_probe_disabled("numa")) f->numa_nodes = 0;
+    if (!f->single_issuer) f->defer_taskrun = false;
+    if (!f->buf_ring) f->recv_multishot = false;
+}
+
+void he_features_describe(const he_features_t *f, char *out, size_t cap)
+{
+    snprintf(out, cap,
+             "single_issuer=%d defer_taskrun=%d coop_taskrun=%d multishot_accept=%d "
+             "recv_multishot=%d buf_ring=%d fixed_files=%d send_zc=%d openat2_beneath=%d "
+             "reuseport_cbpf=%d ktls=%d numa_nodes=%d",
+             f->single_issuer, f->defer_taskrun, f->coop_taskrun, f->multishot_accept,
+             f->recv_multishot, f->buf_ring, f->fixed_files, f->send_zc, f->openat2_beneath,
+             f->reuseport_cbpf, f->ktls, f->numa_nodes);
+}

@@ -1,0 +1,322 @@
+/* server: internal structures shared by the data-path files.
+ *
+ *   worker.c    owns the ring: setup, submit, reap, dispatch by user_data
+ *   conn.c      connection lifecycle, timers, input buffering
+ *   http1.c     llhttp glue -> he_req_t (protocol-neutral request)
+ *   respond.c   routing, headers, body source (memory or file)
+ *   fcache.c    per-worker cache of open files, stat results, small bodies
+ *   listener.c  SO_REUSEPORT sockets and CPU steering
+ *   probe.c     kernel feature probe
+ */
+#ifndef HE_SERVER_H
+#define HE_SERVER_H
+
+#include <liburing.h>
+#include <llhttp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "conf/conf.h"
+#include "segment/segment.h"
+#include "server/stats.h"
+
+/* ---------------------------------------------------------------- features */
+
+typedef struct he_features {
+    bool single_issuer;    /* IORING_SETUP_SINGLE_ISSUER */
+    bool defer_taskrun;    /* IORING_SETUP_DEFER_TASKRUN */
+    bool coop_taskrun;     /* IORING_SETUP_COOP_TASKRUN */
+    bool multishot_accept; /* IORING_ACCEPT_MULTISHOT */
+    bool recv_multishot;   /* IORING_RECV_MULTISHOT */
+    bool buf_ring;         /* IORING_REGISTER_PBUF_RING */
+    bool fixed_files;      /* sparse registered file table + FILES_UPDATE */
+    bool send_zc;          /* IORING_OP_SEND_ZC */
+    bool openat2_beneath;  /* openat2(RESOLVE_BENEATH) */
+    bool reuseport_cbpf;   /* SO_ATTACH_REUSEPORT_CBPF */
+    bool ktls;             /* tls ULP available */
+    int numa_nodes;        /* 0 when libnuma is unavailable */
+} he_features_t;
+
+/* Probes the kernel once at start-up. HE_DISABLE_FEATURES (comma list of
+ * the field names above) forces fallbacks, so tests cover every path. */
+void he_features_probe(he_features_t *f);
+/* "multishot_accept recv_multishot ..." for the log and /stats. */
+void he_features_describe(const he_features_t *f, char *out, size_t cap);
+
+/* ---------------------------------------------------------------- file cache */
+
+typedef struct he_file {
+    struct he_file *hnext;         /* hash chain */
+    struct he_file *lprev, *lnext; /* LRU */
+    char *path;                    /* normalized, relative to root */
+    uint32_t hash;
+    uint32_t refs; /* responses using it; evicted entries close when 0 */
+    bool cached;   /* still in the table */
+    int fd;        /* -1 for a negative entry */
+    int err;       /* negative errno for a negative entry (-ENOENT, ...) */
+    uint64_t size;
+    time_t mtime;
+    ino_t ino;
+    dev_t dev;
+    uint64_t validated_ms; /* monotonic ms of the last stat */
+    he_seg_type_t type;
+    he_seg_kind_t kind;
+    char etag[40];
+    uint8_t etag_len;
+    char *body; /* whole body in memory for small playlists/keys, or NULL */
+} he_file_t;
+
+typedef struct he_fcache he_fcache_t;
+
+he_fcache_t *he_fcache_new(int root_fd, unsigned entries, unsigned valid_ms, bool beneath);
+void he_fcache_free(he_fcache_t *fc);
+/* Looks up (opening or revalidating as needed) a normalized path. Returns
+ * an entry with a reference held, or NULL with *err set (-ENOENT, -EACCES,
+ * -ELOOP for a symlink escaping root, -EISDIR, -ENOMEM). */
+he_file_t *he_fcache_get(he_fcache_t *fc, const char *path, size_t len, uint64_t now_ms, int *err,
+                         bool *hit);
+void he_fcache_put(he_fcache_t *fc, he_file_t *f);
+
+/* ---------------------------------------------------------------- requests */
+
+#define HE_HDR_SMALL 128
+
+typedef struct he_req {
+    uint8_t method; /* llhttp_method_t */
+    uint8_t http_major, http_minor;
+    bool keepalive;
+    bool has_body;
+    uint32_t url_len;
+    uint32_t header_bytes; /* request line + header bytes seen so far */
+    uint8_t too_long;      /* 414 or 431 pending */
+    int8_t cur_hdr;        /* which header the current value belongs to */
+    char field[32];
+    uint8_t field_len;
+    uint8_t field_overflow;
+    /* interesting headers, truncated to their buffers (truncation can only
+     * turn a conditional or range request into a full 200) */
+    char range[HE_HDR_SMALL];
+    char inm[256];
+    char ims[40];
+    char im[256];
+    char ius[40];
+    char if_range[HE_HDR_SMALL];
+    uint16_t range_len, inm_len, ims_len, im_len, ius_len, if_range_len;
+    uint8_t has_origin;
+    uint64_t t_start_ns; /* first byte of the request seen */
+} he_req_t;
+
+enum {
+    HE_HDR_NONE = -1,
+    HE_HDR_RANGE = 0,
+    HE_HDR_INM,
+    HE_HDR_IMS,
+    HE_HDR_IM,
+    HE_HDR_IUS,
+    HE_HDR_IF_RANGE,
+    HE_HDR_ORIGIN,
+    HE_HDR_COUNT
+};
+
+/* ---------------------------------------------------------------- connections */
+
+enum he_timer_list {
+    HE_TIMER_NONE = 0,
+    HE_TIMER_HEADER,
+    HE_TIMER_KEEPALIVE,
+    HE_TIMER_SEND,
+    HE_TIMER_COUNT
+};
+
+enum he_body_kind { HE_BODY_NONE = 0, HE_BODY_MEM, HE_BODY_FILE };
+
+#define HE_CONN_HDR_CAP 1536
+#define HE_CONN_IN_MAX (64 * 1024)
+
+typedef struct he_conn {
+    uint32_t gen;
+    uint32_t slot;
+    int fd;
+    uint16_t inflight; /* ring operations that still reference this conn */
+    bool in_use;
+    bool recv_armed;
+    bool busy;        /* a request is being answered */
+    bool closing;     /* close requested; freed when inflight == 0 */
+    bool close_after; /* close once the current response is sent */
+    bool fixed;       /* registered in the fixed file table at index slot */
+    bool peer_eof;
+    uint8_t timer; /* enum he_timer_list */
+    struct he_conn *tprev, *tnext;
+    uint64_t deadline_ms;
+
+    llhttp_t parser;
+    he_req_t req;
+    char *url; /* request-target, url_cap bytes in the worker's slab */
+
+    /* bytes received while busy, or left over after a pipelined request */
+    char *in;
+    uint32_t in_len, in_off, in_cap;
+
+    /* response */
+    char *hdr; /* HE_CONN_HDR_CAP bytes in the worker's slab */
+    uint32_t hdr_len, hdr_sent;
+    uint8_t body_kind;
+    he_file_t *file;
+    uint64_t body_off, body_end; /* [off, end) still to send */
+    int status;
+    uint64_t bytes_sent;
+    uint64_t t_first_byte_ns;
+    struct iovec iov[2];
+    struct msghdr msg;
+
+    struct sockaddr_storage peer;
+} he_conn_t;
+
+/* ---------------------------------------------------------------- workers */
+
+typedef struct he_server he_server_t;
+
+typedef struct he_listener {
+    int fd;
+    bool armed;
+    unsigned index; /* in conf->listen */
+} he_listener_t;
+
+typedef struct he_worker {
+    he_stats_t stats; /* first: its own cache lines */
+    he_server_t *server;
+    unsigned id;
+    int cpu;  /* -1 = not pinned */
+    int node; /* NUMA node, -1 unknown */
+    pthread_t thread;
+    struct io_uring ring;
+    bool ring_ok;
+    bool fixed_files; /* this ring's sparse file table is registered */
+    int wake_fd;      /* eventfd: messages from the control side */
+    uint64_t wake_val;
+
+    he_listener_t listeners[HE_CONF_MAX_LISTEN];
+    unsigned nlisteners;
+
+    he_conn_t *conns;
+    uint32_t conn_cap;
+    uint32_t nconns;
+    uint32_t *free_slots;
+    uint32_t nfree;
+    char *hdr_slab;
+    char *url_slab;
+    uint32_t url_cap;
+
+    struct io_uring_buf_ring *br;
+    char *bufs;
+    unsigned nbufs, buf_size, buf_pending;
+    bool recv_rearm_needed;
+
+    he_conn_t *timers[HE_TIMER_COUNT][2]; /* head, tail */
+    struct __kernel_timespec tick_ts;
+
+    he_fcache_t *fcache;
+    const he_conf_t *conf; /* the generation this worker serves */
+    uint64_t now_ms;
+    char date[30]; /* IMF-fixdate, refreshed every tick */
+    time_t date_sec;
+
+    bool draining;
+    bool stop;
+    uint64_t drain_deadline_ms;
+    int startup_err;
+    atomic_int ready; /* 1 started, -1 failed */
+} he_worker_t;
+
+struct he_server {
+    he_conf_t *conf;
+    he_features_t features;
+    he_worker_t *workers;
+    unsigned nworkers;
+    int root_fd;
+    /* listen sockets: [listen index][worker] */
+    int *listen_fds;
+    atomic_int draining;
+};
+
+/* ---------------------------------------------------------------- user_data */
+
+enum he_op {
+    HE_OP_NONE = 0,
+    HE_OP_ACCEPT,
+    HE_OP_RECV,
+    HE_OP_SEND,
+    HE_OP_POLLOUT,
+    HE_OP_FILES_UPDATE,
+    HE_OP_CANCEL,
+    HE_OP_TICK,
+    HE_OP_WAKE,
+};
+
+static inline uint64_t he__ud(enum he_op op, uint32_t slot, uint32_t gen)
+{
+    return (uint64_t)op | ((uint64_t)(slot & 0xffffff) << 8) | ((uint64_t)gen << 32);
+}
+static inline enum he_op he__ud_op(uint64_t ud)
+{
+    return (enum he_op)(ud & 0xff);
+}
+static inline uint32_t he__ud_slot(uint64_t ud)
+{
+    return (uint32_t)((ud >> 8) & 0xffffff);
+}
+static inline uint32_t he__ud_gen(uint64_t ud)
+{
+    return (uint32_t)(ud >> 32);
+}
+
+/* worker.c */
+struct io_uring_sqe *he__worker_sqe(he_worker_t *w);
+void he__worker_sqe_conn(he_worker_t *w, struct io_uring_sqe *sqe, he_conn_t *c, enum he_op op);
+uint64_t he__now_ns(void);
+void *he__worker_main(void *arg);
+void he__worker_wake(he_worker_t *w);
+
+/* conn.c */
+he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *peer);
+void he__conn_close(he_worker_t *w, he_conn_t *c);
+void he__conn_op_done(he_worker_t *w, he_conn_t *c);
+void he__conn_arm_recv(he_worker_t *w, he_conn_t *c);
+void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len);
+void he__conn_on_data_in_place(he_worker_t *w, he_conn_t *c, size_t len);
+void he__conn_timer_set(he_worker_t *w, he_conn_t *c, enum he_timer_list list);
+void he__conn_timers_expire(he_worker_t *w);
+void he__conn_response_done(he_worker_t *w, he_conn_t *c);
+
+/* http1.c */
+void he__http1_init(he_conn_t *c);
+/* Parses data; returns bytes consumed. Stops after a complete request
+ * (*req_ready set) or on error (*err set to the status to answer, 400,
+ * 414 or 431). */
+size_t he__http1_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t len, bool *req_ready,
+                       int *err);
+void he__http1_next(he_conn_t *c);
+
+/* respond.c */
+void he__respond(he_worker_t *w, he_conn_t *c);
+void he__respond_error(he_worker_t *w, he_conn_t *c, int status);
+void he__respond_continue(he_worker_t *w, he_conn_t *c, int res);
+void he__respond_pollout(he_worker_t *w, he_conn_t *c, int res);
+void he__worker_refresh_date(he_worker_t *w);
+
+/* listener.c */
+int he__listeners_open(he_server_t *s, char *err, size_t errlen);
+void he__listeners_close(he_server_t *s);
+
+/* server.c */
+int he_server_init(he_server_t *s, he_conf_t *conf, char *err, size_t errlen);
+int he_server_start(he_server_t *s, char *err, size_t errlen);
+void he_server_drain(he_server_t *s);
+void he_server_wait(he_server_t *s);
+void he_server_free(he_server_t *s);
+
+#endif
