@@ -83,6 +83,10 @@ typedef struct he_seg_media_segment {
     int64_t byterange_offset; /* resolved offset (implicit offsets follow the previous range) */
     bool discontinuity;       /* EXT-X-DISCONTINUITY before this segment */
     char *key_uri;            /* EXT-X-KEY URI in force, NULL when METHOD=NONE */
+    /* Added: EXT-X-MAP URI in force (fMP4 init section), NULL if none.
+     * key_uri and map_uri strings are shared by consecutive segments that
+     * use the same tag; he_seg_playlist_free frees each once. */
+    char *map_uri;
 } he_seg_media_segment_t;
 
 typedef enum he_seg_playlist_type {

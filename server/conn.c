@@ -139,29 +139,13 @@ void he__conn_arm_recv(he_worker_t *w, he_conn_t *c)
         sqe->flags |= IOSQE_BUFFER_SELECT;
         sqe->buf_group = 0;
     } else {
-        if (c->in_len - c->in_off > HE_CONN_IN_MAX) {
+        /* No buffer ring: a small buffer of the connection's own, parsed
+         * like a provided buffer and never moved while a recv targets it. */
+        if (!c->rbuf && !(c->rbuf = malloc(HE_CONN_RBUF))) {
             he__conn_close(w, c);
             return;
         }
-        if (!c->in || c->in_cap - c->in_len < 2048) {
-            uint32_t cap = c->in_cap ? c->in_cap * 2 : 4096;
-            char *n;
-            if (c->in_off) { /* compact first */
-                memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
-                c->in_len -= c->in_off;
-                c->in_off = 0;
-            }
-            if (c->in_cap - c->in_len < 2048) {
-                n = realloc(c->in, cap);
-                if (!n) {
-                    he__conn_close(w, c);
-                    return;
-                }
-                c->in = n;
-                c->in_cap = cap;
-            }
-        }
-        io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+        io_uring_prep_recv(sqe, c->fd, c->rbuf, HE_CONN_RBUF, 0);
     }
     he__worker_sqe_conn(w, sqe, c, HE_OP_RECV);
     c->recv_armed = true;
@@ -226,15 +210,23 @@ static void he_conn_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t
     }
 }
 
+/* Answers buffered (pipelined) requests in order. A response that
+ * completes synchronously calls back into here through response_done; the
+ * in_process flag turns that into another turn of this loop instead of
+ * recursion, so deep pipelines cannot grow the stack. */
 static void he_conn_process_buffered(he_worker_t *w, he_conn_t *c)
 {
     uint32_t gen = c->gen;
+    if (c->in_process) return;
+    c->in_process = true;
     while (c->gen == gen && c->in_use && !c->busy && !c->closing && c->in_len > c->in_off) {
         uint32_t before = c->in_off;
         he_conn_parse(w, c, c->in + c->in_off, c->in_len - c->in_off, true);
         if (c->in_off == before && !c->busy) break; /* partial request: wait for more */
     }
-    if (c->in_use && c->gen == gen && c->in_off == c->in_len) c->in_off = c->in_len = 0;
+    if (c->gen != gen || !c->in_use) return;
+    c->in_process = false;
+    if (c->in_off == c->in_len) c->in_off = c->in_len = 0;
 }
 
 void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len)
@@ -248,13 +240,6 @@ void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len
         return;
     }
     he_conn_parse(w, c, data, len, false);
-}
-
-/* The fallback receive path (no buffer ring) reads straight into c->in. */
-void he__conn_on_data_in_place(he_worker_t *w, he_conn_t *c, size_t len)
-{
-    c->in_len += (uint32_t)len;
-    if (!c->busy) he_conn_process_buffered(w, c);
 }
 
 void he__conn_response_done(he_worker_t *w, he_conn_t *c)
@@ -283,7 +268,9 @@ static void he_conn_free(he_worker_t *w, he_conn_t *c)
     close(c->fd);
     if (c->file) he_fcache_put(w->fcache, c->file);
     free(c->in);
+    free(c->rbuf);
     c->in = NULL;
+    c->rbuf = NULL;
     c->file = NULL;
     c->in_use = false;
     w->free_slots[w->nfree++] = c->slot;

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -31,6 +32,8 @@
 
 struct he_fcache {
     int root_fd;
+    char root_path[PATH_MAX]; /* resolved root, for the check without openat2 */
+    size_t root_path_len;
     bool beneath;
     unsigned cap, count, valid_ms;
     unsigned nbuckets;
@@ -52,6 +55,14 @@ he_fcache_t *he_fcache_new(int root_fd, unsigned entries, unsigned valid_ms, boo
     if (!fc) return NULL;
     fc->root_fd = root_fd;
     fc->beneath = beneath;
+    if (!beneath) {
+        char link[64];
+        ssize_t n;
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", root_fd);
+        n = readlink(link, fc->root_path, sizeof(fc->root_path) - 1);
+        fc->root_path_len = n > 0 ? (size_t)n : 0;
+        fc->root_path[fc->root_path_len] = 0;
+    }
     fc->cap = entries ? entries : 1024;
     fc->valid_ms = valid_ms;
     fc->nbuckets = 16;
@@ -121,6 +132,21 @@ void he_fcache_free(he_fcache_t *fc)
     free(fc);
 }
 
+/* Without openat2: where the opened file really is, from /proc, must be
+ * below root. One readlink per open, and only on kernels before 5.6. */
+static bool he_fcache_inside_root(he_fcache_t *fc, int fd)
+{
+    char link[64], real[PATH_MAX];
+    ssize_t n;
+    if (fc->root_path_len == 0) return false;
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    n = readlink(link, real, sizeof(real) - 1);
+    if (n <= 0) return false;
+    if (fc->root_path_len == 1) return true; /* root is "/" */
+    return (size_t)n > fc->root_path_len && memcmp(real, fc->root_path, fc->root_path_len) == 0 &&
+           real[fc->root_path_len] == '/';
+}
+
 static int he_fcache_open(he_fcache_t *fc, const char *path)
 {
     int fd;
@@ -131,9 +157,11 @@ static int he_fcache_open(he_fcache_t *fc, const char *path)
         };
         fd = (int)syscall(SYS_openat2, fc->root_fd, path, &how, sizeof(how));
     } else {
-        /* Without openat2 no symlink is followed at all in the last
-         * component, and the normalizer has removed every "..". */
-        fd = openat(fc->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        fd = openat(fc->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd >= 0 && !he_fcache_inside_root(fc, fd)) {
+            close(fd);
+            return -EXDEV;
+        }
     }
     if (fd < 0) {
         int e = errno;

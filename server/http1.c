@@ -54,9 +54,20 @@ static int he_http1_on_method(llhttp_t *p, const char *at, size_t n)
     return he_http1_count(&HE_CONN(p)->req, n);
 }
 
+/* RFC 9110 tchar: llhttp 8 lets some non-token bytes (such as a space)
+ * through in field names; a name with them is a malformed request. */
+static bool he_http1_tchar(unsigned char ch)
+{
+    static const char extra[] = "!#$%&'*+-.^_`|~";
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+           (ch && strchr(extra, ch));
+}
+
 static int he_http1_on_header_field(llhttp_t *p, const char *at, size_t n)
 {
     he_req_t *r = &HE_CONN(p)->req;
+    for (size_t i = 0; i < n; i++)
+        if (!he_http1_tchar((unsigned char)at[i])) return HPE_USER;
     size_t room = sizeof(r->field) - r->field_len;
     if (n > room) {
         r->field_overflow = 1;

@@ -362,12 +362,17 @@ static he_http_match_t he_http_list_match(const char *v, size_t n, const he_http
             const char *q = memchr(p + 1, '"', (size_t)(end - p - 1));
             if (q != NULL) {
                 he_http_etag_ref_t t;
-                p = q + 1;
-                if (he_http_etag_split(start, (size_t)(p - start), &t) && t.len == cur->len &&
-                    memcmp(t.opaque, cur->opaque, t.len) == 0 &&
-                    (!strong || (!t.weak && !cur->weak)))
-                    return HE_HTTP_MATCH_YES;
-                continue;
+                const char *tag_end = q + 1;
+                p = tag_end;
+                while (p < end && he_http_is_ows(*p))
+                    p++;
+                if (p == end || *p == ',') {
+                    if (he_http_etag_split(start, (size_t)(tag_end - start), &t) &&
+                        t.len == cur->len && memcmp(t.opaque, cur->opaque, t.len) == 0 &&
+                        (!strong || (!t.weak && !cur->weak)))
+                        return HE_HTTP_MATCH_YES;
+                    continue;
+                }
             }
         }
         /* malformed member: skip to the next comma */

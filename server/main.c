@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "conf/conf.h"
@@ -67,6 +68,22 @@ int main(int argc, char **argv)
         return 0;
     }
     he_log_level = conf.log_level;
+
+    /* Each connection is a descriptor: take the hard limit, like nginx's
+     * worker_rlimit_nofile, and say so when it is still too low. */
+    {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+            if (rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+            }
+            if (rl.rlim_cur < (rlim_t)conf.max_connections + 64)
+                he_log_warn("open-file limit %llu is below limits.max_connections %u: raise "
+                            "ulimit -n (LimitNOFILE= under systemd)",
+                            (unsigned long long)rl.rlim_cur, conf.max_connections);
+        }
+    }
 
     /* Signals go to this thread only; workers never see them. */
     sigemptyset(&sigs);

@@ -251,6 +251,10 @@ static void he_respond_send(he_worker_t *w, he_conn_t *c)
 void he__respond_continue(he_worker_t *w, he_conn_t *c, int res)
 {
     size_t n;
+    if (res == -EAGAIN) { /* sockets are non-blocking for sendfile's sake */
+        he_respond_arm_pollout(w, c);
+        return;
+    }
     if (res < 0) {
         he_respond_send_error(w, c, res);
         return;

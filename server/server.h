@@ -136,6 +136,7 @@ enum he_body_kind { HE_BODY_NONE = 0, HE_BODY_MEM, HE_BODY_FILE };
 
 #define HE_CONN_HDR_CAP 1536
 #define HE_CONN_IN_MAX (64 * 1024)
+#define HE_CONN_RBUF 4096
 
 typedef struct he_conn {
     uint32_t gen;
@@ -160,6 +161,8 @@ typedef struct he_conn {
     /* bytes received while busy, or left over after a pipelined request */
     char *in;
     uint32_t in_len, in_off, in_cap;
+    char *rbuf; /* receive buffer when there is no provided-buffer ring */
+    bool in_process; /* parsing buffered input: response_done must not recurse */
 
     /* response */
     char *hdr; /* HE_CONN_HDR_CAP bytes in the worker's slab */
@@ -287,7 +290,6 @@ void he__conn_close(he_worker_t *w, he_conn_t *c);
 void he__conn_op_done(he_worker_t *w, he_conn_t *c);
 void he__conn_arm_recv(he_worker_t *w, he_conn_t *c);
 void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len);
-void he__conn_on_data_in_place(he_worker_t *w, he_conn_t *c, size_t len);
 void he__conn_timer_set(he_worker_t *w, he_conn_t *c, enum he_timer_list list);
 void he__conn_timers_expire(he_worker_t *w);
 void he__conn_response_done(he_worker_t *w, he_conn_t *c);

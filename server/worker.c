@@ -78,9 +78,10 @@ static void he_worker_arm_accept(he_worker_t *w, unsigned li)
 {
     struct io_uring_sqe *sqe = he__worker_sqe(w);
     if (w->server->features.multishot_accept)
-        io_uring_prep_multishot_accept(sqe, w->listeners[li].fd, NULL, NULL, SOCK_CLOEXEC);
+        io_uring_prep_multishot_accept(sqe, w->listeners[li].fd, NULL, NULL,
+                                       SOCK_CLOEXEC | SOCK_NONBLOCK);
     else
-        io_uring_prep_accept(sqe, w->listeners[li].fd, NULL, NULL, SOCK_CLOEXEC);
+        io_uring_prep_accept(sqe, w->listeners[li].fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     sqe->user_data = he__ud(HE_OP_ACCEPT, li, 0);
     w->listeners[li].armed = true;
 }
@@ -291,7 +292,7 @@ static void he_worker_on_recv(he_worker_t *w, he_conn_t *c, struct io_uring_cqe 
                 he__conn_on_data(w, c, w->bufs + (size_t)bid * w->buf_size, (size_t)res);
             he_worker_recycle_buf(w, bid);
         } else if (!c->closing) {
-            he__conn_on_data_in_place(w, c, (size_t)res);
+            he__conn_on_data(w, c, c->rbuf, (size_t)res);
         }
         rearm = true;
     } else if (res == 0) {
@@ -444,6 +445,7 @@ static void he_worker_cleanup(he_worker_t *w)
             close(c->fd);
             if (c->file) he_fcache_put(w->fcache, c->file);
             free(c->in);
+            free(c->rbuf);
         }
     }
     he_fcache_free(w->fcache);

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what hlsedge needs to build, test and benchmark on Debian 12.
+# Idempotent: when every package is already installed it only runs one
+# dpkg-query and exits. Run as root (or via sudo).
+#
+#   bash scripts/setup.sh           build + test dependencies
+#   bash scripts/setup.sh --bench   ... plus linux-perf (tests/bench/vs-nginx.sh PERF=1)
+set -euo pipefail
+
+BUILD_PKGS=(build-essential cmake pkg-config liburing-dev libuv1-dev libssl-dev
+            libnuma-dev libyaml-dev node-llhttp clang python3)
+TEST_PKGS=(curl ffmpeg openssl nginx wrk procps)
+BENCH_PKGS=(linux-perf)
+
+want=("${BUILD_PKGS[@]}" "${TEST_PKGS[@]}")
+for arg in "$@"; do
+    case "$arg" in
+        --bench) want+=("${BENCH_PKGS[@]}") ;;
+        -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+        *) echo "setup.sh: unknown option: $arg" >&2; exit 2 ;;
+    esac
+done
+
+# One dpkg-query for all packages; anything not "installed" is missing.
+missing=()
+status=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${want[@]}" 2>/dev/null || true)
+for p in "${want[@]}"; do
+    if ! grep -qx "$p installed" <<<"$status"; then
+        missing+=("$p")
+    fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "setup: all ${#want[@]} packages present"
+    exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing packages: ${missing[*]}" >&2
+    echo "setup: run as root (sudo bash scripts/setup.sh) to install them" >&2
+    exit 1
+fi
+
+echo "setup: installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian starts nginx on :80 after install; the benchmark runs its own.
+if [[ " ${missing[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null 2>&1; then
+    systemctl disable --now nginx >/dev/null 2>&1 || true
+fi
+echo "setup: done"

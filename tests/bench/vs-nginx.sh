@@ -1,0 +1,397 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: hlsedge vs Debian's nginx serving the same HLS
+# library, each with ONE worker pinned to one CPU, wrk pinned to another.
+#
+#   sudo bash tests/bench/vs-nginx.sh
+#   SERVERS=nginx DURATION=5s bash tests/bench/vs-nginx.sh
+#   PERF=1 bash tests/bench/vs-nginx.sh          + perf profiles per phase
+#
+# Phases: "segments" (random .ts of the library) then "playlists" (random
+# .m3u8). Per server and phase it prints requests/s, GB/s, p99 latency and the
+# server's CPU-seconds (utime+stime from /proc/<pid>/stat, all threads; nginx:
+# master + worker), with the derived costs (CPU-s per GB, per 1000 requests)
+# and efficiencies (bytes and requests per CPU-second), then hlsedge/nginx
+# ratios. It also shows the busy time of the server CPU from /proc/stat,
+# which additionally catches softirq/irq work that the kernel does not charge
+# to the process.
+#
+# Environment:
+#   SERVERS="hlsedge nginx"  which servers, in order
+#   DURATION=10s             wrk -d per measured phase
+#   WARMUP=2s                unmeasured wrk run before each phase ("0" = none)
+#   CONNS=50 THREADS=1       wrk -c / -t
+#   PORTS="18080 18081"      hlsedge port, nginx port (127.0.0.1)
+#   SERVER_CPU=0 CLIENT_CPU=1
+#   LIBRARY=demo/library     made with scripts/make-demo.sh when missing
+#   HLSEDGE=build/hlsedge    built with scripts/build.sh when missing
+#   OUT=var/bench/vs-nginx-<time>   output directory
+#   PERF=1                   perf record -e cpu-clock -g on the server per phase;
+#                            top-30 "perf report --no-children --sort dso,sym"
+#                            in OUT/perf-<server>-<phase>.txt (CPU numbers
+#                            then include the sampling overhead)
+# TLS is not benchmarked: hlsedge has no TLS listener configuration.
+# Loopback only; every wrk run is bounded by -d; servers are killed on exit.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BENCH_DIR="$REPO/tests/bench"
+cd "$REPO"
+
+SERVERS=${SERVERS:-"hlsedge nginx"}
+DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-2s}
+CONNS=${CONNS:-50}
+THREADS=${THREADS:-1}
+PORTS=${PORTS:-"18080 18081"}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+LIBRARY=${LIBRARY:-demo/library}
+HLSEDGE=${HLSEDGE:-build/hlsedge}
+PERF=${PERF:-0}
+OUT=${OUT:-var/bench/vs-nginx-$(date +%Y%m%d-%H%M%S)}
+CC_M3U8="no-cache"
+CC_TS="public, max-age=31536000, immutable"
+
+die() { echo "vs-nginx: $*" >&2; exit 1; }
+log() { echo "vs-nginx: $*" >&2; }
+
+read -r HLSEDGE_PORT NGINX_PORT <<<"$PORTS"
+[ -n "${NGINX_PORT:-}" ] || die "PORTS needs two ports: \"HLSEDGE_PORT NGINX_PORT\""
+for s in $SERVERS; do
+    case "$s" in hlsedge|nginx) ;; *) die "unknown server in SERVERS: $s" ;; esac
+done
+[ "$THREADS" -le "$CONNS" ] || die "THREADS must be <= CONNS"
+ncpu=$(nproc --all)
+[ "$SERVER_CPU" -lt "$ncpu" ] && [ "$CLIENT_CPU" -lt "$ncpu" ] ||
+    die "SERVER_CPU/CLIENT_CPU must be < $ncpu"
+[ "$SERVER_CPU" != "$CLIENT_CPU" ] || log "warning: server and client share CPU $SERVER_CPU"
+for t in wrk taskset curl python3; do
+    command -v "$t" >/dev/null || die "$t not found (run scripts/setup.sh)"
+done
+if [ "$PERF" = 1 ]; then command -v perf >/dev/null || die "perf not found (scripts/setup.sh --bench)"; fi
+
+CLK_TCK=$(getconf CLK_TCK)
+
+# ---------------------------------------------------------------- inputs
+if [ ! -f "$LIBRARY/master.m3u8" ] || [ ! -f "$LIBRARY/.hlsedge-demo" ]; then
+    log "library $LIBRARY missing or incomplete; making it"
+    bash scripts/make-demo.sh "$LIBRARY"
+fi
+ROOT=$(cd "$LIBRARY" && pwd)
+if [[ " $SERVERS " == *" hlsedge "* ]] && [ ! -x "$HLSEDGE" ]; then
+    log "$HLSEDGE missing; building"
+    bash scripts/build.sh
+    [ -x "$HLSEDGE" ] || die "$HLSEDGE still missing after scripts/build.sh"
+fi
+if [[ " $SERVERS " == *" nginx "* ]]; then
+    command -v nginx >/dev/null || die "nginx not found (run scripts/setup.sh)"
+fi
+
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+TMP=$(mktemp -d /tmp/hlsedge-bench.XXXXXX)
+
+(cd "$ROOT" && find . -name '*.ts' -type f | sed 's|^\.||' | sort) >"$OUT/paths-segments.txt"
+(cd "$ROOT" && find . -name '*.m3u8' -type f | sed 's|^\.||' | sort) >"$OUT/paths-playlists.txt"
+nseg=$(wc -l <"$OUT/paths-segments.txt")
+npl=$(wc -l <"$OUT/paths-playlists.txt")
+[ "$nseg" -gt 0 ] && [ "$npl" -gt 0 ] || die "no .ts or .m3u8 files under $ROOT"
+lib_bytes=$(du -sb "$ROOT" | cut -f1)
+
+# ---------------------------------------------------------------- cleanup
+SERVER_PID="" PERF_PID="" WRK_PID=""
+stop_pid() { # stop_pid PID [SIGNAL]: signal, then wait up to 5 s, then KILL
+    local pid=$1 sig=${2:-TERM} i
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+    kill -"$sig" "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+    stop_pid "$WRK_PID" KILL
+    stop_pid "$PERF_PID" INT
+    # nginx: TERM to the master stops its worker too (fast shutdown).
+    stop_pid "$SERVER_PID" TERM
+    if [ -n "${KEEP_TMP:-}" ]; then log "temp dir kept: $TMP"; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------- helpers
+cpu_mask() { printf '%x' $((1 << $1)); }
+
+port_free() { [ -z "$(ss -Htln "sport = :$1" 2>/dev/null)" ]; }
+
+# Pids whose CPU time counts for the server: the process and its children.
+server_pids() {
+    local p=$1
+    echo "$p"
+    pgrep -P "$p" 2>/dev/null || true
+}
+
+# Sum of utime+stime (clock ticks) over the given pids; for the first pid
+# also cutime+cstime, so a child that exited during the run still counts.
+cpu_ticks() {
+    local first=1 total=0 pid stat f
+    for pid in "$@"; do
+        stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+        # Fields from 3 (state) on; comm (field 2) may hold spaces and ')'.
+        read -r -a f <<<"${stat##*) }"
+        # f[11]=utime(14) f[12]=stime(15) f[13]=cutime(16) f[14]=cstime(17)
+        total=$((total + f[11] + f[12]))
+        if [ $first = 1 ]; then total=$((total + f[13] + f[14])); fi
+        first=0
+    done
+    echo "$total"
+}
+
+# Busy ticks of one CPU from /proc/stat: everything except idle and iowait.
+cpu_busy_ticks() {
+    awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
+}
+
+wait_ready() { # wait_ready PORT PID
+    local i code
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$2" 2>/dev/null || return 1
+        code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 \
+            "http://127.0.0.1:$1/master.m3u8" || true)
+        [ "$code" = 200 ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# Fetches a few files and compares them byte for byte with the library.
+check_responses() { # check_responses SERVER PORT
+    local p got
+    for p in /master.m3u8 "$(sed -n 1p "$OUT/paths-playlists.txt")" \
+        "$(sed -n 1p "$OUT/paths-segments.txt")" "$(tail -n 1 "$OUT/paths-segments.txt")"; do
+        curl -sf --max-time 10 -o "$TMP/check" "http://127.0.0.1:$2$p" ||
+            die "$1: GET $p failed"
+        cmp -s "$TMP/check" "$ROOT$p" || die "$1: GET $p: body differs from the file"
+    done
+    got=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$2/no/such/file.ts")
+    [ "$got" = 404 ] || die "$1: GET of a missing file answered $got, not 404"
+}
+
+start_nginx() {
+    local conf="$TMP/nginx.conf" user_line="" d
+    port_free "$NGINX_PORT" || die "port $NGINX_PORT is in use"
+    for d in client_body proxy fastcgi uwsgi scgi; do mkdir -p "$TMP/$d"; done
+    # As root, workers run as root too, so they can read any library path.
+    [ "$(id -u)" = 0 ] && user_line="user root;"
+    sed -e "s|@USER_LINE@|$user_line|" -e "s|@CPU_MASK@|$(cpu_mask "$SERVER_CPU")|" \
+        -e "s|@TMP@|$TMP|g" -e "s|@PORT@|$NGINX_PORT|g" -e "s|@ROOT@|$ROOT|g" \
+        -e "s|@CC_M3U8@|$CC_M3U8|g" -e "s|@CC_TS@|$CC_TS|g" \
+        "$BENCH_DIR/nginx.conf.in" >"$conf"
+    cp "$conf" "$OUT/nginx.conf"
+    nginx -t -q -e "$TMP/nginx-error.log" -p "$TMP" -c "$conf" ||
+        die "nginx -t failed: $(cat "$TMP/nginx-error.log" 2>/dev/null)"
+    taskset -c "$SERVER_CPU" nginx -e "$TMP/nginx-error.log" -p "$TMP" -c "$conf" \
+        -g 'daemon off;' >"$TMP/nginx.stdout" 2>&1 &
+    SERVER_PID=$!
+    wait_ready "$NGINX_PORT" "$SERVER_PID" ||
+        die "nginx did not come up: $(tail -n 5 "$TMP/nginx-error.log" 2>/dev/null)"
+    PORT=$NGINX_PORT
+}
+
+start_hlsedge() {
+    local conf="$TMP/hlsedge.yaml"
+    port_free "$HLSEDGE_PORT" || die "port $HLSEDGE_PORT is in use"
+    sed -e "s|@CPU@|$SERVER_CPU|g" -e "s|@PORT@|$HLSEDGE_PORT|g" -e "s|@ROOT@|$ROOT|g" \
+        -e "s|@MAX_CONNS@|$((CONNS * 4 > 4096 ? CONNS * 4 : 4096))|g" \
+        -e "s|@CC_M3U8@|$CC_M3U8|g" -e "s|@CC_TS@|$CC_TS|g" \
+        "$BENCH_DIR/hlsedge.yaml.in" >"$conf"
+    cp "$conf" "$OUT/hlsedge.yaml"
+    "$HLSEDGE" -t -c "$conf" >"$TMP/hlsedge-t.log" 2>&1 ||
+        die "hlsedge -t failed: $(cat "$TMP/hlsedge-t.log")"
+    taskset -c "$SERVER_CPU" "$HLSEDGE" -c "$conf" >"$TMP/hlsedge.log" 2>&1 &
+    SERVER_PID=$!
+    wait_ready "$HLSEDGE_PORT" "$SERVER_PID" ||
+        die "hlsedge did not come up: $(tail -n 5 "$TMP/hlsedge.log" 2>/dev/null)"
+    PORT=$HLSEDGE_PORT
+}
+
+stop_server() { # stop_server NAME
+    stop_pid "$SERVER_PID" TERM
+    SERVER_PID=""
+    case "$1" in
+        nginx) cp "$TMP/nginx-error.log" "$OUT/nginx-error.log" 2>/dev/null || true ;;
+        hlsedge) cp "$TMP/hlsedge.log" "$OUT/hlsedge.log" 2>/dev/null || true ;;
+    esac
+}
+
+run_wrk() { # run_wrk DURATION PATHS_FILE LOG
+    taskset -c "$CLIENT_CPU" wrk -t "$THREADS" -c "$CONNS" -d "$1" --timeout 10s --latency \
+        -s "$BENCH_DIR/random-paths.lua" "http://127.0.0.1:$PORT" -- "$2" >"$3" 2>&1 &
+    WRK_PID=$!
+    local rc=0
+    wait "$WRK_PID" || rc=$?
+    WRK_PID=""
+    [ $rc = 0 ] || die "wrk failed (rc $rc): $(tail -n 5 "$3")"
+}
+
+# One measured phase: appends a raw line to $OUT/raw.tsv.
+measure() { # measure SERVER PHASE
+    local server=$1 phase=$2 paths="$OUT/paths-$2.txt" wlog="$OUT/wrk-$1-$2.txt"
+    local pids t0 t1 b0 b1 res
+    if [ "$WARMUP" != 0 ]; then
+        run_wrk "$WARMUP" "$paths" "$TMP/warmup.txt"
+    fi
+    # shellcheck disable=SC2207
+    pids=($(server_pids "$SERVER_PID"))
+    if [ "$PERF" = 1 ]; then
+        local plist
+        plist=$(IFS=,; echo "${pids[*]}")
+        taskset -c "$CLIENT_CPU" perf record -q -e cpu-clock -g -p "$plist" \
+            -o "$OUT/perf-$server-$phase.data" >"$TMP/perf.log" 2>&1 &
+        PERF_PID=$!
+        sleep 0.5
+    fi
+    t0=$(cpu_ticks "${pids[@]}")
+    b0=$(cpu_busy_ticks "$SERVER_CPU")
+    run_wrk "$DURATION" "$paths" "$wlog"
+    t1=$(cpu_ticks "${pids[@]}")
+    b1=$(cpu_busy_ticks "$SERVER_CPU")
+    if [ "$PERF" = 1 ]; then
+        stop_pid "$PERF_PID" INT
+        PERF_PID=""
+        perf report -i "$OUT/perf-$server-$phase.data" --stdio --no-children \
+            --sort dso,sym -g none --percent-limit 0.1 2>/dev/null |
+            grep -v '^#' | grep -v '^$' | head -n 30 >"$OUT/perf-$server-$phase.txt" || true
+    fi
+    res=$(grep '^WRK_RESULT ' "$wlog" | tail -n 1) || die "no WRK_RESULT in $wlog"
+    printf '%s\t%s\t%s\tcpu_ticks=%s\tcpu0_ticks=%s\n' "$server" "$phase" "${res#WRK_RESULT }" \
+        "$((t1 - t0))" "$((b1 - b0))" >>"$OUT/raw.tsv"
+    log "$server $phase: $(sed -n 's/^Requests\/sec: *//p' "$wlog") req/s, server CPU $((t1 - t0)) ticks"
+}
+
+# ---------------------------------------------------------------- run
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "kernel: $(uname -r)"
+    echo "loadavg at start: $(cut -d" " -f1-3 /proc/loadavg)"
+    echo "cpu: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo) ($ncpu CPUs)"
+    echo "nginx: $(nginx -v 2>&1 | sed 's/.*: //')"
+    echo "wrk: threads=$THREADS conns=$CONNS duration=$DURATION warmup=$WARMUP on CPU $CLIENT_CPU"
+    echo "servers: $SERVERS, one worker on CPU $SERVER_CPU"
+    echo "library: $ROOT ($nseg segments, $npl playlists, $lib_bytes bytes)"
+    echo "perf: $PERF"
+} >"$OUT/env.txt"
+: >"$OUT/raw.tsv"
+
+# Warm the page cache so that neither server pays for disk reads.
+find "$ROOT" -type f -exec cat {} + >/dev/null
+
+for server in $SERVERS; do
+    log "starting $server"
+    "start_$server"
+    check_responses "$server" "$PORT"
+    for phase in segments playlists; do
+        measure "$server" "$phase"
+    done
+    stop_server "$server"
+done
+
+python3 - "$OUT/raw.tsv" "$CLK_TCK" "$OUT/env.txt" >"$OUT/results.txt" <<'PY'
+import sys
+
+raw, clk, envf = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rows = {}
+order = []
+for line in open(raw):
+    parts = line.rstrip("\n").split("\t")
+    server, phase = parts[0], parts[1]
+    kv = {}
+    for field in " ".join(parts[2:]).split():
+        k, v = field.split("=")
+        kv[k] = int(v)
+    secs = kv["duration_us"] / 1e6
+    cpu = kv["cpu_ticks"] / clk
+    cpu0 = kv["cpu0_ticks"] / clk
+    gb = kv["bytes"] / 1e9
+    req = kv["requests"]
+    errs = sum(kv[k] for k in kv if k.startswith("err_"))
+    r = {
+        "req/s": req / secs,
+        "GB/s": gb / secs,
+        "p99 ms": kv["p99_us"] / 1000,
+        "CPU-s": cpu,
+        "CPU %": 100 * cpu / secs,
+        "CPU-s/GB": cpu / gb if gb else float("nan"),
+        "CPU-s/1k req": 1000 * cpu / req if req else float("nan"),
+        "GB/CPU-s": gb / cpu if cpu else float("nan"),
+        "req/CPU-s": req / cpu if cpu else float("nan"),
+        "cpu0 busy-s": cpu0,
+        "errors": errs,
+        "requests": req,
+    }
+    rows[(server, phase)] = r
+    order.append((server, phase))
+
+cols = ["req/s", "GB/s", "p99 ms", "CPU-s", "CPU %", "CPU-s/GB", "CPU-s/1k req",
+        "GB/CPU-s", "req/CPU-s", "cpu0 busy-s", "errors"]
+
+def fmt(v):
+    if isinstance(v, int):
+        return str(v)
+    if v != v:
+        return "-"
+    if abs(v) >= 1000:
+        return f"{v:.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    if abs(v) >= 0.1:
+        return f"{v:.3f}"
+    return f"{v:.5f}"
+
+print(open(envf).read().rstrip())
+print()
+print("CPU-s: server utime+stime (/proc/<pid>/stat, CLK_TCK=%d; nginx: master+worker)." % clk)
+print("cpu0 busy-s: busy time of the server's CPU (/proc/stat), incl. softirq.")
+print("GB = 1e9 bytes read by wrk (headers + bodies).")
+print()
+w = 14
+print("%-9s %-10s" % ("server", "phase") + "".join(c.rjust(w) for c in cols))
+for key in order:
+    r = rows[key]
+    print("%-9s %-10s" % key + "".join(fmt(r[c]).rjust(w) for c in cols))
+
+warn = [k for k in order if rows[k]["errors"]]
+for k in warn:
+    print(f"WARNING: {k[0]} {k[1]}: {rows[k]['errors']} errors (connect/read/write/status/timeout)")
+busy = set()
+for k in order:
+    other = rows[k]["cpu0 busy-s"] - rows[k]["CPU-s"]
+    secs = rows[k]["CPU-s"] / (rows[k]["CPU %"] / 100) if rows[k]["CPU %"] else 0
+    if secs and other > 0.15 * secs:
+        busy.add(k)
+        print(f"note: {k[0]} {k[1]}: the server CPU was busy {other:.2f} s beyond the server's own "
+              "time (softirq, or other processes: is the machine quiet?)")
+for k in order:
+    if rows[k]["CPU %"] < 90 and k not in busy:
+        print(f"note: {k[0]} {k[1]}: server CPU {rows[k]['CPU %']:.0f}% < 90%: "
+              "not saturated, the client may be the limit; compare the per-CPU-second columns")
+
+phases = sorted({p for _, p in order}, key=["segments", "playlists"].index)
+if all(("hlsedge", p) in rows and ("nginx", p) in rows for p in phases) and phases:
+    print()
+    print("ratios hlsedge/nginx (throughput and per-CPU-s: >1 is better for hlsedge;"
+          " p99 and CPU cost: <1 is better)")
+    rc = ["req/s", "GB/s", "p99 ms", "CPU-s/GB", "CPU-s/1k req", "GB/CPU-s", "req/CPU-s"]
+    print("%-20s" % "phase" + "".join(c.rjust(w) for c in rc))
+    for p in phases:
+        a, b = rows[("hlsedge", p)], rows[("nginx", p)]
+        vals = [a[c] / b[c] if b[c] else float("nan") for c in rc]
+        print("%-20s" % p + "".join(f"{v:.3f}".rjust(w) for v in vals))
+PY
+
+cat "$OUT/results.txt"
+echo
+extra=""; [ "$PERF" = 1 ] && extra=", perf-*.txt"
+echo "vs-nginx: results in $OUT/results.txt (also raw.tsv, wrk-*.txt, configs$extra)"

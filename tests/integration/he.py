@@ -1,0 +1,295 @@
+"""Integration-test harness: builds a library, writes a config, starts the
+real hlsedge binary and talks to it over real sockets.
+
+Each test module defines functions named test_*; run_tests() runs them in
+order, prints one line per test and a closing 'N passed, N failed' line.
+"""
+
+import hashlib
+import os
+import random
+import re
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+SRC = os.environ.get("HE_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("HE_BIN") or os.path.join(SRC, "build", "hlsedge")
+
+RENDITIONS = ["288p", "360p", "576p", "720p", "1080p"]
+
+
+def raise_nofile():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def free_port(family=socket.AF_INET, host="127.0.0.1"):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.bind((host, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def make_library(root, big_mb=24):
+    """A synthetic HLS library: 5 renditions of media playlists and .ts
+    segments of pseudo-random bytes, plus every content type, a symlink
+    out of root, one inside it, and a directory."""
+    rnd = random.Random(1234)
+    os.makedirs(root, exist_ok=True)
+    master = ["#EXTM3U", "#EXT-X-VERSION:3"]
+    bw = [400000, 800000, 1500000, 3000000, 6000000]
+    res = ["512x288", "640x360", "1024x576", "1280x720", "1920x1080"]
+    for i, r in enumerate(RENDITIONS):
+        master.append('#EXT-X-STREAM-INF:BANDWIDTH=%d,RESOLUTION=%s,CODECS="avc1.64001f,mp4a.40.2"' % (bw[i], res[i]))
+        master.append("%s/index.m3u8" % r)
+        d = os.path.join(root, r)
+        os.makedirs(d, exist_ok=True)
+        media = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:6", "#EXT-X-MEDIA-SEQUENCE:0",
+                 "#EXT-X-PLAYLIST-TYPE:VOD"]
+        for n in range(4):
+            size = (bw[i] * 6 // 8) // (4 if n % 2 else 1) + n
+            with open(os.path.join(d, "seg_%05d.ts" % n), "wb") as f:
+                f.write(rnd.randbytes(size))
+            media += ["#EXTINF:6.000000,", "seg_%05d.ts" % n]
+        media.append("#EXT-X-ENDLIST")
+        with open(os.path.join(d, "index.m3u8"), "w") as f:
+            f.write("\n".join(media) + "\n")
+    with open(os.path.join(root, "master.m3u8"), "w") as f:
+        f.write("\n".join(master) + "\n")
+    files = {
+        "misc/init.mp4": 2000, "misc/part.m4s": 3000, "misc/audio.aac": 1500, "misc/subs.vtt": 200,
+        "misc/aes.key": 16, "misc/blob.bin": 5000, "misc/empty.ts": 0, "misc/UPPER.TS": 1000,
+        "misc/with space.ts": 700,
+    }
+    for name, size in files.items():
+        p = os.path.join(root, name)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(b"WEBVTT\n\n" + b"x" * (size - 8) if name.endswith(".vtt") else rnd.randbytes(size))
+    with open(os.path.join(root, "misc", "big.ts"), "wb") as f:
+        f.write(rnd.randbytes(big_mb << 20))
+    os.makedirs(os.path.join(root, "adir"), exist_ok=True)
+    secret = os.path.join(os.path.dirname(root.rstrip("/")), "secret.txt")
+    with open(secret, "w") as f:
+        f.write("outside root\n")
+    for link, target in (("escape.ts", secret), ("misc/escape-dir", "/etc"), ("inside.ts", "360p/seg_00000.ts")):
+        p = os.path.join(root, link)
+        if not os.path.lexists(p):
+            os.symlink(target, p)
+    return root
+
+
+class Response:
+    def __init__(self, status, reason, headers, body, raw_head):
+        self.status = status
+        self.reason = reason
+        self.headers = headers  # lower-case name -> value (last wins)
+        self.body = body
+        self.raw_head = raw_head
+
+    def h(self, name):
+        return self.headers.get(name.lower())
+
+    def __repr__(self):
+        return "<Response %d %s, %d body bytes>" % (self.status, self.reason, len(self.body))
+
+
+class Conn:
+    """A raw HTTP/1.1 client connection that reads responses exactly."""
+
+    def __init__(self, port, host="127.0.0.1", timeout=10, family=socket.AF_INET):
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect((host, port))
+        self.buf = b""
+
+    def send(self, data):
+        if isinstance(data, str):
+            data = data.encode("latin1")
+        self.sock.sendall(data)
+
+    def _fill(self):
+        d = self.sock.recv(1 << 20)
+        if not d:
+            raise EOFError("connection closed by server")
+        self.buf += d
+
+    def read_response(self, head_only=False):
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin1").split("\r\n")
+        m = re.match(r"HTTP/1\.[01] (\d{3}) ?(.*)", lines[0])
+        if not m:
+            raise ValueError("bad status line %r" % lines[0])
+        headers = {}
+        for line in lines[1:]:
+            k, v = line.split(":", 1)
+            headers[k.strip().lower()] = v.strip()
+        status = int(m.group(1))
+        n = 0 if head_only or status in (204, 304) else int(headers.get("content-length", "0"))
+        while len(self.buf) < n:
+            self._fill()
+        body, self.buf = self.buf[:n], self.buf[n:]
+        return Response(status, m.group(2), headers, body, head)
+
+    def request(self, method, path, headers=None, version="1.1", body=None):
+        h = "%s %s HTTP/%s\r\nHost: test\r\n" % (method, path, version)
+        for k, v in (headers or {}).items():
+            h += "%s: %s\r\n" % (k, v)
+        self.send(h + "\r\n")
+        if body:
+            self.send(body)
+        return self.read_response(head_only=(method == "HEAD"))
+
+    def closed_by_peer(self, wait=5.0):
+        """True when the server closes the connection within wait seconds."""
+        self.sock.settimeout(wait)
+        try:
+            while True:
+                d = self.sock.recv(65536)
+                if not d:
+                    return True
+        except (socket.timeout, TimeoutError):
+            return False
+        except ConnectionResetError:
+            return True
+
+    def close(self):
+        self.sock.close()
+
+
+class Server:
+    """Runs hlsedge on a generated config; stop() checks it exits 0."""
+
+    def __init__(self, root, extra="", workers=1, env=None, listen=None, admin=False):
+        self.dir = tempfile.mkdtemp(prefix="he-srv-")
+        self.port = free_port()
+        self.listen = listen or ["127.0.0.1:%d" % self.port]
+        self.admin_port = free_port() if admin else 0
+        self.conf = os.path.join(self.dir, "hlsedge.yaml")
+        with open(self.conf, "w") as f:
+            f.write("listen: [%s]\n" % ", ".join('"%s"' % l for l in self.listen))
+            f.write("workers: %d\n" % workers)
+            f.write("root: %s\n" % root)
+            f.write('admin:\n  listen: "%s"\n' % ("127.0.0.1:%d" % self.admin_port if admin else "off"))
+            f.write(extra)
+        self.log_path = os.path.join(self.dir, "stderr.log")
+        self.env = dict(os.environ)
+        self.env.update(env or {})
+        self.proc = None
+
+    def start(self):
+        raise_nofile()
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([BIN, "-c", self.conf], stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=self.env)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("hlsedge exited %d at start:\n%s" % (self.proc.returncode, self.read_log()))
+            try:
+                host, port = self.listen[0].rsplit(":", 1)
+                host = host.strip("[]")
+                fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+                s = socket.socket(fam, socket.SOCK_STREAM)
+                s.settimeout(1)
+                s.connect((host, int(port)))
+                s.close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("hlsedge did not start listening:\n" + self.read_log())
+
+    def read_log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def conn(self, **kw):
+        return Conn(self.port, **kw)
+
+    def get(self, path, headers=None, method="GET"):
+        c = self.conn()
+        try:
+            return c.request(method, path, headers)
+        finally:
+            c.close()
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout=20):
+        if self.proc is None or self.proc.poll() is not None:
+            rc = self.proc.returncode if self.proc else 0
+        else:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                rc = self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("hlsedge did not exit within %ds of SIGTERM" % timeout)
+        self.log.close()
+        log = self.read_log()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        if rc != 0:
+            raise AssertionError("hlsedge exited %s:\n%s" % (rc, log))
+        for bad in ("AddressSanitizer", "runtime error:", "LeakSanitizer", "stale completion"):
+            if bad in log:
+                raise AssertionError("server log shows %r:\n%s" % (bad, log))
+        return log
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            self.stop()
+        else:
+            try:
+                self.stop()
+            except AssertionError as e:
+                sys.stderr.write(str(e) + "\n")
+
+
+def expect(cond, msg="check failed"):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def expect_eq(a, b, what=""):
+    if a != b:
+        raise AssertionError("%s: got %r, expected %r" % (what, a, b))
+
+
+def run_tests(module_globals, only=None):
+    tests = [(n, f) for n, f in module_globals.items() if n.startswith("test_") and callable(f)]
+    tests.sort(key=lambda t: t[1].__code__.co_firstlineno)
+    if only:
+        tests = [t for t in tests if t[0] in only]
+    passed = failed = 0
+    for name, fn in tests:
+        t0 = time.time()
+        try:
+            fn()
+            passed += 1
+            print("PASS %s (%.2fs)" % (name, time.time() - t0), flush=True)
+        except Exception:
+            failed += 1
+            print("FAIL %s (%.2fs)" % (name, time.time() - t0), flush=True)
+            traceback.print_exc()
+    print("%d passed, %d failed" % (passed, failed), flush=True)
+    return 1 if failed else 0
