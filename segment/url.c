@@ -115,9 +115,14 @@ int he_seg_url_normalize(const char *target, size_t len, char *out, size_t cap)
         }
         out[o++] = (char)c;
         /* the common case: a run of plain bytes inside a name */
-        while (i < len && he_seg_url_class[(unsigned char)target[i]] == HE_SEG_C_PLAIN &&
-               cap - o > 1)
-            out[o++] = target[i++];
+        size_t run = i;
+        while (run < len && he_seg_url_class[(unsigned char)target[run]] == HE_SEG_C_PLAIN)
+            run++;
+        run -= i;
+        if (cap - o <= run) return -ENAMETOOLONG;
+        memcpy(out + o, target + i, run);
+        o += run;
+        i += run;
     }
 
 done:
