@@ -64,8 +64,7 @@ int he_conf_load_string(he_conf_t *c, const char *name, const char *yaml, size_t
 }
 
 /* Reads all of path into a malloc'd buffer. */
-static int he_conf_read_file(const char *path, char **out, size_t *outlen, char *err,
-                             size_t errlen)
+static int he_conf_read_file(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
 {
     char namebuf[HE__CONF_NAME_MAX + 4];
     const char *name = he__conf_msg_name(path, namebuf, sizeof(namebuf));

@@ -20,31 +20,56 @@ static const char *const he_conf_access_format_names[] = {"combined", "json", NU
 
 #define HE_CONF_HOUR_MS 3600000u
 
-#define HE_CONF_K_SECTION(n, d) {.name = n, .type = HE__CONF_SECTION, .doc = d}
-#define HE_CONF_K_UINT(n, f, lo, hi, dv, d)                                                                  \
-    {.name = n, .type = HE__CONF_UINT, .off = offsetof(he_conf_t, f), .min = lo, .max = hi,        \
-     .def = dv, .doc = d}
-#define HE_CONF_K_DURATION(n, f, lo, hi, dv, d)                                                              \
-    {.name = n, .type = HE__CONF_DURATION, .off = offsetof(he_conf_t, f), .min = lo, .max = hi,    \
-     .def = dv, .doc = d}
-#define HE_CONF_K_BOOL(n, f, dv, d)                                                                          \
-    {.name = n, .type = HE__CONF_BOOL, .off = offsetof(he_conf_t, f), .def = dv, .doc = d}
-#define HE_CONF_K_STR(n, f, fl, dv, d)                                                                       \
-    {.name = n, .type = HE__CONF_STR, .flags = fl, .off = offsetof(he_conf_t, f),                  \
-     .size = sizeof(((he_conf_t *)0)->f), .def = dv, .doc = d}
-#define HE_CONF_K_ENUM(n, f, nm, dv, d)                                                                      \
-    {.name = n, .type = HE__CONF_ENUM, .off = offsetof(he_conf_t, f), .names = nm, .def = dv,     \
-     .doc = d}
-#define HE_CONF_K_CACHE(t, n, dv) HE_CONF_K_STR("cache_control." n, cache_control[t], HE__CONF_F_HEADER, dv, NULL)
+#define HE_CONF_K_SECTION(n, d)                                                                    \
+    {                                                                                              \
+        .name = n, .type = HE__CONF_SECTION, .doc = d                                              \
+    }
+#define HE_CONF_K_UINT(n, f, lo, hi, dv, d)                                                        \
+    {                                                                                              \
+        .name = n, .type = HE__CONF_UINT, .off = offsetof(he_conf_t, f), .min = lo, .max = hi,     \
+        .def = dv, .doc = d                                                                        \
+    }
+#define HE_CONF_K_DURATION(n, f, lo, hi, dv, d)                                                    \
+    {                                                                                              \
+        .name = n, .type = HE__CONF_DURATION, .off = offsetof(he_conf_t, f), .min = lo, .max = hi, \
+        .def = dv, .doc = d                                                                        \
+    }
+#define HE_CONF_K_BOOL(n, f, dv, d)                                                                \
+    {                                                                                              \
+        .name = n, .type = HE__CONF_BOOL, .off = offsetof(he_conf_t, f), .def = dv, .doc = d       \
+    }
+#define HE_CONF_K_STR(n, f, fl, dv, d)                                                             \
+    {                                                                                              \
+        .name = n, .type = HE__CONF_STR, .flags = fl, .off = offsetof(he_conf_t, f),               \
+        .size = sizeof(((he_conf_t *)0)->f), .def = dv, .doc = d                                   \
+    }
+#define HE_CONF_K_ENUM(n, f, nm, dv, d)                                                            \
+    {                                                                                              \
+        .name = n, .type = HE__CONF_ENUM, .off = offsetof(he_conf_t, f), .names = nm, .def = dv,   \
+        .doc = d                                                                                   \
+    }
+#define HE_CONF_K_CACHE(t, n, dv)                                                                  \
+    HE_CONF_K_STR("cache_control." n, cache_control[t], HE__CONF_F_HEADER, dv,                     \
+                  "Cache-Control for content type " n)
 
 /* Sections come before their keys; the order is the order of hlsedge.yaml
  * and of the key lists in error messages. */
 const he__conf_key_t he__conf_keys[] = {
-    {.name = "listen", .type = HE__CONF_LISTEN, .def = "0.0.0.0:8080",
+    {.name = "listen",
+     .type = HE__CONF_LISTEN,
+     .def = "0.0.0.0:8080",
      .doc = "addresses to accept HTTP on"},
-    {.name = "workers", .type = HE__CONF_WORKERS, .off = offsetof(he_conf_t, workers), .min = 1,
-     .max = 1024, .def = "auto", .doc = "worker threads; auto = one per allowed CPU"},
-    {.name = "cpus", .type = HE__CONF_CPUS, .max = HE_CONF_MAX_CPUS - 1, .def = "auto",
+    {.name = "workers",
+     .type = HE__CONF_WORKERS,
+     .off = offsetof(he_conf_t, workers),
+     .min = 1,
+     .max = 1024,
+     .def = "auto",
+     .doc = "worker threads; auto = one per allowed CPU"},
+    {.name = "cpus",
+     .type = HE__CONF_CPUS,
+     .max = HE_CONF_MAX_CPUS - 1,
+     .def = "auto",
      .doc = "CPUs to run workers on"},
     HE_CONF_K_BOOL("pin", pin, "true", "pin each worker to its CPU"),
     HE_CONF_K_BOOL("numa", numa, "true", "allocate worker memory on the worker's NUMA node"),
@@ -52,22 +77,23 @@ const he__conf_key_t he__conf_keys[] = {
 
     HE_CONF_K_SECTION("limits", "request and connection limits"),
     HE_CONF_K_UINT("limits.max_connections", max_connections, 1, 10000000, "10000", "whole server"),
-    HE_CONF_K_UINT("limits.header_bytes", max_header_bytes, 256, 1048576, "8192", "request line + headers"),
+    HE_CONF_K_UINT("limits.header_bytes", max_header_bytes, 256, 1048576, "8192",
+                   "request line + headers"),
     HE_CONF_K_UINT("limits.uri_bytes", max_uri_bytes, 16, 1048576, "4096", "request-target"),
 
     HE_CONF_K_SECTION("timeouts", "durations: 250ms, 10s, 2m, 1h or a number of seconds"),
     HE_CONF_K_DURATION("timeouts.header", header_timeout_ms, 100, HE_CONF_HOUR_MS, "10s",
-             "to receive a request's headers"),
+                       "to receive a request's headers"),
     HE_CONF_K_DURATION("timeouts.keepalive", keepalive_timeout_ms, 0, HE_CONF_HOUR_MS, "75s",
-             "idle time between requests; 0 closes after each response"),
+                       "idle time between requests; 0 closes after each response"),
     HE_CONF_K_DURATION("timeouts.send", send_timeout_ms, 100, HE_CONF_HOUR_MS, "30s",
-             "without any progress sending a response"),
+                       "without any progress sending a response"),
     HE_CONF_K_DURATION("timeouts.drain", drain_timeout_ms, 0, HE_CONF_HOUR_MS, "10s",
-             "on shutdown, for in-flight responses"),
+                       "on shutdown, for in-flight responses"),
 
     HE_CONF_K_SECTION("cors", "cross-origin resource sharing"),
     HE_CONF_K_STR("cors.allow_origin", cors_allow_origin, HE__CONF_F_HEADER, "*",
-        "Access-Control-Allow-Origin; \"\" sends no CORS headers"),
+                  "Access-Control-Allow-Origin; \"\" sends no CORS headers"),
 
     HE_CONF_K_SECTION("cache_control", "Cache-Control per content type; \"\" sends none"),
     HE_CONF_K_CACHE(HE_SEG_TYPE_OTHER, "other", "public, max-age=3600"),
@@ -84,16 +110,19 @@ const he__conf_key_t he__conf_keys[] = {
     HE_CONF_K_STR("log.file", error_log, 0, "", "error log path; \"\" = stderr"),
     HE_CONF_K_STR("log.access", access_log, 0, "", "access log path; \"\" = off"),
     HE_CONF_K_ENUM("log.access_format", access_log_format, he_conf_access_format_names, "combined",
-         "access log line format"),
+                   "access log line format"),
 
     HE_CONF_K_SECTION("admin", "statistics and control endpoint"),
-    {.name = "admin.listen", .type = HE__CONF_ADDR, .off = offsetof(he_conf_t, admin_listen),
-     .def = "127.0.0.1:9090", .doc = "admin address; \"\" or off disables"},
+    {.name = "admin.listen",
+     .type = HE__CONF_ADDR,
+     .off = offsetof(he_conf_t, admin_listen),
+     .def = "127.0.0.1:9090",
+     .doc = "admin address; \"\" or off disables"},
 
     HE_CONF_K_SECTION("fd_cache", "open file descriptors kept per worker"),
     HE_CONF_K_UINT("fd_cache.entries", fd_cache_entries, 16, 1048576, "1024", "per worker"),
     HE_CONF_K_DURATION("fd_cache.valid", fd_cache_valid_ms, 0, HE_CONF_HOUR_MS, "5s",
-             "revalidate an open file's stat after this"),
+                       "revalidate an open file's stat after this"),
 };
 #undef HE_CONF_K_SECTION
 #undef HE_CONF_K_UINT
@@ -345,7 +374,8 @@ void he__conf_expect(const he__conf_key_t *k, char *buf, size_t len)
         snprintf(buf, len, "true or false");
         break;
     case HE__CONF_STR:
-        snprintf(buf, len, "%s", k->flags & HE__CONF_F_NONEMPTY ? "a non-empty string" : "a string");
+        snprintf(buf, len, "%s",
+                 k->flags & HE__CONF_F_NONEMPTY ? "a non-empty string" : "a string");
         break;
     case HE__CONF_DURATION:
         he__conf_fmt_ms(k->min, lo, sizeof(lo));
@@ -450,12 +480,12 @@ int he__conf_check(const he_conf_t *c, const unsigned char *seen, int *bad, char
          * default uri_bytes is not what the user wrote. */
         if (seen[lo] || !seen[hi]) {
             *bad = lo;
-            snprintf(why, whylen, "expected at most %s (%u), got %u", he__conf_keys[hi].name,
-                     vhi, vlo);
+            snprintf(why, whylen, "expected at most %s (%u), got %u", he__conf_keys[hi].name, vhi,
+                     vlo);
         } else {
             *bad = hi;
-            snprintf(why, whylen, "expected at least %s (%u), got %u", he__conf_keys[lo].name,
-                     vlo, vhi);
+            snprintf(why, whylen, "expected at least %s (%u), got %u", he__conf_keys[lo].name, vlo,
+                     vhi);
         }
         return -EINVAL;
     }

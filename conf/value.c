@@ -33,7 +33,7 @@ int he__conf_parse_bool(const char *s, bool *out)
     static const struct {
         const char *name;
         bool value;
-    } words[] = {{"true", true}, {"yes", true}, {"on", true},
+    } words[] = {{"true", true},   {"yes", true}, {"on", true},
                  {"false", false}, {"no", false}, {"off", false}};
 
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
@@ -70,7 +70,8 @@ int he_conf_parse_duration_ms(const char *s, unsigned *ms)
     int rc;
 
     if (s == NULL) return -EINVAL;
-    while (s[ndigits] >= '0' && s[ndigits] <= '9') ndigits++;
+    while (s[ndigits] >= '0' && s[ndigits] <= '9')
+        ndigits++;
     if (ndigits == 0) return -EINVAL;
     for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
         if (strcmp(s + ndigits, units[i].suffix) != 0) continue;

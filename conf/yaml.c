@@ -52,7 +52,7 @@ static const char *he_conf_node_kind(const yaml_node_t *n)
     }
 }
 
-/* An untagged plain "", "~" or "null": YAML's null, which we read as "". */
+/* A plain "", "~" or "null": YAML's null, which we read as "". */
 static int he_conf_is_null(const yaml_node_t *n)
 {
     const char *v = (const char *)n->data.scalar.value;
@@ -69,7 +69,8 @@ static unsigned he_conf_distance(const char *a, size_t la, const char *b)
     size_t lb = strlen(b);
 
     if (la > 32 || lb > 32) return 99;
-    for (size_t j = 0; j <= lb; j++) row[j] = (unsigned)j;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = (unsigned)j;
     for (size_t i = 1; i <= la; i++) {
         unsigned diag = row[0];
         row[0] = (unsigned)i;
@@ -142,8 +143,8 @@ static int he_conf_walk_value(he_conf_walk_t *w, const he__conf_key_t *k, yaml_n
     }
     he__conf_expect(k, expect, sizeof(expect));
     if (vn->type != YAML_SEQUENCE_NODE || !he__conf_takes_list(k))
-        return he_conf_walk_fail(w, vn->start_mark, k->name, -EINVAL, "expected %s, got %s",
-                                 expect, he_conf_node_kind(vn));
+        return he_conf_walk_fail(w, vn->start_mark, k->name, -EINVAL, "expected %s, got %s", expect,
+                                 he_conf_node_kind(vn));
     if (vn->data.sequence.items.start == vn->data.sequence.items.top)
         return he_conf_walk_fail(w, vn->start_mark, k->name, -EINVAL,
                                  "expected %s, got an empty list", expect);
@@ -157,8 +158,8 @@ static int he_conf_walk_value(he_conf_walk_t *w, const he__conf_key_t *k, yaml_n
             return he_conf_walk_fail(w, in->start_mark, k->name, -EINVAL,
                                      "expected a list of scalars, got %s in it",
                                      he_conf_node_kind(in));
-        rc = he__conf_set(w->c, k, (const char *)in->data.scalar.value, in->data.scalar.length,
-                          idx, why, sizeof(why));
+        rc = he__conf_set(w->c, k, (const char *)in->data.scalar.value, in->data.scalar.length, idx,
+                          why, sizeof(why));
         if (rc < 0) return he_conf_walk_fail(w, in->start_mark, k->name, rc, "%s", why);
     }
     return 0;
@@ -243,17 +244,16 @@ static int he_conf_walk_doc(he_conf_walk_t *w, yaml_parser_t *parser, const char
 {
     yaml_node_t *root = yaml_document_get_root_node(w->doc);
     yaml_document_t next;
-    char expect[320];
+    char why[HE_CONF_ERR_MAX];
     int rc, bad;
 
     if (root != NULL && root->type == YAML_MAPPING_NODE) {
         rc = he_conf_walk_map(w, root, -1);
         if (rc < 0) return rc;
     } else if (root != NULL && !he_conf_is_null(root)) {
-        /* Reuse the section text: the top level is the unnamed section. */
-        snprintf(expect, sizeof(expect), "expected a mapping of keys at the top level, got %s",
-                 he_conf_node_kind(root));
-        return he_conf_walk_fail(w, root->start_mark, NULL, -EINVAL, "%s", expect);
+        return he_conf_walk_fail(w, root->start_mark, NULL, -EINVAL,
+                                 "expected a mapping of keys at the top level, got %s",
+                                 he_conf_node_kind(root));
     }
 
     /* One document per file: a second one is most likely a pasting mistake
@@ -267,11 +267,11 @@ static int he_conf_walk_doc(he_conf_walk_t *w, yaml_parser_t *parser, const char
     yaml_document_delete(&next);
     if (rc < 0) return rc;
 
-    rc = he__conf_check(w->c, w->seen, &bad, expect, sizeof(expect));
+    rc = he__conf_check(w->c, w->seen, &bad, why, sizeof(why));
     if (rc < 0) {
         /* The blamed key is one the file gave (unless the defaults alone
          * break a rule, which the unit tests rule out), so point at it. */
-        return he_conf_walk_fail(w, w->val_mark[bad], he__conf_keys[bad].name, rc, "%s", expect);
+        return he_conf_walk_fail(w, w->val_mark[bad], he__conf_keys[bad].name, rc, "%s", why);
     }
     return 0;
 }

@@ -1,0 +1,246 @@
+/* The public API of conf/conf.c: defaults, loading a real file, file
+ * errors, and the documented conf/hlsedge.yaml agreeing with the built-in
+ * defaults field by field. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <unistd.h>
+
+#include "conf/internal.h"
+#include "he_test.h"
+
+static he_conf_t conf, def;
+static char err[HE_CONF_ERR_MAX];
+
+/* conf/hlsedge.yaml, found from this file's path so the test runs from any
+ * build directory. */
+static void doc_path(char *buf, size_t len)
+{
+    const char *me = __FILE__, *tail = strstr(me, "tests/unit/conf/test_conf.c");
+    snprintf(buf, len, "%.*sconf/hlsedge.yaml", tail ? (int)(tail - me) : 0, me);
+}
+
+static void test_defaults(void)
+{
+    const struct sockaddr_in *a;
+
+    he_conf_defaults(&conf);
+    HE_CHECK_STR(conf.file, "");
+    HE_CHECK_INT(conf.generation, 0);
+    HE_CHECK_INT(conf.nlisten, 1);
+    HE_CHECK_STR(conf.listen[0].text, "0.0.0.0:8080");
+    a = (const struct sockaddr_in *)&conf.listen[0].addr;
+    HE_CHECK_INT(a->sin_family, AF_INET);
+    HE_CHECK_INT(ntohs(a->sin_port), 8080);
+    HE_CHECK_INT(a->sin_addr.s_addr, htonl(INADDR_ANY));
+    HE_CHECK_INT(conf.workers, 0);
+    HE_CHECK_INT(conf.ncpus, 0);
+    HE_CHECK(conf.pin);
+    HE_CHECK(conf.numa);
+    HE_CHECK_STR(conf.root, "demo/library");
+    HE_CHECK_INT(conf.max_connections, 10000);
+    HE_CHECK_INT(conf.max_header_bytes, 8192);
+    HE_CHECK_INT(conf.max_uri_bytes, 4096);
+    HE_CHECK_INT(conf.header_timeout_ms, 10000);
+    HE_CHECK_INT(conf.keepalive_timeout_ms, 75000);
+    HE_CHECK_INT(conf.send_timeout_ms, 30000);
+    HE_CHECK_INT(conf.drain_timeout_ms, 10000);
+    HE_CHECK_STR(conf.cors_allow_origin, "*");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_OTHER], "public, max-age=3600");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_M3U8], "public, max-age=1");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_TS], "public, max-age=86400, immutable");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_M4S], "public, max-age=86400, immutable");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_MP4], "public, max-age=86400, immutable");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_AAC], "public, max-age=86400, immutable");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_VTT], "public, max-age=86400");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_KEY], "private, max-age=300");
+    HE_CHECK_INT(conf.log_level, HE_LOG_INFO);
+    HE_CHECK_STR(conf.error_log, "");
+    HE_CHECK_STR(conf.access_log, "");
+    HE_CHECK_INT(conf.access_log_format, HE_ACCESS_LOG_COMBINED);
+    HE_CHECK_STR(conf.admin_listen.text, "127.0.0.1:9090");
+    HE_CHECK_INT(conf.fd_cache_entries, 1024);
+    HE_CHECK_INT(conf.fd_cache_valid_ms, 5000);
+
+    /* Defaults are deterministic to the byte and pass the cross-key rules. */
+    unsigned char seen[HE__CONF_MAX_KEYS] = {0};
+    char why[HE_CONF_ERR_MAX];
+    int bad = -1;
+    memset(&def, 0xa5, sizeof(def));
+    he_conf_defaults(&def);
+    HE_CHECK(memcmp(&conf, &def, sizeof(conf)) == 0);
+    HE_CHECK_INT(he__conf_check(&def, seen, &bad, why, sizeof(why)), 0);
+}
+
+/* The table itself: sections precede their keys, names are unique, every
+ * key but a section has a default, and every row a doc line. */
+static void test_table(void)
+{
+    HE_CHECK(he__conf_nkeys <= HE__CONF_MAX_KEYS);
+    for (size_t i = 0; i < he__conf_nkeys; i++) {
+        const he__conf_key_t *k = &he__conf_keys[i];
+        const char *dot = strchr(k->name, '.');
+        HE_CHECK(k->type == HE__CONF_SECTION ? k->def == NULL : k->def != NULL);
+        HE_CHECK(k->type == HE__CONF_SECTION || dot == NULL || strchr(dot + 1, '.') == NULL);
+        for (size_t j = 0; j < i; j++)
+            HE_CHECK(strcmp(k->name, he__conf_keys[j].name) != 0);
+        if (dot) {
+            int parent = -1;
+            for (size_t j = 0; j < i; j++) {
+                const he__conf_key_t *p = &he__conf_keys[j];
+                if (strlen(p->name) == (size_t)(dot - k->name) &&
+                    strncmp(p->name, k->name, (size_t)(dot - k->name)) == 0)
+                    parent = (int)j;
+            }
+            HE_CHECK(parent >= 0 && he__conf_keys[parent].type == HE__CONF_SECTION);
+            HE_CHECK(parent >= 0 && he__conf_in_section(i, parent));
+        }
+        HE_CHECK(k->doc != NULL && k->doc[0] != '\0');
+    }
+}
+
+/* The documented config file must say exactly what the defaults are. */
+static void test_doc_file_is_defaults(void)
+{
+    char path[4096];
+    int rc;
+
+    doc_path(path, sizeof(path));
+    rc = he_conf_load(&conf, path, err, sizeof(err));
+    if (rc != 0) fprintf(stderr, "%s\n", err);
+    HE_CHECK_INT(rc, 0);
+    HE_CHECK_STR(conf.file, path);
+    memset(conf.file, 0, sizeof(conf.file));
+    he_conf_defaults(&def);
+    /* Field by field first, so a drift names the field. */
+    HE_CHECK(memcmp(conf.listen, def.listen, sizeof(def.listen)) == 0);
+    HE_CHECK_INT(conf.nlisten, def.nlisten);
+    HE_CHECK_INT(conf.workers, def.workers);
+    HE_CHECK_INT(conf.ncpus, def.ncpus);
+    HE_CHECK_INT(conf.pin, def.pin);
+    HE_CHECK_INT(conf.numa, def.numa);
+    HE_CHECK_STR(conf.root, def.root);
+    HE_CHECK_INT(conf.max_connections, def.max_connections);
+    HE_CHECK_INT(conf.max_header_bytes, def.max_header_bytes);
+    HE_CHECK_INT(conf.max_uri_bytes, def.max_uri_bytes);
+    HE_CHECK_INT(conf.header_timeout_ms, def.header_timeout_ms);
+    HE_CHECK_INT(conf.keepalive_timeout_ms, def.keepalive_timeout_ms);
+    HE_CHECK_INT(conf.send_timeout_ms, def.send_timeout_ms);
+    HE_CHECK_INT(conf.drain_timeout_ms, def.drain_timeout_ms);
+    HE_CHECK_STR(conf.cors_allow_origin, def.cors_allow_origin);
+    for (int t = 0; t < HE_SEG_TYPE_COUNT; t++)
+        HE_CHECK_STR(conf.cache_control[t], def.cache_control[t]);
+    HE_CHECK_INT(conf.log_level, def.log_level);
+    HE_CHECK_STR(conf.error_log, def.error_log);
+    HE_CHECK_STR(conf.access_log, def.access_log);
+    HE_CHECK_INT(conf.access_log_format, def.access_log_format);
+    HE_CHECK(memcmp(&conf.admin_listen, &def.admin_listen, sizeof(def.admin_listen)) == 0);
+    HE_CHECK_INT(conf.fd_cache_entries, def.fd_cache_entries);
+    HE_CHECK_INT(conf.fd_cache_valid_ms, def.fd_cache_valid_ms);
+    /* Then all of it, so a field added to he_conf_t is covered too. */
+    HE_CHECK(memcmp(&conf, &def, sizeof(conf)) == 0);
+}
+
+/* Every key of the table appears in the doc file (a default left out of the
+ * file would still compare equal). */
+static void test_doc_file_lists_every_key(void)
+{
+    char path[4096], line[512], section[64] = "";
+    unsigned char found[HE__CONF_MAX_KEYS] = {0};
+    FILE *f;
+
+    doc_path(path, sizeof(path));
+    f = fopen(path, "r");
+    HE_CHECK(f != NULL);
+    if (f == NULL) return;
+    while (fgets(line, sizeof(line), f)) {
+        char name[600], *colon = strchr(line, ':');
+        size_t indent = strspn(line, " ");
+        if (line[indent] == '#' || line[indent] == '\n' || colon == NULL) continue;
+        *colon = '\0';
+        if (indent == 0) snprintf(section, sizeof(section), "%.63s", line);
+        snprintf(name, sizeof(name), "%s%s%s", indent ? section : "", indent ? "." : "",
+                 line + indent);
+        for (size_t i = 0; i < he__conf_nkeys; i++)
+            if (strcmp(he__conf_keys[i].name, name) == 0) found[i] = 1;
+    }
+    fclose(f);
+    for (size_t i = 0; i < he__conf_nkeys; i++) {
+        if (!found[i]) fprintf(stderr, "hlsedge.yaml lacks %s\n", he__conf_keys[i].name);
+        HE_CHECK(found[i]);
+    }
+}
+
+static void test_load_file(void)
+{
+    char path[] = "/tmp/he_conf_test_XXXXXX";
+    static const char yaml[] = "workers: 3\nlimits:\n  uri_bytes: 100\n";
+    int fd = mkstemp(path);
+
+    HE_CHECK(fd >= 0);
+    if (fd < 0) return;
+    HE_CHECK_INT(write(fd, yaml, sizeof(yaml) - 1), (long)(sizeof(yaml) - 1));
+    close(fd);
+
+    HE_CHECK_INT(he_conf_load(&conf, path, err, sizeof(err)), 0);
+    HE_CHECK_STR(err, "");
+    HE_CHECK_STR(conf.file, path);
+    HE_CHECK_INT(conf.workers, 3);
+    HE_CHECK_INT(conf.max_uri_bytes, 100);
+    HE_CHECK_INT(conf.max_header_bytes, 8192);
+
+    /* A bad file: the message starts with its path, c goes back to the
+     * defaults (file "" included). */
+    FILE *f = fopen(path, "w");
+    fputs("workers: 3\nnuma: sometimes\n", f);
+    fclose(f);
+    char want[HE_CONF_ERR_MAX];
+    snprintf(want, sizeof(want), "%s:2:7: numa: expected true or false, got \"sometimes\"", path);
+    HE_CHECK_INT(he_conf_load(&conf, path, err, sizeof(err)), -EINVAL);
+    HE_CHECK_STR(err, want);
+    he_conf_defaults(&def);
+    HE_CHECK(memcmp(&conf, &def, sizeof(conf)) == 0);
+
+    /* An empty file is the defaults, but remembers its name. */
+    f = fopen(path, "w");
+    fclose(f);
+    HE_CHECK_INT(he_conf_load(&conf, path, err, sizeof(err)), 0);
+    HE_CHECK_STR(conf.file, path);
+    HE_CHECK_INT(he_conf_load(&conf, path, NULL, 0), 0);
+
+    /* Too big to be a config. */
+    f = fopen(path, "w");
+    for (int i = 0; i < (1 << 20) / 8; i++)
+        fputs("#pad...\n", f);
+    fputs("\n", f); /* one byte over */
+    fclose(f);
+    snprintf(want, sizeof(want), "%s: cannot read: larger than 1048576 bytes", path);
+    HE_CHECK_INT(he_conf_load(&conf, path, err, sizeof(err)), -EFBIG);
+    HE_CHECK_STR(err, want);
+    unlink(path);
+
+    /* Missing file, a directory, a path too long. */
+    HE_CHECK_INT(he_conf_load(&conf, "/nonexistent/hlsedge.yaml", err, sizeof(err)), -ENOENT);
+    HE_CHECK_STR(err, "/nonexistent/hlsedge.yaml: cannot open: No such file or directory");
+    HE_CHECK(memcmp(&conf, &def, sizeof(conf)) == 0);
+    HE_CHECK_INT(he_conf_load(&conf, "/tmp", err, sizeof(err)), -EISDIR);
+    HE_CHECK_STR(err, "/tmp: cannot read: Is a directory");
+    char longpath[PATH_MAX + 8];
+    memset(longpath, 'x', sizeof(longpath) - 1);
+    longpath[sizeof(longpath) - 1] = '\0';
+    HE_CHECK_INT(he_conf_load(&conf, longpath, err, sizeof(err)), -ENAMETOOLONG);
+    /* Long names are cut from the left so the message keeps its point. */
+    HE_CHECK(strncmp(err, "...xxx", 6) == 0);
+    HE_CHECK(strstr(err, "xxx: cannot open: File name too long") != NULL);
+    HE_CHECK_INT(he_conf_load(&conf, NULL, err, sizeof(err)), -EINVAL);
+    HE_CHECK_INT(he_conf_load(&conf, "/nonexistent", NULL, 0), -ENOENT);
+}
+
+int main(void)
+{
+    test_defaults();
+    test_table();
+    test_doc_file_is_defaults();
+    test_doc_file_lists_every_key();
+    test_load_file();
+    HE_TEST_MAIN_END();
+}

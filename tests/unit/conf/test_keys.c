@@ -1,0 +1,442 @@
+/* The key table of conf/keys.c: every key's happy path, type error and
+ * range error, through he_conf_load_string so the messages are the real
+ * ones. Part of it walks the table itself, so a new key is covered the day
+ * it is added. */
+#include <arpa/inet.h>
+#include <errno.h>
+
+#include "conf/internal.h"
+#include "he_test.h"
+
+static he_conf_t conf;
+static char err[HE_CONF_ERR_MAX];
+
+static int load(const char *yaml)
+{
+    return he_conf_load_string(&conf, "t.yaml", yaml, strlen(yaml), err, sizeof(err));
+}
+
+/* Loads yaml, expects rc and exactly msg. */
+static void expect_err(const char *yaml, int rc, const char *msg)
+{
+    int got = load(yaml);
+    if (got != rc || strcmp(err, msg) != 0)
+        fprintf(stderr, "yaml:\n%s\n-> rc %d, err: %s\n", yaml, got, err);
+    HE_CHECK_INT(got, rc);
+    HE_CHECK_STR(err, msg);
+}
+
+/* Writes "key: value" for a dotted key as nested YAML. */
+static void key_yaml(const char *name, const char *value, char *buf, size_t len)
+{
+    const char *dot = strchr(name, '.');
+    if (dot)
+        snprintf(buf, len, "%.*s:\n  %s: %s\n", (int)(dot - name), name, dot + 1, value);
+    else
+        snprintf(buf, len, "%s: %s\n", name, value);
+}
+
+/* Every key: its default written out loads to the defaults; a mapping or
+ * (for scalar keys) a list is a type error pointing at the value. */
+static void test_every_key_generic(void)
+{
+    he_conf_t def;
+    char yaml[512], quoted[300], want[HE_CONF_ERR_MAX], expect[256];
+
+    he_conf_defaults(&def);
+    for (size_t i = 0; i < he__conf_nkeys; i++) {
+        const he__conf_key_t *k = &he__conf_keys[i];
+        const char *dot = strchr(k->name, '.');
+        unsigned line = dot ? 2 : 1,
+                 col = dot ? (unsigned)strlen(dot + 1) + 5 : (unsigned)strlen(k->name) + 3;
+        if (k->type == HE__CONF_SECTION) continue;
+
+        snprintf(quoted, sizeof(quoted), "\"%s\"", k->def);
+        key_yaml(k->name, quoted, yaml, sizeof(yaml));
+        HE_CHECK_INT(load(yaml), 0);
+        HE_CHECK(memcmp(&conf, &def, sizeof(conf)) == 0);
+
+        he__conf_expect(k, expect, sizeof(expect));
+        key_yaml(k->name, "{a: 1}", yaml, sizeof(yaml));
+        snprintf(want, sizeof(want), "t.yaml:%u:%u: %s: expected %s, got a mapping", line, col,
+                 k->name, expect);
+        expect_err(yaml, -EINVAL, want);
+
+        if (!he__conf_takes_list(k)) {
+            key_yaml(k->name, "[1, 2]", yaml, sizeof(yaml));
+            snprintf(want, sizeof(want), "t.yaml:%u:%u: %s: expected %s, got a list", line, col,
+                     k->name, expect);
+            expect_err(yaml, -EINVAL, want);
+        }
+
+        /* Range errors, from the table's own bounds. */
+        if (k->type == HE__CONF_UINT || k->type == HE__CONF_DURATION) {
+            const char *unit = k->type == HE__CONF_DURATION ? "ms" : "";
+            char v[32];
+            snprintf(v, sizeof(v), "%llu%s", (unsigned long long)k->max + 1, unit);
+            key_yaml(k->name, v, yaml, sizeof(yaml));
+            snprintf(want, sizeof(want), "t.yaml:%u:%u: %s: expected %s, got \"%s\"", line, col,
+                     k->name, expect, v);
+            expect_err(yaml, -ERANGE, want);
+            if (k->min > 0) {
+                snprintf(v, sizeof(v), "%u%s", k->min - 1, unit);
+                key_yaml(k->name, v, yaml, sizeof(yaml));
+                snprintf(want, sizeof(want), "t.yaml:%u:%u: %s: expected %s, got \"%s\"", line, col,
+                         k->name, expect, v);
+                expect_err(yaml, -ERANGE, want);
+            }
+            /* Signs, fractions and overflow are type errors or range errors
+             * with the same text. */
+            key_yaml(k->name, "-1", yaml, sizeof(yaml));
+            HE_CHECK_INT(load(yaml), -EINVAL);
+            HE_CHECK(strstr(err, "got \"-1\"") != NULL);
+            key_yaml(k->name, "1.5", yaml, sizeof(yaml));
+            HE_CHECK_INT(load(yaml), -EINVAL);
+            key_yaml(k->name, "99999999999999999999999", yaml, sizeof(yaml));
+            HE_CHECK_INT(load(yaml), -ERANGE);
+        }
+        if (k->type == HE__CONF_STR) {
+            char *big = malloc(k->size + 64);
+            memset(big, 'a', k->size);
+            big[k->size] = '\0';
+            char *y = malloc(k->size + 128);
+            key_yaml(k->name, big, y, k->size + 128);
+            snprintf(want, sizeof(want), "t.yaml:%u:%u: %s: expected at most %zu bytes, got %zu",
+                     line, col, k->name, k->size - 1, k->size);
+            expect_err(y, -ENAMETOOLONG, want);
+            free(big);
+            free(y);
+        }
+        /* A NUL escaped into any value is refused, not truncated. */
+        key_yaml(k->name, "\"a\\0b\"", yaml, sizeof(yaml));
+        snprintf(want, sizeof(want), "t.yaml:%u:%u: %s: expected a value without NUL bytes", line,
+                 col, k->name);
+        expect_err(yaml, -EINVAL, want);
+    }
+    HE_CHECK(memcmp(&conf, &def, sizeof(conf)) == 0); /* errors leave defaults */
+}
+
+static void test_happy_all_keys(void)
+{
+    static const char yaml[] = "listen: [\"127.0.0.1:80\", \"[::]:8443\", \":81\"]\n"
+                               "workers: 12\n"
+                               "cpus: [3, 1, 2]\n"
+                               "pin: no\n"
+                               "numa: off\n"
+                               "root: /srv/hls\n"
+                               "limits:\n"
+                               "  max_connections: 123456\n"
+                               "  header_bytes: 16384\n"
+                               "  uri_bytes: 16384\n"
+                               "timeouts:\n"
+                               "  header: 250ms\n"
+                               "  keepalive: 0\n"
+                               "  send: 2m\n"
+                               "  drain: 1h\n"
+                               "cors:\n"
+                               "  allow_origin: https://example.com\n"
+                               "cache_control:\n"
+                               "  other: \"no-store\"\n"
+                               "  m3u8: \"\"\n"
+                               "  ts: max-age=1\n"
+                               "  m4s: max-age=2\n"
+                               "  mp4: max-age=3\n"
+                               "  aac: max-age=4\n"
+                               "  vtt: max-age=5\n"
+                               "  key: \"no-cache,\\tprivate\"\n"
+                               "log:\n"
+                               "  level: debug\n"
+                               "  file: /var/log/hlsedge/error.log\n"
+                               "  access: 'access.log'\n"
+                               "  access_format: json\n"
+                               "admin:\n"
+                               "  listen: \"[::1]:9191\"\n"
+                               "fd_cache:\n"
+                               "  entries: 16\n"
+                               "  valid: 0\n";
+    const struct sockaddr_in6 *a6;
+
+    HE_CHECK_INT(load(yaml), 0);
+    HE_CHECK_STR(err, "");
+    HE_CHECK_INT(conf.nlisten, 3);
+    HE_CHECK_STR(conf.listen[0].text, "127.0.0.1:80");
+    HE_CHECK_STR(conf.listen[1].text, "[::]:8443");
+    HE_CHECK_STR(conf.listen[2].text, "0.0.0.0:81");
+    HE_CHECK_STR(conf.listen[3].text, "");
+    HE_CHECK_INT(conf.workers, 12);
+    HE_CHECK_INT(conf.ncpus, 3);
+    HE_CHECK_INT(conf.cpus[0], 3);
+    HE_CHECK_INT(conf.cpus[1], 1);
+    HE_CHECK_INT(conf.cpus[2], 2);
+    HE_CHECK(!conf.pin);
+    HE_CHECK(!conf.numa);
+    HE_CHECK_STR(conf.root, "/srv/hls");
+    HE_CHECK_INT(conf.max_connections, 123456);
+    HE_CHECK_INT(conf.max_header_bytes, 16384);
+    HE_CHECK_INT(conf.max_uri_bytes, 16384);
+    HE_CHECK_INT(conf.header_timeout_ms, 250);
+    HE_CHECK_INT(conf.keepalive_timeout_ms, 0);
+    HE_CHECK_INT(conf.send_timeout_ms, 120000);
+    HE_CHECK_INT(conf.drain_timeout_ms, 3600000);
+    HE_CHECK_STR(conf.cors_allow_origin, "https://example.com");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_OTHER], "no-store");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_M3U8], "");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_TS], "max-age=1");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_M4S], "max-age=2");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_MP4], "max-age=3");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_AAC], "max-age=4");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_VTT], "max-age=5");
+    HE_CHECK_STR(conf.cache_control[HE_SEG_TYPE_KEY], "no-cache,\tprivate");
+    HE_CHECK_INT(conf.log_level, HE_LOG_DEBUG);
+    HE_CHECK_STR(conf.error_log, "/var/log/hlsedge/error.log");
+    HE_CHECK_STR(conf.access_log, "access.log");
+    HE_CHECK_INT(conf.access_log_format, HE_ACCESS_LOG_JSON);
+    HE_CHECK_STR(conf.admin_listen.text, "[::1]:9191");
+    a6 = (const struct sockaddr_in6 *)&conf.admin_listen.addr;
+    HE_CHECK_INT(a6->sin6_family, AF_INET6);
+    HE_CHECK_INT(ntohs(a6->sin6_port), 9191);
+    HE_CHECK_INT(conf.fd_cache_entries, 16);
+    HE_CHECK_INT(conf.fd_cache_valid_ms, 0);
+    HE_CHECK_STR(conf.file, "");
+}
+
+static void test_happy_forms(void)
+{
+    /* listen as one string; workers/cpus auto; booleans in every spelling. */
+    HE_CHECK_INT(load("listen: \"[::]:80\"\nworkers: auto\ncpus: auto\n"), 0);
+    HE_CHECK_INT(conf.nlisten, 1);
+    HE_CHECK_STR(conf.listen[0].text, "[::]:80");
+    HE_CHECK_INT(conf.workers, 0);
+    HE_CHECK_INT(conf.ncpus, 0);
+    HE_CHECK_INT(load("workers: 1024\ncpus: 255\n"), 0);
+    HE_CHECK_INT(conf.workers, 1024);
+    HE_CHECK_INT(conf.ncpus, 1);
+    HE_CHECK_INT(conf.cpus[0], 255);
+    HE_CHECK_INT(load("workers: \"1\"\ncpus:\n  - 0\n  - 7\n"), 0);
+    HE_CHECK_INT(conf.workers, 1);
+    HE_CHECK_INT(conf.ncpus, 2);
+    HE_CHECK_INT(conf.cpus[1], 7);
+
+    static const char *const truths[] = {"true", "True", "TRUE", "yes", "Yes", "on", "ON"};
+    static const char *const lies[] = {"false", "False", "no", "NO", "off", "Off"};
+    char yaml[64];
+    for (size_t i = 0; i < sizeof(truths) / sizeof(truths[0]); i++) {
+        snprintf(yaml, sizeof(yaml), "pin: %s\nnuma: %s\n", lies[i % 6], truths[i]);
+        HE_CHECK_INT(load(yaml), 0);
+        HE_CHECK(!conf.pin);
+        HE_CHECK(conf.numa);
+    }
+
+    /* Every enum value, every duration unit. */
+    for (int l = HE_LOG_ERROR; l <= HE_LOG_DEBUG; l++) {
+        snprintf(yaml, sizeof(yaml), "log:\n  level: %s\n", he_conf_log_level_name(l));
+        HE_CHECK_INT(load(yaml), 0);
+        HE_CHECK_INT(conf.log_level, l);
+    }
+    HE_CHECK_STR(he_conf_log_level_name(HE_LOG_WARN), "warn");
+    HE_CHECK_STR(he_conf_log_level_name((he_log_level_t)42), "unknown");
+    HE_CHECK_INT(load("log: {access_format: combined}\n"), 0);
+    HE_CHECK_INT(conf.access_log_format, HE_ACCESS_LOG_COMBINED);
+    HE_CHECK_INT(load("timeouts: {header: 100ms, keepalive: 2m, send: 3600, drain: 0s}\n"), 0);
+    HE_CHECK_INT(conf.header_timeout_ms, 100);
+    HE_CHECK_INT(conf.keepalive_timeout_ms, 120000);
+    HE_CHECK_INT(conf.send_timeout_ms, 3600000);
+    HE_CHECK_INT(conf.drain_timeout_ms, 0);
+
+    /* admin off, both spellings, and YAML null for strings. */
+    HE_CHECK_INT(load("admin:\n  listen: off\n"), 0);
+    HE_CHECK_INT(conf.admin_listen.addrlen, 0);
+    HE_CHECK_INT(((struct sockaddr_in *)&conf.admin_listen.addr)->sin_port, 0);
+    HE_CHECK_INT(load("admin:\n  listen: \"\"\n"), 0);
+    HE_CHECK_INT(conf.admin_listen.addrlen, 0);
+    HE_CHECK_INT(load("cors:\n  allow_origin:\nlog:\n  file: ~\n"), 0);
+    HE_CHECK_STR(conf.cors_allow_origin, "");
+    HE_CHECK_STR(conf.error_log, "");
+    HE_CHECK_INT(load("cors:\n  allow_origin: 'null'\n"), 0); /* quoted: a string */
+    HE_CHECK_STR(conf.cors_allow_origin, "null");
+
+    /* Limits at their bounds; uri_bytes may equal header_bytes. */
+    HE_CHECK_INT(load("limits: {max_connections: 1, header_bytes: 256, uri_bytes: 16}\n"), 0);
+    HE_CHECK_INT(conf.max_connections, 1);
+    HE_CHECK_INT(conf.max_header_bytes, 256);
+    HE_CHECK_INT(conf.max_uri_bytes, 16);
+    HE_CHECK_INT(load("limits: {max_connections: 10000000, header_bytes: 1048576, "
+                      "uri_bytes: 1048576}\n"),
+                 0);
+    HE_CHECK_INT(conf.max_connections, 10000000);
+    HE_CHECK_INT(load("fd_cache: {entries: 1048576, valid: 1h}\n"), 0);
+    HE_CHECK_INT(conf.fd_cache_entries, 1048576);
+    HE_CHECK_INT(conf.fd_cache_valid_ms, 3600000);
+
+    /* listen: 16 addresses is the limit, not an error. */
+    char big[1024] = "listen:\n";
+    for (int i = 0; i < HE_CONF_MAX_LISTEN; i++)
+        snprintf(big + strlen(big), sizeof(big) - strlen(big), "  - 127.0.0.1:%d\n", 1000 + i);
+    HE_CHECK_INT(load(big), 0);
+    HE_CHECK_INT(conf.nlisten, HE_CONF_MAX_LISTEN);
+    HE_CHECK_STR(conf.listen[15].text, "127.0.0.1:1015");
+}
+
+/* Type and range errors with their full messages, per key. */
+static void test_key_errors(void)
+{
+    expect_err("workers: many\n", -EINVAL,
+               "t.yaml:1:10: workers: expected a positive integer or \"auto\", got \"many\"");
+    expect_err("workers: 0\n", -EINVAL,
+               "t.yaml:1:10: workers: expected a positive integer or \"auto\", got \"0\"");
+    expect_err("workers: -2\n", -EINVAL,
+               "t.yaml:1:10: workers: expected a positive integer or \"auto\", got \"-2\"");
+    expect_err("workers: 2.5\n", -EINVAL,
+               "t.yaml:1:10: workers: expected a positive integer or \"auto\", got \"2.5\"");
+    expect_err("workers: 1025\n", -ERANGE,
+               "t.yaml:1:10: workers: expected \"auto\" or an integer in 1..1024, got \"1025\"");
+    expect_err("workers: 99999999999999999999\n", -ERANGE,
+               "t.yaml:1:10: workers: expected \"auto\" or an integer in 1..1024, got "
+               "\"99999999999999999999\"");
+    expect_err("workers: Auto\n", -EINVAL,
+               "t.yaml:1:10: workers: expected a positive integer or \"auto\", got \"Auto\"");
+
+    expect_err("cpus: [0, 256]\n", -ERANGE,
+               "t.yaml:1:11: cpus: expected a CPU number in 0..255, got \"256\"");
+    expect_err("cpus: 300\n", -ERANGE,
+               "t.yaml:1:7: cpus: expected a CPU number in 0..255, got \"300\"");
+    expect_err("cpus: [1, -1]\n", -EINVAL,
+               "t.yaml:1:11: cpus: expected \"auto\" or a list of CPU numbers in 0..255, got "
+               "\"-1\"");
+    expect_err("cpus: [auto]\n", -EINVAL,
+               "t.yaml:1:8: cpus: expected \"auto\" or a list of CPU numbers in 0..255, got "
+               "\"auto\"");
+    expect_err("cpus: [1, 2, 1]\n", -EEXIST, "t.yaml:1:14: cpus: duplicate CPU 1");
+    expect_err("cpus: []\n", -EINVAL,
+               "t.yaml:1:7: cpus: expected \"auto\" or a list of CPU numbers in 0..255, got an "
+               "empty list");
+    expect_err("cpus: [[1]]\n", -EINVAL,
+               "t.yaml:1:8: cpus: expected a list of scalars, got a list in it");
+
+    expect_err("pin: maybe\n", -EINVAL, "t.yaml:1:6: pin: expected true or false, got \"maybe\"");
+    expect_err("numa: 1\n", -EINVAL, "t.yaml:1:7: numa: expected true or false, got \"1\"");
+    expect_err("root: \"\"\n", -EINVAL, "t.yaml:1:7: root: expected a non-empty string, got \"\"");
+    expect_err("root:\n", -EINVAL, "t.yaml:1:6: root: expected a non-empty string, got \"\"");
+
+    expect_err("limits:\n  max_connections: 0\n", -ERANGE,
+               "t.yaml:2:20: limits.max_connections: expected an integer in 1..10000000, got "
+               "\"0\"");
+    expect_err("limits:\n  header_bytes: 8k\n", -EINVAL,
+               "t.yaml:2:17: limits.header_bytes: expected an integer in 256..1048576, got "
+               "\"8k\"");
+    expect_err("limits:\n  uri_bytes: +100\n", -EINVAL,
+               "t.yaml:2:14: limits.uri_bytes: expected an integer in 16..1048576, got \"+100\"");
+
+    expect_err("timeouts:\n  header: 10\n  keepalive: 5 s\n", -EINVAL,
+               "t.yaml:3:14: timeouts.keepalive: expected a duration in 0s..1h such as "
+               "\"250ms\", \"10s\" or \"2m\", got \"5 s\"");
+    expect_err("timeouts:\n  header: 99ms\n", -ERANGE,
+               "t.yaml:2:11: timeouts.header: expected a duration in 100ms..1h such as "
+               "\"250ms\", \"10s\" or \"2m\", got \"99ms\"");
+    expect_err("timeouts:\n  send: 61m\n", -ERANGE,
+               "t.yaml:2:9: timeouts.send: expected a duration in 100ms..1h such as \"250ms\", "
+               "\"10s\" or \"2m\", got \"61m\"");
+    expect_err("timeouts:\n  drain: 1.5s\n", -EINVAL,
+               "t.yaml:2:10: timeouts.drain: expected a duration in 0s..1h such as \"250ms\", "
+               "\"10s\" or \"2m\", got \"1.5s\"");
+    expect_err("fd_cache:\n  valid: forever\n", -EINVAL,
+               "t.yaml:2:10: fd_cache.valid: expected a duration in 0s..1h such as \"250ms\", "
+               "\"10s\" or \"2m\", got \"forever\"");
+    expect_err("fd_cache:\n  entries: 15\n", -ERANGE,
+               "t.yaml:2:12: fd_cache.entries: expected an integer in 16..1048576, got \"15\"");
+
+    expect_err("cors:\n  allow_origin: \"a\\r\\nSet-Cookie: x\"\n", -EINVAL,
+               "t.yaml:2:17: cors.allow_origin: expected a header value without control "
+               "characters");
+    expect_err("cache_control:\n  ts: \"max-age=1\\x7f\"\n", -EINVAL,
+               "t.yaml:2:7: cache_control.ts: expected a header value without control "
+               "characters");
+
+    expect_err("log:\n  level: verbose\n", -EINVAL,
+               "t.yaml:2:10: log.level: expected one of error, warn, info, debug, got "
+               "\"verbose\"");
+    expect_err("log:\n  level: INFO\n", -EINVAL,
+               "t.yaml:2:10: log.level: expected one of error, warn, info, debug, got \"INFO\"");
+    expect_err("log:\n  access_format: common\n", -EINVAL,
+               "t.yaml:2:18: log.access_format: expected one of combined, json, got \"common\"");
+
+    expect_err("admin:\n  listen: 9090x\n", -EINVAL,
+               "t.yaml:2:11: admin.listen: expected an address \"host:port\" or \"[v6]:port\" "
+               "(IP literal, port 1..65535), or \"off\", got \"9090x\"");
+    expect_err("admin:\n  listen: \"127.0.0.1:0\"\n", -EINVAL,
+               "t.yaml:2:11: admin.listen: expected an address \"host:port\" or \"[v6]:port\" "
+               "(IP literal, port 1..65535), or \"off\", got \"127.0.0.1:0\"");
+    expect_err("admin:\n  listen: [\"127.0.0.1:1\"]\n", -EINVAL,
+               "t.yaml:2:11: admin.listen: expected an address \"host:port\" or \"[v6]:port\" "
+               "(IP literal, port 1..65535), or \"off\", got a list");
+}
+
+static void test_listen_errors(void)
+{
+    static const char *const bad[] = {
+        "listen: 127.0.0.1\n",
+        "listen: \"127.0.0.1:0\"\n",
+        "listen: \"127.0.0.1:65536\"\n",
+        "listen: \"[::1\"\n",
+        "listen: \"[::zz]:80\"\n",
+        "listen: \"::1:80\"\n",
+        "listen: localhost:80\n",
+        "listen: \"\"\n",
+        "listen:\n",
+        "listen: ~\n",
+    };
+    char big[1024] = "listen:\n";
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        HE_CHECK_INT(load(bad[i]), -EINVAL);
+        HE_CHECK(strncmp(err, "t.yaml:1:", 9) == 0);
+        HE_CHECK(strstr(err, ": listen: expected an address \"host:port\" or \"[v6]:port\"") !=
+                 NULL);
+    }
+    expect_err("listen: \"127.0.0.1:65536\"\n", -EINVAL,
+               "t.yaml:1:9: listen: expected an address \"host:port\" or \"[v6]:port\" (IP "
+               "literal, port 1..65535), or a list of them, got \"127.0.0.1:65536\"");
+    /* The error points at the bad entry of a list. */
+    expect_err("listen:\n  - \":80\"\n  - \"[::1]:0\"\n", -EINVAL,
+               "t.yaml:3:5: listen: expected an address \"host:port\" or \"[v6]:port\" (IP "
+               "literal, port 1..65535), or a list of them, got \"[::1]:0\"");
+    expect_err("listen: [\":80\", \"0.0.0.0:80\"]\n", -EEXIST,
+               "t.yaml:1:17: listen: duplicate address 0.0.0.0:80");
+    expect_err("listen: []\n", -EINVAL,
+               "t.yaml:1:9: listen: expected an address \"host:port\" or \"[v6]:port\" (IP "
+               "literal, port 1..65535), or a list of them, got an empty list");
+    expect_err("listen: [{a: 1}]\n", -EINVAL,
+               "t.yaml:1:10: listen: expected a list of scalars, got a mapping in it");
+
+    /* Too many listen entries: the 17th is blamed. */
+    for (int i = 0; i <= HE_CONF_MAX_LISTEN; i++)
+        snprintf(big + strlen(big), sizeof(big) - strlen(big), "  - 127.0.0.1:%d\n", 1000 + i);
+    expect_err(big, -E2BIG, "t.yaml:18:5: listen: expected at most 16 addresses");
+}
+
+/* uri_bytes <= header_bytes, checked after the whole file is read, blaming
+ * the key the file gave. */
+static void test_cross_key(void)
+{
+    expect_err("limits:\n  uri_bytes: 9000\n", -EINVAL,
+               "t.yaml:2:14: limits.uri_bytes: expected at most limits.header_bytes (8192), got "
+               "9000");
+    expect_err("limits:\n  uri_bytes: 600\n  header_bytes: 512\n", -EINVAL,
+               "t.yaml:2:14: limits.uri_bytes: expected at most limits.header_bytes (512), got "
+               "600");
+    expect_err("limits:\n  header_bytes: 1024\n", -EINVAL,
+               "t.yaml:2:17: limits.header_bytes: expected at least limits.uri_bytes (4096), got "
+               "1024");
+    HE_CHECK_INT(load("limits:\n  header_bytes: 1024\n  uri_bytes: 1024\n"), 0);
+}
+
+int main(void)
+{
+    test_every_key_generic();
+    test_happy_all_keys();
+    test_happy_forms();
+    test_key_errors();
+    test_listen_errors();
+    test_cross_key();
+    HE_TEST_MAIN_END();
+}
