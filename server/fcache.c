@@ -196,6 +196,7 @@ static int he_fcache_fill(he_fcache_t *fc, he_file_t *f, const char *path, size_
     f->dev = st.st_dev;
     f->type = he_seg_type_from_path(path, len);
     f->etag_len = (uint8_t)he_http_etag(f->etag, sizeof(f->etag), f->mtime, f->size);
+    he_http_date_format(f->mtime, f->last_modified);
 
     if (f->type == HE_SEG_TYPE_M3U8 || f->type == HE_SEG_TYPE_KEY || f->type == HE_SEG_TYPE_VTT) {
         size_t want = f->size <= HE_FCACHE_BODY_MAX ? f->size : HE_FCACHE_SNIFF;

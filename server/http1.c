@@ -33,7 +33,7 @@ static int he_http1_on_message_begin(llhttp_t *p)
     c->req.range_len = c->req.inm_len = c->req.ims_len = 0;
     c->req.im_len = c->req.ius_len = c->req.if_range_len = 0;
     c->req.has_origin = 0;
-    c->req.t_start_ns = he__now_ns();
+    c->req.t_start_ns = he__batch_ns;
     return 0;
 }
 

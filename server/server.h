@@ -67,6 +67,7 @@ typedef struct he_file {
     he_seg_kind_t kind;
     char etag[40];
     uint8_t etag_len;
+    char last_modified[30];
     char *body; /* whole body in memory for small playlists/keys, or NULL */
 } he_file_t;
 
@@ -281,6 +282,7 @@ static inline uint32_t he__ud_gen(uint64_t ud)
 struct io_uring_sqe *he__worker_sqe(he_worker_t *w);
 void he__worker_sqe_conn(he_worker_t *w, struct io_uring_sqe *sqe, he_conn_t *c, enum he_op op);
 uint64_t he__now_ns(void);
+extern __thread uint64_t he__batch_ns;
 void *he__worker_main(void *arg);
 void he__worker_wake(he_worker_t *w);
 

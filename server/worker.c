@@ -29,6 +29,8 @@ uint64_t he__now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+__thread uint64_t he__batch_ns;
+
 struct io_uring_sqe *he__worker_sqe(he_worker_t *w)
 {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
@@ -420,6 +422,7 @@ static void he_worker_loop(he_worker_t *w)
             w->buf_pending = 0;
         }
         rc = io_uring_submit_and_wait(&w->ring, 1);
+        he__batch_ns = he__now_ns();
         if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
             he_log_error("worker %u: io_uring_submit_and_wait: %s", w->id, strerror(-rc));
             break;
