@@ -16,6 +16,10 @@
 #define HE_CONF_MAX_LISTEN 16
 #define HE_CONF_MAX_CPUS 256
 #define HE_CONF_ERR_MAX 512
+#define HE_CONF_MAX_CERTS 16
+#define HE_CONF_MAX_ORIGINS 8
+#define HE_CONF_MAX_STORES 8
+#define HE_CONF_MAX_KEY_PARAMS 8
 
 typedef enum he_log_level {
     HE_LOG_ERROR = 0,
@@ -64,11 +68,11 @@ typedef struct he_conf {
     unsigned send_timeout_ms;
     unsigned drain_timeout_ms;
 
-    char cors_allow_origin[256]; /* "" = no CORS headers */
+    char cors_allow_origin[256];                /* "" = no CORS headers */
     char cache_control[HE_SEG_TYPE_COUNT][128]; /* "" = no header */
 
     he_log_level_t log_level;
-    char error_log[PATH_MAX]; /* "" = stderr */
+    char error_log[PATH_MAX];  /* "" = stderr */
     char access_log[PATH_MAX]; /* "" = off */
     he_access_log_format_t access_log_format;
 
@@ -76,6 +80,47 @@ typedef struct he_conf {
 
     unsigned fd_cache_entries;  /* per worker */
     unsigned fd_cache_valid_ms; /* revalidate (stat) an open file after this */
+
+    /* tls: HTTPS listeners. Each certificate file is PEM holding the chain
+     * and its private key (the first one is the default for clients without
+     * SNI); SNI names come from the certificates themselves. An OCSP
+     * response in DER next to a certificate, "<file>.ocsp", is stapled. */
+    he_conf_listen_t tls_listen[HE_CONF_MAX_LISTEN];
+    unsigned ntls_listen;
+    char tls_certs[HE_CONF_MAX_CERTS][PATH_MAX];
+    unsigned ntls_certs;
+    bool tls_ktls;                     /* tls.ktls: use kernel TLS when available */
+    bool tls_tickets;                  /* tls.session_tickets */
+    unsigned tls_ticket_rotate_ms;     /* tls.ticket_rotate: new ticket key this often */
+    unsigned tls_session_cache;        /* tls.session_cache: entries, 0 = off */
+    unsigned tls_handshake_timeout_ms; /* tls.handshake_timeout */
+
+    /* cache: the RAM and SSD tiers */
+    uint64_t cache_ram_bytes;      /* cache.ram_size, split across NUMA nodes; 0 = no RAM tier */
+    uint64_t cache_ram_object_max; /* cache.ram_object_max: larger objects skip RAM */
+    char cache_stores[HE_CONF_MAX_STORES][PATH_MAX]; /* cache.ssd: directories */
+    uint64_t cache_store_bytes[HE_CONF_MAX_STORES];  /* their size limits */
+    unsigned ncache_stores;
+    bool cache_admission; /* cache.admission: keep one-hit wonders out */
+
+    /* origin: where misses come from */
+    char origin_urls[HE_CONF_MAX_ORIGINS][512]; /* origin.urls: http:// or https:// bases */
+    unsigned norigin_urls;
+    bool origin_first; /* sources: origin before root (default root first) */
+    unsigned origin_connect_timeout_ms;
+    unsigned origin_read_timeout_ms;
+    unsigned origin_total_timeout_ms;
+    unsigned origin_retries;        /* further origins to try after a failure */
+    unsigned origin_pool;           /* keep-alive connections per worker per origin */
+    unsigned cache_negative_ttl_ms; /* cache.negative_ttl: 404s */
+    unsigned cache_stale_while_revalidate_ms;
+    unsigned cache_stale_if_error_ms;
+    unsigned cache_live_fraction_pct; /* live media playlists fresh for this % of target duration */
+    /* cache.ttl.<kind>: override the origin's freshness; 0 = use the origin's */
+    unsigned cache_ttl_ms[HE_SEG_KIND_COUNT];
+    char cache_key_params[HE_CONF_MAX_KEY_PARAMS][64]; /* query parameters in the cache key */
+    unsigned ncache_key_params;
+    unsigned prefetch_segments; /* cache.prefetch: segments N+1..N+k */
 } he_conf_t;
 
 /* Fills c with the built-in defaults (valid on their own). */
@@ -95,8 +140,8 @@ int he_conf_load_string(he_conf_t *c, const char *name, const char *yaml, size_t
 /* Parses "host:port" / "[v6]:port" / ":port" / "port" into l. 0 or -EINVAL. */
 int he_conf_parse_listen(const char *s, he_conf_listen_t *l);
 
-/* Parses a duration: "250ms", "10s", "2m", or a bare number of seconds.
- * 0 or -EINVAL / -ERANGE. */
+/* Parses a duration: "250ms", "10s", "2m", "1h", "1d", or a bare number of
+ * seconds. 0 or -EINVAL / -ERANGE. */
 int he_conf_parse_duration_ms(const char *s, unsigned *ms);
 
 const char *he_conf_log_level_name(he_log_level_t l);

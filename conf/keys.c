@@ -2,23 +2,43 @@
  * its YAML path, type, field, range, default and doc; the defaults, the
  * parsing of a file and the "expected ..." part of each error all come from
  * these rows, so adding a key is adding a row (and a line in hlsedge.yaml,
- * which a unit test compares with the defaults). */
-#include <errno.h>
+ * which a unit test compares with the defaults). The setters are in set.c
+ * and set_list.c, the rules that span keys in check.c; this file is only
+ * the table and its lookups, so it stays one table however many keys. */
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "conf/internal.h"
 
-/* Enums are stored through an unsigned, so they must have its size. */
+/* Enums are stored through an unsigned, so they must have its size (a
+ * two-way choice may instead be a bool: origin.sources). */
 _Static_assert(sizeof(he_log_level_t) == sizeof(unsigned), "he_log_level_t size");
 _Static_assert(sizeof(he_access_log_format_t) == sizeof(unsigned), "format size");
 _Static_assert(HE_SEG_TYPE_COUNT == 8, "a new content type needs a cache_control row below");
+_Static_assert(HE_SEG_KIND_COUNT == 4, "a new kind needs a cache.ttl row below");
+/* List counts are read and written through an unsigned. */
+_Static_assert(sizeof(((he_conf_t *)0)->nlisten) == sizeof(unsigned), "nlisten");
+_Static_assert(sizeof(((he_conf_t *)0)->ntls_listen) == sizeof(unsigned), "ntls_listen");
+_Static_assert(sizeof(((he_conf_t *)0)->ntls_certs) == sizeof(unsigned), "ntls_certs");
+_Static_assert(sizeof(((he_conf_t *)0)->ncache_stores) == sizeof(unsigned), "ncache_stores");
+_Static_assert(sizeof(((he_conf_t *)0)->norigin_urls) == sizeof(unsigned), "norigin_urls");
+_Static_assert(sizeof(((he_conf_t *)0)->ncache_key_params) == sizeof(unsigned), "key_params");
+_Static_assert(sizeof(((he_conf_t *)0)->cache_store_bytes[0]) == sizeof(uint64_t), "stores");
 
 const char *const he__conf_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 static const char *const he_conf_access_format_names[] = {"combined", "json", NULL};
+/* Stored as the bool origin_first: index 1 is true. */
+static const char *const he_conf_sources_names[] = {"root-first", "origin-first", NULL};
 
+#define HE_CONF_SECOND_MS 1000u
+#define HE_CONF_MINUTE_MS 60000u
 #define HE_CONF_HOUR_MS 3600000u
+#define HE_CONF_DAY_MS 86400000u
+#define HE_CONF_KIB 1024ull
+#define HE_CONF_MIB (1024ull * 1024)
+#define HE_CONF_TIB (1024ull * 1024 * 1024 * 1024)
+
+#define HE_CONF_NELEM(f) (sizeof(((he_conf_t *)0)->f) / sizeof(((he_conf_t *)0)->f[0]))
 
 #define HE_CONF_K_SECTION(n, d)                                                                    \
     {                                                                                              \
@@ -45,9 +65,30 @@ static const char *const he_conf_access_format_names[] = {"combined", "json", NU
     }
 #define HE_CONF_K_ENUM(n, f, nm, dv, d)                                                            \
     {                                                                                              \
-        .name = n, .type = HE__CONF_ENUM, .off = offsetof(he_conf_t, f), .names = nm, .def = dv,   \
-        .doc = d                                                                                   \
+        .name = n, .type = HE__CONF_ENUM, .off = offsetof(he_conf_t, f),                           \
+        .size = sizeof(((he_conf_t *)0)->f), .names = nm, .def = dv, .doc = d                      \
     }
+#define HE_CONF_K_SIZE(n, f, lo, hi, dv, d)                                                        \
+    {                                                                                              \
+        .name = n, .type = HE__CONF_SIZE, .off = offsetof(he_conf_t, f), .min = lo, .max = hi,     \
+        .def = dv, .doc = d                                                                        \
+    }
+/* A list: the array f, its count cnt; one, many or (EMPTY_OK) no entries. */
+#define HE_CONF_K_LISTEN(n, f, cnt, fl, dv, d)                                                     \
+    {                                                                                              \
+        .name = n, .type = HE__CONF_LISTEN, .flags = fl, .off = offsetof(he_conf_t, f),            \
+        .cnt_off = offsetof(he_conf_t, cnt), .nmax = HE_CONF_NELEM(f), .item = "address",          \
+        .items = "addresses", .def = dv, .doc = d                                                  \
+    }
+#define HE_CONF_K_STRS(n, f, cnt, fl, it, its, dv, d)                                              \
+    {                                                                                              \
+        .name = n, .type = HE__CONF_STRS, .flags = fl, .off = offsetof(he_conf_t, f),              \
+        .size = sizeof(((he_conf_t *)0)->f[0]), .cnt_off = offsetof(he_conf_t, cnt),               \
+        .nmax = HE_CONF_NELEM(f), .item = it, .items = its, .def = dv, .doc = d                    \
+    }
+#define HE_CONF_K_TTL(k, n, dv)                                                                    \
+    HE_CONF_K_DURATION("cache.ttl." n, cache_ttl_ms[k], 0, 30 * HE_CONF_DAY_MS, dv,                \
+                       "freshness of " n " responses; 0 = the origin's")
 #define HE_CONF_K_CACHE(t, n, dv)                                                                  \
     HE_CONF_K_STR("cache_control." n, cache_control[t], HE__CONF_F_HEADER, dv,                     \
                   "Cache-Control for content type " n)
@@ -55,10 +96,7 @@ static const char *const he_conf_access_format_names[] = {"combined", "json", NU
 /* Sections come before their keys; the order is the order of hlsedge.yaml
  * and of the key lists in error messages. */
 const he__conf_key_t he__conf_keys[] = {
-    {.name = "listen",
-     .type = HE__CONF_LISTEN,
-     .def = "0.0.0.0:8080",
-     .doc = "addresses to accept HTTP on"},
+    HE_CONF_K_LISTEN("listen", listen, nlisten, 0, "0.0.0.0:8080", "addresses to accept HTTP on"),
     {.name = "workers",
      .type = HE__CONF_WORKERS,
      .off = offsetof(he_conf_t, workers),
@@ -123,6 +161,79 @@ const he__conf_key_t he__conf_keys[] = {
     HE_CONF_K_UINT("fd_cache.entries", fd_cache_entries, 16, 1048576, "1024", "per worker"),
     HE_CONF_K_DURATION("fd_cache.valid", fd_cache_valid_ms, 0, HE_CONF_HOUR_MS, "5s",
                        "revalidate an open file's stat after this"),
+
+    HE_CONF_K_SECTION("tls", "HTTPS listeners"),
+    HE_CONF_K_LISTEN("tls.listen", tls_listen, ntls_listen, HE__CONF_F_EMPTY_OK, "",
+                     "addresses to accept HTTPS on; none by default"),
+    /* Only the paths: the TLS module opens the files and reports its own
+     * errors, with the reasons OpenSSL gives. */
+    HE_CONF_K_STRS("tls.certificates", tls_certs, ntls_certs, HE__CONF_F_EMPTY_OK,
+                   "certificate file", "certificate files", "",
+                   "PEM files, chain and key; the first is the default"),
+    HE_CONF_K_BOOL("tls.ktls", tls_ktls, "true", "kernel TLS when the kernel and cipher allow"),
+    HE_CONF_K_BOOL("tls.session_tickets", tls_tickets, "true", "resumption by session tickets"),
+    HE_CONF_K_DURATION("tls.ticket_rotate", tls_ticket_rotate_ms, HE_CONF_MINUTE_MS,
+                       24 * HE_CONF_HOUR_MS, "1h", "new ticket key this often"),
+    HE_CONF_K_UINT("tls.session_cache", tls_session_cache, 0, 10000000, "20480",
+                   "sessions kept for resumption; 0 = off"),
+    HE_CONF_K_DURATION("tls.handshake_timeout", tls_handshake_timeout_ms, 100, HE_CONF_HOUR_MS,
+                       "10s", "to complete a TLS handshake"),
+
+    HE_CONF_K_SECTION("cache", "the RAM and SSD tiers for origin responses"),
+    HE_CONF_K_SIZE("cache.ram_size", cache_ram_bytes, 0, 64 * HE_CONF_TIB, "256m",
+                   "RAM tier, split across NUMA nodes; 0 = none"),
+    HE_CONF_K_SIZE("cache.ram_object_max", cache_ram_object_max, HE_CONF_KIB, HE_CONF_TIB, "16m",
+                   "larger objects skip the RAM tier"),
+    {.name = "cache.ssd",
+     .type = HE__CONF_STORES,
+     .flags = HE__CONF_F_EMPTY_OK,
+     .off = offsetof(he_conf_t, cache_stores),
+     .size = sizeof(((he_conf_t *)0)->cache_stores[0]),
+     .cnt_off = offsetof(he_conf_t, ncache_stores),
+     .aux_off = offsetof(he_conf_t, cache_store_bytes),
+     .nmax = HE_CONF_NELEM(cache_stores),
+     .min = HE_CONF_MIB,
+     .max = 1024 * HE_CONF_TIB,
+     .item = "store",
+     .items = "stores",
+     .def = "",
+     .doc = "SSD tier: \"DIR:SIZE\" entries"},
+    HE_CONF_K_BOOL("cache.admission", cache_admission, "true",
+                   "keep objects requested once out of the cache"),
+    HE_CONF_K_DURATION("cache.negative_ttl", cache_negative_ttl_ms, 0, HE_CONF_HOUR_MS, "5s",
+                       "how long an origin 404 is remembered"),
+    HE_CONF_K_DURATION("cache.stale_while_revalidate", cache_stale_while_revalidate_ms, 0,
+                       24 * HE_CONF_HOUR_MS, "10s", "serve stale while refreshing, this long"),
+    HE_CONF_K_DURATION("cache.stale_if_error", cache_stale_if_error_ms, 0, 24 * HE_CONF_HOUR_MS,
+                       "60s", "serve stale when the origin fails, this long"),
+    HE_CONF_K_UINT("cache.live_fraction", cache_live_fraction_pct, 10, 100, "50",
+                   "live media playlists are fresh for this % of the target duration"),
+    HE_CONF_K_SECTION("cache.ttl", "freshness per kind of response; 0 = the origin's"),
+    HE_CONF_K_TTL(HE_SEG_KIND_MASTER, "master", "0s"),
+    HE_CONF_K_TTL(HE_SEG_KIND_MEDIA, "media", "0s"),
+    HE_CONF_K_TTL(HE_SEG_KIND_SEGMENT, "segment", "0s"),
+    HE_CONF_K_TTL(HE_SEG_KIND_OTHER, "other", "0s"),
+    HE_CONF_K_STRS("cache.key_params", cache_key_params, ncache_key_params,
+                   HE__CONF_F_EMPTY_OK | HE__CONF_F_TOKEN, "parameter name", "parameter names", "",
+                   "query parameters kept in the cache key; others are ignored"),
+    HE_CONF_K_UINT("cache.prefetch", prefetch_segments, 0, 32, "2",
+                   "segments after a requested one to fetch ahead"),
+
+    HE_CONF_K_SECTION("origin", "where cache misses are fetched from"),
+    HE_CONF_K_STRS("origin.urls", origin_urls, norigin_urls, HE__CONF_F_EMPTY_OK | HE__CONF_F_URL,
+                   "URL", "URLs", "", "http:// or https:// base URLs, tried in order"),
+    HE_CONF_K_ENUM("origin.sources", origin_first, he_conf_sources_names, "root-first",
+                   "which is tried first: the root directory or the origins"),
+    HE_CONF_K_DURATION("origin.connect_timeout", origin_connect_timeout_ms, 100, HE_CONF_MINUTE_MS,
+                       "2s", "to connect to an origin"),
+    HE_CONF_K_DURATION("origin.read_timeout", origin_read_timeout_ms, 100, 10 * HE_CONF_MINUTE_MS,
+                       "10s", "without receiving anything from an origin"),
+    HE_CONF_K_DURATION("origin.total_timeout", origin_total_timeout_ms, HE_CONF_SECOND_MS,
+                       HE_CONF_HOUR_MS, "60s", "for a whole origin response"),
+    HE_CONF_K_UINT("origin.retries", origin_retries, 0, 8, "1",
+                   "further origins to try after a failure"),
+    HE_CONF_K_UINT("origin.pool", origin_pool, 0, 1024, "16",
+                   "keep-alive connections per worker per origin"),
 };
 #undef HE_CONF_K_SECTION
 #undef HE_CONF_K_UINT
@@ -131,306 +242,14 @@ const he__conf_key_t he__conf_keys[] = {
 #undef HE_CONF_K_STR
 #undef HE_CONF_K_ENUM
 #undef HE_CONF_K_CACHE
+#undef HE_CONF_K_SIZE
+#undef HE_CONF_K_LISTEN
+#undef HE_CONF_K_STRS
+#undef HE_CONF_K_TTL
 
 const size_t he__conf_nkeys = sizeof(he__conf_keys) / sizeof(he__conf_keys[0]);
 _Static_assert(sizeof(he__conf_keys) / sizeof(he__conf_keys[0]) <= HE__CONF_MAX_KEYS,
                "raise HE__CONF_MAX_KEYS");
-
-/* Rules that span keys: value(lo) <= value(hi), both HE__CONF_UINT. */
-static const struct {
-    const char *lo, *hi;
-} he_conf_le_rules[] = {
-    {"limits.uri_bytes", "limits.header_bytes"}, /* the target is part of the head */
-};
-
-/* Appends s to buf (of len, holding a string), truncating. */
-static void he_conf_cat(char *buf, size_t len, const char *s)
-{
-    size_t used = strlen(buf);
-    if (used + 1 < len) snprintf(buf + used, len - used, "%s", s);
-}
-
-/* A value as it can be shown in a message: quoted, printable, bounded. */
-static void he_conf_quote(const char *v, size_t len, char *buf, size_t buflen)
-{
-    size_t o = 0, max = len > 40 ? 40 : len;
-
-    if (buflen < 8) return;
-    buf[o++] = '"';
-    for (size_t i = 0; i < max && o + 5 < buflen; i++) {
-        unsigned char ch = (unsigned char)v[i];
-        buf[o++] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
-    }
-    buf[o++] = '"';
-    buf[o] = '\0';
-    if (max < len) he_conf_cat(buf, buflen, "...");
-}
-
-#define HE_CONF_FIELD(c, k) ((char *)(c) + (k)->off)
-
-static int he_conf_set_uint(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len,
-                            int idx, char *why, size_t whylen)
-{
-    unsigned n;
-    int rc = he__conf_parse_uint(v, len, &n);
-
-    if (rc < 0) return rc;
-    if (n < k->min || n > k->max) return -ERANGE;
-    memcpy(HE_CONF_FIELD(c, k), &n, sizeof(n));
-    return 0;
-}
-
-static int he_conf_set_bool(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len,
-                            int idx, char *why, size_t whylen)
-{
-    bool b;
-
-    if (he__conf_parse_bool(v, &b) < 0) return -EINVAL;
-    memcpy(HE_CONF_FIELD(c, k), &b, sizeof(b));
-    return 0;
-}
-
-static int he_conf_set_str(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len,
-                           int idx, char *why, size_t whylen)
-{
-    if (len >= k->size) {
-        snprintf(why, whylen, "expected at most %zu bytes, got %zu", k->size - 1, len);
-        return -ENAMETOOLONG;
-    }
-    if ((k->flags & HE__CONF_F_NONEMPTY) && len == 0) return -EINVAL;
-    if (k->flags & HE__CONF_F_HEADER) {
-        /* CR or LF here would let the config split a response. */
-        for (size_t i = 0; i < len; i++) {
-            unsigned char ch = (unsigned char)v[i];
-            if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
-                snprintf(why, whylen, "expected a header value without control characters");
-                return -EINVAL;
-            }
-        }
-    }
-    /* Clear the whole array so that equal configs compare equal bytewise. */
-    memset(HE_CONF_FIELD(c, k), 0, k->size);
-    memcpy(HE_CONF_FIELD(c, k), v, len);
-    return 0;
-}
-
-static int he_conf_set_duration(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len,
-                                int idx, char *why, size_t whylen)
-{
-    unsigned ms;
-    int rc = he_conf_parse_duration_ms(v, &ms);
-
-    if (rc < 0) return rc;
-    if (ms < k->min || ms > k->max) return -ERANGE;
-    memcpy(HE_CONF_FIELD(c, k), &ms, sizeof(ms));
-    return 0;
-}
-
-static int he_conf_set_enum(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len,
-                            int idx, char *why, size_t whylen)
-{
-    for (unsigned i = 0; k->names[i] != NULL; i++) {
-        if (strcmp(v, k->names[i]) == 0) {
-            memcpy(HE_CONF_FIELD(c, k), &i, sizeof(i));
-            return 0;
-        }
-    }
-    return -EINVAL;
-}
-
-static int he_conf_set_workers(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len,
-                               int idx, char *why, size_t whylen)
-{
-    char got[64];
-    unsigned n = 0;
-    int rc = 0;
-
-    if (strcmp(v, "auto") != 0) {
-        rc = he__conf_parse_uint(v, len, &n);
-        if (rc == -EINVAL || (rc == 0 && n == 0)) return -EINVAL;
-        if (rc == -ERANGE || n > k->max) {
-            he_conf_quote(v, len, got, sizeof(got));
-            snprintf(why, whylen, "expected \"auto\" or an integer in %u..%u, got %s", k->min,
-                     k->max, got);
-            return -ERANGE;
-        }
-    }
-    c->workers = n;
-    return 0;
-}
-
-static int he_conf_set_listen(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len,
-                              int idx, char *why, size_t whylen)
-{
-    he_conf_listen_t l;
-
-    if (idx <= 0) {
-        memset(c->listen, 0, sizeof(c->listen));
-        c->nlisten = 0;
-    }
-    if (c->nlisten >= HE_CONF_MAX_LISTEN) {
-        snprintf(why, whylen, "expected at most %d addresses", HE_CONF_MAX_LISTEN);
-        return -E2BIG;
-    }
-    if (he_conf_parse_listen(v, &l) < 0) return -EINVAL;
-    for (unsigned i = 0; i < c->nlisten; i++) {
-        if (strcmp(c->listen[i].text, l.text) == 0) {
-            snprintf(why, whylen, "duplicate address %s", l.text);
-            return -EEXIST;
-        }
-    }
-    c->listen[c->nlisten++] = l;
-    return 0;
-}
-
-static int he_conf_set_addr(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len,
-                            int idx, char *why, size_t whylen)
-{
-    he_conf_listen_t *l = (he_conf_listen_t *)HE_CONF_FIELD(c, k);
-
-    if (len == 0 || strcmp(v, "off") == 0) {
-        memset(l, 0, sizeof(*l));
-        return 0;
-    }
-    return he_conf_parse_listen(v, l);
-}
-
-static int he_conf_set_cpus(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len,
-                            int idx, char *why, size_t whylen)
-{
-    char got[64];
-    unsigned n;
-    int rc;
-
-    if (idx <= 0) {
-        memset(c->cpus, 0, sizeof(c->cpus));
-        c->ncpus = 0;
-        if (idx < 0 && strcmp(v, "auto") == 0) return 0;
-    }
-    if (c->ncpus >= HE_CONF_MAX_CPUS) {
-        snprintf(why, whylen, "expected at most %d CPUs", HE_CONF_MAX_CPUS);
-        return -E2BIG;
-    }
-    rc = he__conf_parse_uint(v, len, &n);
-    if (rc == -EINVAL) return rc;
-    if (rc == -ERANGE || n > k->max) {
-        he_conf_quote(v, len, got, sizeof(got));
-        snprintf(why, whylen, "expected a CPU number in 0..%u, got %s", k->max, got);
-        return -ERANGE;
-    }
-    for (unsigned i = 0; i < c->ncpus; i++) {
-        if (c->cpus[i] == (int)n) {
-            snprintf(why, whylen, "duplicate CPU %u", n);
-            return -EEXIST;
-        }
-    }
-    c->cpus[c->ncpus++] = (int)n;
-    return 0;
-}
-
-typedef int (*he_conf_set_fn)(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len,
-                              int idx, char *why, size_t whylen);
-
-static const struct {
-    he_conf_set_fn set;
-    int list; /* accepts a YAML sequence */
-} he_conf_types[HE__CONF_TYPE_COUNT] = {
-    [HE__CONF_SECTION] = {NULL, 0},
-    [HE__CONF_UINT] = {he_conf_set_uint, 0},
-    [HE__CONF_BOOL] = {he_conf_set_bool, 0},
-    [HE__CONF_STR] = {he_conf_set_str, 0},
-    [HE__CONF_DURATION] = {he_conf_set_duration, 0},
-    [HE__CONF_ENUM] = {he_conf_set_enum, 0},
-    [HE__CONF_WORKERS] = {he_conf_set_workers, 0},
-    [HE__CONF_LISTEN] = {he_conf_set_listen, 1},
-    [HE__CONF_ADDR] = {he_conf_set_addr, 0},
-    [HE__CONF_CPUS] = {he_conf_set_cpus, 1},
-};
-
-int he__conf_takes_list(const he__conf_key_t *k)
-{
-    return he_conf_types[k->type].list;
-}
-
-void he__conf_expect(const he__conf_key_t *k, char *buf, size_t len)
-{
-    char lo[16], hi[16];
-    int section = (int)(k - he__conf_keys);
-
-    buf[0] = '\0';
-    switch (k->type) {
-    case HE__CONF_SECTION:
-        he_conf_cat(buf, len, "a mapping with keys ");
-        for (size_t i = 0, n = 0; i < he__conf_nkeys; i++) {
-            if (!he__conf_in_section(i, section)) continue;
-            if (n++) he_conf_cat(buf, len, ", ");
-            he_conf_cat(buf, len, strrchr(he__conf_keys[i].name, '.') + 1);
-        }
-        break;
-    case HE__CONF_UINT:
-        snprintf(buf, len, "an integer in %u..%u", k->min, k->max);
-        break;
-    case HE__CONF_BOOL:
-        snprintf(buf, len, "true or false");
-        break;
-    case HE__CONF_STR:
-        snprintf(buf, len, "%s",
-                 k->flags & HE__CONF_F_NONEMPTY ? "a non-empty string" : "a string");
-        break;
-    case HE__CONF_DURATION:
-        he__conf_fmt_ms(k->min, lo, sizeof(lo));
-        he__conf_fmt_ms(k->max, hi, sizeof(hi));
-        snprintf(buf, len, "a duration in %s..%s such as \"250ms\", \"10s\" or \"2m\"", lo, hi);
-        break;
-    case HE__CONF_ENUM:
-        he_conf_cat(buf, len, "one of ");
-        for (size_t i = 0; k->names[i] != NULL; i++) {
-            if (i) he_conf_cat(buf, len, ", ");
-            he_conf_cat(buf, len, k->names[i]);
-        }
-        break;
-    case HE__CONF_WORKERS:
-        snprintf(buf, len, "a positive integer or \"auto\"");
-        break;
-    case HE__CONF_LISTEN:
-        snprintf(buf, len,
-                 "an address \"host:port\" or \"[v6]:port\" (IP literal, port 1..65535), or a "
-                 "list of them");
-        break;
-    case HE__CONF_ADDR:
-        snprintf(buf, len,
-                 "an address \"host:port\" or \"[v6]:port\" (IP literal, port 1..65535), or "
-                 "\"off\"");
-        break;
-    case HE__CONF_CPUS:
-        snprintf(buf, len, "\"auto\" or a list of CPU numbers in 0..%u", k->max);
-        break;
-    default:
-        snprintf(buf, len, "a value");
-        break;
-    }
-}
-
-int he__conf_set(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len, int idx,
-                 char *why, size_t whylen)
-{
-    char expect[256], got[64];
-    int rc;
-
-    why[0] = '\0';
-    if (he_conf_types[k->type].set == NULL) return -EINVAL;
-    if (memchr(v, '\0', len) != NULL) {
-        snprintf(why, whylen, "expected a value without NUL bytes");
-        return -EINVAL;
-    }
-    rc = he_conf_types[k->type].set(c, k, v, len, idx, why, whylen);
-    if (rc < 0 && why[0] == '\0') {
-        he__conf_expect(k, expect, sizeof(expect));
-        he_conf_quote(v, len, got, sizeof(got));
-        snprintf(why, whylen, "expected %s, got %s", expect, got);
-    }
-    return rc;
-}
 
 int he__conf_in_section(size_t i, int section)
 {
@@ -450,44 +269,18 @@ int he__conf_find(int section, const char *leaf, size_t len)
     size_t skip = section < 0 ? 0 : strlen(he__conf_keys[section].name) + 1;
 
     for (size_t i = 0; i < he__conf_nkeys; i++) {
-        const char *name = he__conf_keys[i].name + skip;
+        const char *name;
         if (!he__conf_in_section(i, section)) continue;
+        name = he__conf_keys[i].name + skip;
         if (strlen(name) == len && memcmp(name, leaf, len) == 0) return (int)i;
     }
     return -1;
 }
 
-static int he_conf_index(const char *name)
+int he__conf_index(const char *name)
 {
     for (size_t i = 0; i < he__conf_nkeys; i++) {
         if (strcmp(he__conf_keys[i].name, name) == 0) return (int)i;
     }
     return -1;
-}
-
-int he__conf_check(const he_conf_t *c, const unsigned char *seen, int *bad, char *why,
-                   size_t whylen)
-{
-    for (size_t r = 0; r < sizeof(he_conf_le_rules) / sizeof(he_conf_le_rules[0]); r++) {
-        int lo = he_conf_index(he_conf_le_rules[r].lo);
-        int hi = he_conf_index(he_conf_le_rules[r].hi);
-        unsigned vlo, vhi;
-
-        memcpy(&vlo, (const char *)c + he__conf_keys[lo].off, sizeof(vlo));
-        memcpy(&vhi, (const char *)c + he__conf_keys[hi].off, sizeof(vhi));
-        if (vlo <= vhi) continue;
-        /* Blame the key the file set: with only header_bytes lowered, the
-         * default uri_bytes is not what the user wrote. */
-        if (seen[lo] || !seen[hi]) {
-            *bad = lo;
-            snprintf(why, whylen, "expected at most %s (%u), got %u", he__conf_keys[hi].name, vhi,
-                     vlo);
-        } else {
-            *bad = hi;
-            snprintf(why, whylen, "expected at least %s (%u), got %u", he__conf_keys[lo].name, vlo,
-                     vhi);
-        }
-        return -EINVAL;
-    }
-    return 0;
 }

@@ -1,5 +1,6 @@
 /* conf/value.c: parsers for the scalar forms a config value can take
- * (integers, booleans, durations, listen addresses). They are strict on
+ * (integers, booleans, durations, sizes, listen addresses, tokens, origin
+ * URLs). They are strict on
  * purpose: a typo in a config file should fail the load, not be read as
  * something else (strtoul would take "-1", " 8", "8k" or "0x10"). */
 #include <arpa/inet.h>
@@ -49,6 +50,8 @@ void he__conf_fmt_ms(unsigned ms, char *buf, size_t len)
 {
     if (ms == 0)
         snprintf(buf, len, "0s");
+    else if (ms % 86400000 == 0)
+        snprintf(buf, len, "%ud", ms / 86400000);
     else if (ms % 3600000 == 0)
         snprintf(buf, len, "%uh", ms / 3600000);
     else if (ms % 60000 == 0)
@@ -64,7 +67,7 @@ int he_conf_parse_duration_ms(const char *s, unsigned *ms)
     static const struct {
         const char *suffix;
         unsigned long long mult;
-    } units[] = {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+    } units[] = {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
     size_t ndigits = 0;
     unsigned n;
     int rc;
@@ -160,5 +163,157 @@ int he_conf_parse_listen(const char *s, he_conf_listen_t *l)
 
 bad:
     memset(l, 0, sizeof(*l));
+    return -EINVAL;
+}
+
+int he__conf_parse_size(const char *s, size_t len, uint64_t *out)
+{
+    static const char units[] = "kmgt";
+    const char *u;
+    unsigned shift = 0;
+    uint64_t v = 0;
+
+    if (len > 0 && s[len - 1] != '\0' &&
+        (u = strchr(units, s[len - 1] | 0x20)) != NULL) { /* | 0x20: either case */
+        shift = 10 * (unsigned)(u - units + 1);
+        len--;
+    }
+    if (len == 0) return -EINVAL;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') return -EINVAL;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10) return -ERANGE;
+        v = v * 10 + d;
+    }
+    if (v > (UINT64_MAX >> shift)) return -ERANGE;
+    *out = v << shift;
+    return 0;
+}
+
+void he__conf_fmt_size(uint64_t bytes, char *buf, size_t len)
+{
+    static const char units[] = "tgmk";
+
+    for (unsigned i = 0; bytes != 0 && i < 4; i++) {
+        unsigned shift = 10 * (4 - i);
+        if (bytes % ((uint64_t)1 << shift) == 0) {
+            snprintf(buf, len, "%llu%c", (unsigned long long)(bytes >> shift), units[i]);
+            return;
+        }
+    }
+    snprintf(buf, len, "%llu", (unsigned long long)bytes);
+}
+
+int he__conf_is_token(const char *s, size_t len)
+{
+    if (len == 0) return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        int alnum = (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z');
+        if (!alnum && (ch == '\0' || strchr("!#$%&'*+-.^_`|~", ch) == NULL)) return 0;
+    }
+    return 1;
+}
+
+/* A DNS name (letters, digits, '-' and '_' in dot-separated labels of 1..63
+ * bytes, no '-' at either end of a label, 253 bytes at most) or an IPv4
+ * literal. A name whose last label is all digits must be an IPv4 literal,
+ * so "256.1.1.1" and "10.1" are refused rather than looked up. */
+static int he_conf_check_host(const char *s, size_t len)
+{
+    char buf[INET_ADDRSTRLEN];
+    struct in_addr a4;
+    size_t start = 0;
+    int digits = 1;
+
+    if (len == 0 || len > 253) return -EINVAL;
+    for (size_t i = 0; i <= len; i++) {
+        unsigned char ch = i < len ? (unsigned char)s[i] : '.';
+        if (ch == '.') {
+            size_t l = i - start;
+            if (l == 0 || l > 63 || s[start] == '-' || s[i - 1] == '-') return -EINVAL;
+            if (i < len) digits = 1;
+            start = i + 1;
+            continue;
+        }
+        if (!((ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z') || ch == '-' ||
+              ch == '_'))
+            return -EINVAL;
+        if (ch < '0' || ch > '9') digits = 0;
+    }
+    if (!digits) return 0;
+    if (len >= sizeof(buf)) return -EINVAL;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return inet_pton(AF_INET, buf, &a4) == 1 ? 0 : -EINVAL;
+}
+
+int he__conf_check_url(const char *s, size_t len, const char **what)
+{
+    size_t i, end;
+    unsigned port;
+
+    if (len >= 7 && memcmp(s, "http://", 7) == 0) {
+        i = 7;
+    } else if (len >= 8 && memcmp(s, "https://", 8) == 0) {
+        i = 8;
+    } else {
+        *what = "a URL starting with \"http://\" or \"https://\"";
+        return -EINVAL;
+    }
+
+    if (i < len && s[i] == '[') {
+        const char *close = memchr(s + i, ']', len - i);
+        char host[INET6_ADDRSTRLEN];
+        struct in6_addr a6;
+        size_t hl = close ? (size_t)(close - (s + i + 1)) : 0;
+        if (hl == 0 || hl >= sizeof(host)) goto bad_host;
+        memcpy(host, s + i + 1, hl);
+        host[hl] = '\0';
+        /* A literal only: no zone ids ("%eth0"), which a URL would escape. */
+        if (inet_pton(AF_INET6, host, &a6) != 1) goto bad_host;
+        i += hl + 2;
+    } else {
+        for (end = i; end < len && strchr(":/?#", s[end]) == NULL; end++)
+            ;
+        if (he_conf_check_host(s + i, end - i) < 0) goto bad_host;
+        i = end;
+    }
+
+    if (i < len && s[i] == ':') {
+        for (end = ++i; end < len && strchr("/?#", s[end]) == NULL; end++)
+            ;
+        if (end - i == 0 || end - i > 5 || he__conf_parse_uint(s + i, end - i, &port) < 0 ||
+            port < 1 || port > 65535) {
+            *what = "a port in 1..65535 after the host";
+            return -EINVAL;
+        }
+        i = end;
+    }
+    /* The path is a prefix that request paths are appended to: a query or
+     * fragment would end up in the middle of every request. */
+    for (size_t j = i; j < len; j++) {
+        if (s[j] == '?' || s[j] == '#') {
+            *what = "a base URL without a query or fragment";
+            return -EINVAL;
+        }
+    }
+    if (i < len && s[i] != '/') {
+        *what = "\":port\" or a path starting with \"/\" after the host";
+        return -EINVAL;
+    }
+    for (; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch <= 0x20 || ch >= 0x7f) {
+            *what = "a path without spaces, control characters or non-ASCII bytes";
+            return -EINVAL;
+        }
+    }
+    return 0;
+
+bad_host:
+    *what = "a host name, IPv4 address or [IPv6] address after the scheme";
     return -EINVAL;
 }

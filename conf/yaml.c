@@ -1,8 +1,8 @@
 /* conf/yaml.c: walks a libyaml document against the key table. The walk is
  * driven by the table, never by the document, so its depth is bounded by
- * the schema (top level, a section, a list) whatever the input nests or
- * aliases. Every error is "name:line:col: key: ...", 1-based, pointing at
- * the node at fault. */
+ * the schema (top level, sections as deep as the table nests them, e.g.
+ * cache.ttl, then a list) whatever the input nests or aliases. Every error is "name:line:col: key:
+ * ...", 1-based, pointing at the node at fault. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -145,9 +145,15 @@ static int he_conf_walk_value(he_conf_walk_t *w, const he__conf_key_t *k, yaml_n
     if (vn->type != YAML_SEQUENCE_NODE || !he__conf_takes_list(k))
         return he_conf_walk_fail(w, vn->start_mark, k->name, -EINVAL, "expected %s, got %s", expect,
                                  he_conf_node_kind(vn));
-    if (vn->data.sequence.items.start == vn->data.sequence.items.top)
-        return he_conf_walk_fail(w, vn->start_mark, k->name, -EINVAL,
-                                 "expected %s, got an empty list", expect);
+    if (vn->data.sequence.items.start == vn->data.sequence.items.top) {
+        if (!(k->flags & HE__CONF_F_EMPTY_OK))
+            return he_conf_walk_fail(w, vn->start_mark, k->name, -EINVAL,
+                                     "expected %s, got an empty list", expect);
+        /* "[]" says what "" says for such a key: no entries. */
+        rc = he__conf_set(w->c, k, "", 0, -1, why, sizeof(why));
+        if (rc < 0) return he_conf_walk_fail(w, vn->start_mark, k->name, rc, "%s", why);
+        return 0;
+    }
 
     for (yaml_node_item_t *it = vn->data.sequence.items.start; it < vn->data.sequence.items.top;
          it++) {

@@ -32,6 +32,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
         for (int t = 0; t < HE_SEG_TYPE_COUNT; t++)
             for (const char *p = c.cache_control[t]; *p; p++)
                 if (*p == '\r' || *p == '\n') abort();
+        /* HTTPS: a certificate for any address, none shared with HTTP. */
+        if (c.ntls_listen > HE_CONF_MAX_LISTEN || c.ntls_certs > HE_CONF_MAX_CERTS) abort();
+        if (c.ntls_listen > 0 && c.ntls_certs == 0) abort();
+        for (unsigned i = 0; i < c.ntls_listen; i++)
+            for (unsigned j = 0; j < c.nlisten; j++)
+                if (strcmp(c.tls_listen[i].text, c.listen[j].text) == 0) abort();
+        for (unsigned i = 0; i < c.ntls_certs; i++)
+            if (c.tls_certs[i][0] == '\0') abort();
+        /* Cache tiers and lists: every entry non-empty and terminated. */
+        if (c.cache_ram_bytes != 0 && c.cache_ram_object_max > c.cache_ram_bytes) abort();
+        if (c.ncache_stores > HE_CONF_MAX_STORES) abort();
+        for (unsigned i = 0; i < c.ncache_stores; i++)
+            if (c.cache_stores[i][0] == '\0' || c.cache_store_bytes[i] < (1u << 20) ||
+                memchr(c.cache_stores[i], '\0', sizeof(c.cache_stores[i])) == NULL)
+                abort();
+        if (c.ncache_key_params > HE_CONF_MAX_KEY_PARAMS) abort();
+        for (unsigned i = 0; i < c.ncache_key_params; i++)
+            if (c.cache_key_params[i][0] == '\0' ||
+                strpbrk(c.cache_key_params[i], " =&?/\"") != NULL)
+                abort();
+        if (c.cache_live_fraction_pct < 10 || c.cache_live_fraction_pct > 100) abort();
+        if (c.prefetch_segments > 32) abort();
+        /* Origins: http(s) URLs without a query, and one for origin-first. */
+        if (c.norigin_urls > HE_CONF_MAX_ORIGINS || (c.origin_first && c.norigin_urls == 0))
+            abort();
+        for (unsigned i = 0; i < c.norigin_urls; i++)
+            if ((strncmp(c.origin_urls[i], "http://", 7) != 0 &&
+                 strncmp(c.origin_urls[i], "https://", 8) != 0) ||
+                strpbrk(c.origin_urls[i], "?# ") != NULL)
+                abort();
+        if (c.origin_retries > 8 || c.origin_pool > 1024) abort();
     }
     return 0;
 }

@@ -60,6 +60,37 @@ static void test_defaults(void)
     HE_CHECK_STR(conf.admin_listen.text, "127.0.0.1:9090");
     HE_CHECK_INT(conf.fd_cache_entries, 1024);
     HE_CHECK_INT(conf.fd_cache_valid_ms, 5000);
+    HE_CHECK_INT(conf.ntls_listen, 0);
+    HE_CHECK_INT(conf.tls_listen[0].addrlen, 0);
+    HE_CHECK_INT(conf.ntls_certs, 0);
+    HE_CHECK_STR(conf.tls_certs[0], "");
+    HE_CHECK(conf.tls_ktls);
+    HE_CHECK(conf.tls_tickets);
+    HE_CHECK_INT(conf.tls_ticket_rotate_ms, 3600000);
+    HE_CHECK_INT(conf.tls_session_cache, 20480);
+    HE_CHECK_INT(conf.tls_handshake_timeout_ms, 10000);
+    HE_CHECK_INT(conf.cache_ram_bytes, 256ull << 20);
+    HE_CHECK_INT(conf.cache_ram_object_max, 16ull << 20);
+    HE_CHECK_INT(conf.ncache_stores, 0);
+    HE_CHECK_STR(conf.cache_stores[0], "");
+    HE_CHECK_INT(conf.cache_store_bytes[0], 0);
+    HE_CHECK(conf.cache_admission);
+    HE_CHECK_INT(conf.cache_negative_ttl_ms, 5000);
+    HE_CHECK_INT(conf.cache_stale_while_revalidate_ms, 10000);
+    HE_CHECK_INT(conf.cache_stale_if_error_ms, 60000);
+    HE_CHECK_INT(conf.cache_live_fraction_pct, 50);
+    for (int k = 0; k < HE_SEG_KIND_COUNT; k++)
+        HE_CHECK_INT(conf.cache_ttl_ms[k], 0);
+    HE_CHECK_INT(conf.ncache_key_params, 0);
+    HE_CHECK_INT(conf.prefetch_segments, 2);
+    HE_CHECK_INT(conf.norigin_urls, 0);
+    HE_CHECK_STR(conf.origin_urls[0], "");
+    HE_CHECK(!conf.origin_first);
+    HE_CHECK_INT(conf.origin_connect_timeout_ms, 2000);
+    HE_CHECK_INT(conf.origin_read_timeout_ms, 10000);
+    HE_CHECK_INT(conf.origin_total_timeout_ms, 60000);
+    HE_CHECK_INT(conf.origin_retries, 1);
+    HE_CHECK_INT(conf.origin_pool, 16);
 
     /* Defaults are deterministic to the byte and pass the cross-key rules. */
     unsigned char seen[HE__CONF_MAX_KEYS] = {0};
@@ -71,16 +102,31 @@ static void test_defaults(void)
     HE_CHECK_INT(he__conf_check(&def, seen, &bad, why, sizeof(why)), 0);
 }
 
-/* The table itself: sections precede their keys, names are unique, every
- * key but a section has a default, and every row a doc line. */
+/* The table itself: sections (which may nest, cache.ttl) precede their
+ * keys, names are unique, every key but a section has a default, every row
+ * a doc line; list rows name their count and capacity, and an enum stored
+ * as a bool has exactly two names. */
 static void test_table(void)
 {
     HE_CHECK(he__conf_nkeys <= HE__CONF_MAX_KEYS);
     for (size_t i = 0; i < he__conf_nkeys; i++) {
         const he__conf_key_t *k = &he__conf_keys[i];
-        const char *dot = strchr(k->name, '.');
+        const char *dot = strrchr(k->name, '.');
         HE_CHECK(k->type == HE__CONF_SECTION ? k->def == NULL : k->def != NULL);
-        HE_CHECK(k->type == HE__CONF_SECTION || dot == NULL || strchr(dot + 1, '.') == NULL);
+        HE_CHECK(k->type < HE__CONF_TYPE_COUNT);
+        if (k->type == HE__CONF_LISTEN || k->type == HE__CONF_STRS || k->type == HE__CONF_STORES) {
+            HE_CHECK(k->nmax > 0 && k->cnt_off != 0 && k->item && k->items);
+            HE_CHECK(k->type == HE__CONF_LISTEN || k->size > 1);
+        }
+        if (k->type == HE__CONF_STORES) HE_CHECK(k->aux_off != 0);
+        if (k->type == HE__CONF_ENUM) {
+            size_t n = 0;
+            while (k->names[n])
+                n++;
+            HE_CHECK(k->size == sizeof(unsigned) || (k->size == sizeof(bool) && n == 2));
+        }
+        if (k->type == HE__CONF_UINT || k->type == HE__CONF_DURATION)
+            HE_CHECK(k->min <= k->max && k->max <= UINT_MAX);
         for (size_t j = 0; j < i; j++)
             HE_CHECK(strcmp(k->name, he__conf_keys[j].name) != 0);
         if (dot) {
@@ -136,6 +182,40 @@ static void test_doc_file_is_defaults(void)
     HE_CHECK(memcmp(&conf.admin_listen, &def.admin_listen, sizeof(def.admin_listen)) == 0);
     HE_CHECK_INT(conf.fd_cache_entries, def.fd_cache_entries);
     HE_CHECK_INT(conf.fd_cache_valid_ms, def.fd_cache_valid_ms);
+    HE_CHECK(memcmp(conf.tls_listen, def.tls_listen, sizeof(def.tls_listen)) == 0);
+    HE_CHECK_INT(conf.ntls_listen, def.ntls_listen);
+    HE_CHECK(memcmp(conf.tls_certs, def.tls_certs, sizeof(def.tls_certs)) == 0);
+    HE_CHECK_INT(conf.ntls_certs, def.ntls_certs);
+    HE_CHECK_INT(conf.tls_ktls, def.tls_ktls);
+    HE_CHECK_INT(conf.tls_tickets, def.tls_tickets);
+    HE_CHECK_INT(conf.tls_ticket_rotate_ms, def.tls_ticket_rotate_ms);
+    HE_CHECK_INT(conf.tls_session_cache, def.tls_session_cache);
+    HE_CHECK_INT(conf.tls_handshake_timeout_ms, def.tls_handshake_timeout_ms);
+    HE_CHECK_INT(conf.cache_ram_bytes, def.cache_ram_bytes);
+    HE_CHECK_INT(conf.cache_ram_object_max, def.cache_ram_object_max);
+    HE_CHECK(memcmp(conf.cache_stores, def.cache_stores, sizeof(def.cache_stores)) == 0);
+    HE_CHECK(memcmp(conf.cache_store_bytes, def.cache_store_bytes, sizeof(def.cache_store_bytes)) ==
+             0);
+    HE_CHECK_INT(conf.ncache_stores, def.ncache_stores);
+    HE_CHECK_INT(conf.cache_admission, def.cache_admission);
+    HE_CHECK(memcmp(conf.origin_urls, def.origin_urls, sizeof(def.origin_urls)) == 0);
+    HE_CHECK_INT(conf.norigin_urls, def.norigin_urls);
+    HE_CHECK_INT(conf.origin_first, def.origin_first);
+    HE_CHECK_INT(conf.origin_connect_timeout_ms, def.origin_connect_timeout_ms);
+    HE_CHECK_INT(conf.origin_read_timeout_ms, def.origin_read_timeout_ms);
+    HE_CHECK_INT(conf.origin_total_timeout_ms, def.origin_total_timeout_ms);
+    HE_CHECK_INT(conf.origin_retries, def.origin_retries);
+    HE_CHECK_INT(conf.origin_pool, def.origin_pool);
+    HE_CHECK_INT(conf.cache_negative_ttl_ms, def.cache_negative_ttl_ms);
+    HE_CHECK_INT(conf.cache_stale_while_revalidate_ms, def.cache_stale_while_revalidate_ms);
+    HE_CHECK_INT(conf.cache_stale_if_error_ms, def.cache_stale_if_error_ms);
+    HE_CHECK_INT(conf.cache_live_fraction_pct, def.cache_live_fraction_pct);
+    for (int k = 0; k < HE_SEG_KIND_COUNT; k++)
+        HE_CHECK_INT(conf.cache_ttl_ms[k], def.cache_ttl_ms[k]);
+    HE_CHECK(memcmp(conf.cache_key_params, def.cache_key_params, sizeof(def.cache_key_params)) ==
+             0);
+    HE_CHECK_INT(conf.ncache_key_params, def.ncache_key_params);
+    HE_CHECK_INT(conf.prefetch_segments, def.prefetch_segments);
     /* Then all of it, so a field added to he_conf_t is covered too. */
     HE_CHECK(memcmp(&conf, &def, sizeof(conf)) == 0);
 }
@@ -144,7 +224,9 @@ static void test_doc_file_is_defaults(void)
  * file would still compare equal). */
 static void test_doc_file_lists_every_key(void)
 {
-    char path[4096], line[512], section[64] = "";
+    /* path[d] is the key at indentation 2 * d, so nested sections give
+     * "cache.ttl.media". */
+    char path[4096], line[512], parts[4][64] = {{0}};
     unsigned char found[HE__CONF_MAX_KEYS] = {0};
     FILE *f;
 
@@ -153,13 +235,17 @@ static void test_doc_file_lists_every_key(void)
     HE_CHECK(f != NULL);
     if (f == NULL) return;
     while (fgets(line, sizeof(line), f)) {
-        char name[600], *colon = strchr(line, ':');
-        size_t indent = strspn(line, " ");
-        if (line[indent] == '#' || line[indent] == '\n' || colon == NULL) continue;
+        char name[600] = "", *colon = strchr(line, ':');
+        size_t indent = strspn(line, " "), depth = indent / 2;
+        if (line[indent] == '#' || line[indent] == '\n' || line[indent] == '-' || colon == NULL)
+            continue;
+        HE_CHECK(indent % 2 == 0 && depth < 4);
+        if (indent % 2 != 0 || depth >= 4) continue;
         *colon = '\0';
-        if (indent == 0) snprintf(section, sizeof(section), "%.63s", line);
-        snprintf(name, sizeof(name), "%s%s%s", indent ? section : "", indent ? "." : "",
-                 line + indent);
+        snprintf(parts[depth], sizeof(parts[depth]), "%.63s", line + indent);
+        for (size_t d = 0; d <= depth; d++)
+            snprintf(name + strlen(name), sizeof(name) - strlen(name), "%s%s", d ? "." : "",
+                     parts[d]);
         for (size_t i = 0; i < he__conf_nkeys; i++)
             if (strcmp(he__conf_keys[i].name, name) == 0) found[i] = 1;
     }

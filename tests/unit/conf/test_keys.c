@@ -3,38 +3,8 @@
  * ones. Part of it walks the table itself, so a new key is covered the day
  * it is added. */
 #include <arpa/inet.h>
-#include <errno.h>
 
-#include "conf/internal.h"
-#include "he_test.h"
-
-static he_conf_t conf;
-static char err[HE_CONF_ERR_MAX];
-
-static int load(const char *yaml)
-{
-    return he_conf_load_string(&conf, "t.yaml", yaml, strlen(yaml), err, sizeof(err));
-}
-
-/* Loads yaml, expects rc and exactly msg. */
-static void expect_err(const char *yaml, int rc, const char *msg)
-{
-    int got = load(yaml);
-    if (got != rc || strcmp(err, msg) != 0)
-        fprintf(stderr, "yaml:\n%s\n-> rc %d, err: %s\n", yaml, got, err);
-    HE_CHECK_INT(got, rc);
-    HE_CHECK_STR(err, msg);
-}
-
-/* Writes "key: value" for a dotted key as nested YAML. */
-static void key_yaml(const char *name, const char *value, char *buf, size_t len)
-{
-    const char *dot = strchr(name, '.');
-    if (dot)
-        snprintf(buf, len, "%.*s:\n  %s: %s\n", (int)(dot - name), name, dot + 1, value);
-    else
-        snprintf(buf, len, "%s: %s\n", name, value);
-}
+#include "conf_test.h"
 
 /* Every key: its default written out loads to the defaults; a mapping or
  * (for scalar keys) a list is a type error pointing at the value. */
@@ -46,10 +16,9 @@ static void test_every_key_generic(void)
     he_conf_defaults(&def);
     for (size_t i = 0; i < he__conf_nkeys; i++) {
         const he__conf_key_t *k = &he__conf_keys[i];
-        const char *dot = strchr(k->name, '.');
-        unsigned line = dot ? 2 : 1,
-                 col = dot ? (unsigned)strlen(dot + 1) + 5 : (unsigned)strlen(k->name) + 3;
+        unsigned line, col;
         if (k->type == HE__CONF_SECTION) continue;
+        key_yaml_pos(k->name, &line, &col);
 
         snprintf(quoted, sizeof(quoted), "\"%s\"", k->def);
         key_yaml(k->name, quoted, yaml, sizeof(yaml));
@@ -70,7 +39,7 @@ static void test_every_key_generic(void)
         }
 
         /* Range errors, from the table's own bounds. */
-        if (k->type == HE__CONF_UINT || k->type == HE__CONF_DURATION) {
+        if (k->type == HE__CONF_UINT || k->type == HE__CONF_DURATION || k->type == HE__CONF_SIZE) {
             const char *unit = k->type == HE__CONF_DURATION ? "ms" : "";
             char v[32];
             snprintf(v, sizeof(v), "%llu%s", (unsigned long long)k->max + 1, unit);
@@ -79,7 +48,7 @@ static void test_every_key_generic(void)
                      k->name, expect, v);
             expect_err(yaml, -ERANGE, want);
             if (k->min > 0) {
-                snprintf(v, sizeof(v), "%u%s", k->min - 1, unit);
+                snprintf(v, sizeof(v), "%llu%s", (unsigned long long)k->min - 1, unit);
                 key_yaml(k->name, v, yaml, sizeof(yaml));
                 snprintf(want, sizeof(want), "t.yaml:%u:%u: %s: expected %s, got \"%s\"", line, col,
                          k->name, expect, v);
@@ -414,20 +383,204 @@ static void test_listen_errors(void)
     expect_err(big, -E2BIG, "t.yaml:18:5: listen: expected at most 16 addresses");
 }
 
-/* uri_bytes <= header_bytes, checked after the whole file is read, blaming
- * the key the file gave. */
-static void test_cross_key(void)
+/* Every scalar key of the tls, cache and origin sections at a value other
+ * than its default (the list keys are in test_set_list.c). */
+static void test_happy_new_scalars(void)
 {
-    expect_err("limits:\n  uri_bytes: 9000\n", -EINVAL,
-               "t.yaml:2:14: limits.uri_bytes: expected at most limits.header_bytes (8192), got "
-               "9000");
-    expect_err("limits:\n  uri_bytes: 600\n  header_bytes: 512\n", -EINVAL,
-               "t.yaml:2:14: limits.uri_bytes: expected at most limits.header_bytes (512), got "
-               "600");
-    expect_err("limits:\n  header_bytes: 1024\n", -EINVAL,
-               "t.yaml:2:17: limits.header_bytes: expected at least limits.uri_bytes (4096), got "
-               "1024");
-    HE_CHECK_INT(load("limits:\n  header_bytes: 1024\n  uri_bytes: 1024\n"), 0);
+    static const char yaml[] = "tls:\n"
+                               "  ktls: false\n"
+                               "  session_tickets: off\n"
+                               "  ticket_rotate: 24h\n"
+                               "  session_cache: 0\n"
+                               "  handshake_timeout: 100ms\n"
+                               "cache:\n"
+                               "  ram_size: 2G\n"
+                               "  ram_object_max: 1k\n"
+                               "  admission: no\n"
+                               "  negative_ttl: 0\n"
+                               "  stale_while_revalidate: 1d\n"
+                               "  stale_if_error: 24h\n"
+                               "  live_fraction: 100\n"
+                               "  ttl:\n"
+                               "    master: 1s\n"
+                               "    media: 500ms\n"
+                               "    segment: 30d\n"
+                               "    other: 2h\n"
+                               "  prefetch: 32\n"
+                               "origin:\n"
+                               "  urls: http://127.0.0.1:9000\n"
+                               "  sources: origin-first\n"
+                               "  connect_timeout: 1m\n"
+                               "  read_timeout: 10m\n"
+                               "  total_timeout: 1h\n"
+                               "  retries: 8\n"
+                               "  pool: 0\n";
+
+    HE_CHECK_INT(load(yaml), 0);
+    HE_CHECK_STR(err, "");
+    HE_CHECK(!conf.tls_ktls);
+    HE_CHECK(!conf.tls_tickets);
+    HE_CHECK_INT(conf.tls_ticket_rotate_ms, 86400000);
+    HE_CHECK_INT(conf.tls_session_cache, 0);
+    HE_CHECK_INT(conf.tls_handshake_timeout_ms, 100);
+    HE_CHECK_INT(conf.cache_ram_bytes, 2ull << 30);
+    HE_CHECK_INT(conf.cache_ram_object_max, 1024);
+    HE_CHECK(!conf.cache_admission);
+    HE_CHECK_INT(conf.cache_negative_ttl_ms, 0);
+    HE_CHECK_INT(conf.cache_stale_while_revalidate_ms, 86400000);
+    HE_CHECK_INT(conf.cache_stale_if_error_ms, 86400000);
+    HE_CHECK_INT(conf.cache_live_fraction_pct, 100);
+    HE_CHECK_INT(conf.cache_ttl_ms[HE_SEG_KIND_MASTER], 1000);
+    HE_CHECK_INT(conf.cache_ttl_ms[HE_SEG_KIND_MEDIA], 500);
+    HE_CHECK_INT(conf.cache_ttl_ms[HE_SEG_KIND_SEGMENT], 2592000000u);
+    HE_CHECK_INT(conf.cache_ttl_ms[HE_SEG_KIND_OTHER], 7200000);
+    HE_CHECK_INT(conf.prefetch_segments, 32);
+    HE_CHECK_INT(conf.norigin_urls, 1);
+    HE_CHECK_STR(conf.origin_urls[0], "http://127.0.0.1:9000");
+    HE_CHECK(conf.origin_first);
+    HE_CHECK_INT(conf.origin_connect_timeout_ms, 60000);
+    HE_CHECK_INT(conf.origin_read_timeout_ms, 600000);
+    HE_CHECK_INT(conf.origin_total_timeout_ms, 3600000);
+    HE_CHECK_INT(conf.origin_retries, 8);
+    HE_CHECK_INT(conf.origin_pool, 0);
+
+    /* The other bounds, and every size suffix in both cases. */
+    HE_CHECK_INT(load("tls: {ticket_rotate: 1m, session_cache: 10000000, handshake_timeout: 1h}\n"
+                      "cache: {ram_size: 64t, ram_object_max: 1T, live_fraction: 10, prefetch: 0,"
+                      " negative_ttl: 1h, stale_while_revalidate: 0s, stale_if_error: 0}\n"
+                      "origin: {sources: root-first, connect_timeout: 100ms, read_timeout: 100ms,"
+                      " total_timeout: 1s, retries: 0, pool: 1024}\n"),
+                 0);
+    HE_CHECK_INT(conf.tls_ticket_rotate_ms, 60000);
+    HE_CHECK_INT(conf.tls_session_cache, 10000000);
+    HE_CHECK_INT(conf.tls_handshake_timeout_ms, 3600000);
+    HE_CHECK_INT(conf.cache_ram_bytes, 64ull << 40);
+    HE_CHECK_INT(conf.cache_ram_object_max, 1ull << 40);
+    HE_CHECK_INT(conf.cache_live_fraction_pct, 10);
+    HE_CHECK_INT(conf.prefetch_segments, 0);
+    HE_CHECK_INT(conf.cache_negative_ttl_ms, 3600000);
+    HE_CHECK(!conf.origin_first);
+    HE_CHECK_INT(conf.origin_connect_timeout_ms, 100);
+    HE_CHECK_INT(conf.origin_total_timeout_ms, 1000);
+    HE_CHECK_INT(conf.origin_pool, 1024);
+    static const struct {
+        const char *v;
+        unsigned long long bytes;
+    } sizes[] = {{"1048576", 1048576},   {"1024k", 1048576}, {"1K", 1024},
+                 {"3m", 3ull << 20},     {"3M", 3ull << 20}, {"5g", 5ull << 30},
+                 {"\"7G\"", 7ull << 30}, {"2t", 2ull << 40}, {"0", 0}};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        char y[96];
+        snprintf(y, sizeof(y), "cache:\n  ram_size: %s\n  ram_object_max: 1k\n", sizes[i].v);
+        HE_CHECK_INT(load(y), 0);
+        HE_CHECK_INT(conf.cache_ram_bytes, sizes[i].bytes);
+    }
+    /* Nested sections in flow style too; a ttl section left empty. */
+    HE_CHECK_INT(load("cache: {ttl: {media: 2s, other: 1d}}\n"), 0);
+    HE_CHECK_INT(conf.cache_ttl_ms[HE_SEG_KIND_MEDIA], 2000);
+    HE_CHECK_INT(conf.cache_ttl_ms[HE_SEG_KIND_OTHER], 86400000);
+    HE_CHECK_INT(conf.cache_ttl_ms[HE_SEG_KIND_MASTER], 0);
+    HE_CHECK_INT(load("cache:\n  ttl:\n    # all commented out\n"), 0);
+    HE_CHECK_INT(conf.cache_ttl_ms[HE_SEG_KIND_MEDIA], 0);
+}
+
+/* Type and range errors of the new scalar keys, with their full messages. */
+static void test_new_key_errors(void)
+{
+    expect_err("tls:\n  ktls: maybe\n", -EINVAL,
+               "t.yaml:2:9: tls.ktls: expected true or false, got \"maybe\"");
+    expect_err("tls:\n  ticket_rotate: 59s\n", -ERANGE,
+               "t.yaml:2:18: tls.ticket_rotate: expected a duration in 1m..1d such as \"250ms\", "
+               "\"10s\" or \"2m\", got \"59s\"");
+    expect_err("tls:\n  ticket_rotate: 2d\n", -ERANGE,
+               "t.yaml:2:18: tls.ticket_rotate: expected a duration in 1m..1d such as \"250ms\", "
+               "\"10s\" or \"2m\", got \"2d\"");
+    expect_err("tls:\n  session_cache: 10000001\n", -ERANGE,
+               "t.yaml:2:18: tls.session_cache: expected an integer in 0..10000000, got "
+               "\"10000001\"");
+    expect_err("tls:\n  handshake_timeout: 10 s\n", -EINVAL,
+               "t.yaml:2:22: tls.handshake_timeout: expected a duration in 100ms..1h such as "
+               "\"250ms\", \"10s\" or \"2m\", got \"10 s\"");
+
+    expect_err("cache:\n  ram_size: 16MB\n", -EINVAL,
+               "t.yaml:2:13: cache.ram_size: expected a size in 0..64t such as \"512m\" or "
+               "\"2g\", got \"16MB\"");
+    expect_err("cache:\n  ram_size: 1.5g\n", -EINVAL,
+               "t.yaml:2:13: cache.ram_size: expected a size in 0..64t such as \"512m\" or "
+               "\"2g\", got \"1.5g\"");
+    expect_err("cache:\n  ram_size: \"1 g\"\n", -EINVAL,
+               "t.yaml:2:13: cache.ram_size: expected a size in 0..64t such as \"512m\" or "
+               "\"2g\", got \"1 g\"");
+    expect_err("cache:\n  ram_size: g\n", -EINVAL,
+               "t.yaml:2:13: cache.ram_size: expected a size in 0..64t such as \"512m\" or "
+               "\"2g\", got \"g\"");
+    expect_err("cache:\n  ram_size: 1p\n", -EINVAL,
+               "t.yaml:2:13: cache.ram_size: expected a size in 0..64t such as \"512m\" or "
+               "\"2g\", got \"1p\"");
+    expect_err("cache:\n  ram_size: 65t\n", -ERANGE,
+               "t.yaml:2:13: cache.ram_size: expected a size in 0..64t such as \"512m\" or "
+               "\"2g\", got \"65t\"");
+    expect_err("cache:\n  ram_size: 16777216t\n", -ERANGE,
+               "t.yaml:2:13: cache.ram_size: expected a size in 0..64t such as \"512m\" or "
+               "\"2g\", got \"16777216t\"");
+    expect_err("cache:\n  ram_size: \"\"\n", -EINVAL,
+               "t.yaml:2:13: cache.ram_size: expected a size in 0..64t such as \"512m\" or "
+               "\"2g\", got \"\"");
+    expect_err("cache:\n  ram_object_max: 0\n", -ERANGE,
+               "t.yaml:2:19: cache.ram_object_max: expected a size in 1k..1t such as \"512m\" "
+               "or \"2g\", got \"0\"");
+    expect_err("cache:\n  ram_object_max: 1025g\n", -ERANGE,
+               "t.yaml:2:19: cache.ram_object_max: expected a size in 1k..1t such as \"512m\" "
+               "or \"2g\", got \"1025g\"");
+    expect_err("cache:\n  admission: 2\n", -EINVAL,
+               "t.yaml:2:14: cache.admission: expected true or false, got \"2\"");
+    expect_err("cache:\n  negative_ttl: 61m\n", -ERANGE,
+               "t.yaml:2:17: cache.negative_ttl: expected a duration in 0s..1h such as "
+               "\"250ms\", \"10s\" or \"2m\", got \"61m\"");
+    expect_err("cache:\n  stale_while_revalidate: 25h\n", -ERANGE,
+               "t.yaml:2:27: cache.stale_while_revalidate: expected a duration in 0s..1d such as "
+               "\"250ms\", \"10s\" or \"2m\", got \"25h\"");
+    expect_err("cache:\n  stale_if_error: 1w\n", -EINVAL,
+               "t.yaml:2:19: cache.stale_if_error: expected a duration in 0s..1d such as "
+               "\"250ms\", \"10s\" or \"2m\", got \"1w\"");
+    expect_err("cache:\n  live_fraction: 9\n", -ERANGE,
+               "t.yaml:2:18: cache.live_fraction: expected an integer in 10..100, got \"9\"");
+    expect_err("cache:\n  live_fraction: 50%\n", -EINVAL,
+               "t.yaml:2:18: cache.live_fraction: expected an integer in 10..100, got \"50%\"");
+    expect_err("cache:\n  ttl:\n    segment: 31d\n", -ERANGE,
+               "t.yaml:3:14: cache.ttl.segment: expected a duration in 0s..30d such as "
+               "\"250ms\", \"10s\" or \"2m\", got \"31d\"");
+    expect_err("cache:\n  ttl:\n    master: 1D\n", -EINVAL,
+               "t.yaml:3:13: cache.ttl.master: expected a duration in 0s..30d such as "
+               "\"250ms\", \"10s\" or \"2m\", got \"1D\"");
+    expect_err("cache:\n  ttl: 10s\n", -EINVAL,
+               "t.yaml:2:8: cache.ttl: expected a mapping with keys master, media, segment, "
+               "other, got a scalar");
+    expect_err("cache:\n  prefetch: 33\n", -ERANGE,
+               "t.yaml:2:13: cache.prefetch: expected an integer in 0..32, got \"33\"");
+
+    expect_err("origin:\n  sources: origin\n", -EINVAL,
+               "t.yaml:2:12: origin.sources: expected one of root-first, origin-first, got "
+               "\"origin\"");
+    expect_err("origin:\n  sources: Root-First\n", -EINVAL,
+               "t.yaml:2:12: origin.sources: expected one of root-first, origin-first, got "
+               "\"Root-First\"");
+    expect_err("origin:\n  sources: true\n", -EINVAL,
+               "t.yaml:2:12: origin.sources: expected one of root-first, origin-first, got "
+               "\"true\"");
+    expect_err("origin:\n  connect_timeout: 2m\n", -ERANGE,
+               "t.yaml:2:20: origin.connect_timeout: expected a duration in 100ms..1m such as "
+               "\"250ms\", \"10s\" or \"2m\", got \"2m\"");
+    expect_err("origin:\n  read_timeout: 11m\n", -ERANGE,
+               "t.yaml:2:17: origin.read_timeout: expected a duration in 100ms..10m such as "
+               "\"250ms\", \"10s\" or \"2m\", got \"11m\"");
+    expect_err("origin:\n  total_timeout: 999ms\n", -ERANGE,
+               "t.yaml:2:18: origin.total_timeout: expected a duration in 1s..1h such as "
+               "\"250ms\", \"10s\" or \"2m\", got \"999ms\"");
+    expect_err("origin:\n  retries: 9\n", -ERANGE,
+               "t.yaml:2:12: origin.retries: expected an integer in 0..8, got \"9\"");
+    expect_err("origin:\n  pool: 1025\n", -ERANGE,
+               "t.yaml:2:9: origin.pool: expected an integer in 0..1024, got \"1025\"");
 }
 
 int main(void)
@@ -437,6 +590,7 @@ int main(void)
     test_happy_forms();
     test_key_errors();
     test_listen_errors();
-    test_cross_key();
+    test_happy_new_scalars();
+    test_new_key_errors();
     HE_TEST_MAIN_END();
 }

@@ -65,10 +65,12 @@ static void test_unknown_keys(void)
     expect_err("wrokers: 4\n", -EINVAL,
                "t.yaml:1:1: wrokers: unknown key, did you mean \"workers\"? (valid here: listen, "
                "workers, cpus, pin, numa, root, limits, timeouts, cors, cache_control, log, "
-               "admin, fd_cache)");
-    expect_err("listen: \":80\"\nbogus_option: 1\n", -EINVAL,
-               "t.yaml:2:1: bogus_option: unknown key (valid here: listen, workers, cpus, pin, "
-               "numa, root, limits, timeouts, cors, cache_control, log, admin, fd_cache)");
+               "admin, fd_cache, tls, cache, origin)");
+    expect_err(
+        "listen: \":80\"\nbogus_option: 1\n", -EINVAL,
+        "t.yaml:2:1: bogus_option: unknown key (valid here: listen, workers, cpus, pin, "
+        "numa, root, limits, timeouts, cors, cache_control, log, admin, fd_cache, tls, cache, "
+        "origin)");
     expect_err("limits:\n  max_connections: 5\n  header_byte: 1024\n", -EINVAL,
                "t.yaml:3:3: limits.header_byte: unknown key, did you mean \"header_bytes\"? "
                "(valid here: max_connections, header_bytes, uri_bytes)");
@@ -78,7 +80,29 @@ static void test_unknown_keys(void)
     /* A dotted path is not a key: the layout is nested. */
     expect_err("limits.uri_bytes: 100\n", -EINVAL,
                "t.yaml:1:1: limits.uri_bytes: unknown key (valid here: listen, workers, cpus, "
-               "pin, numa, root, limits, timeouts, cors, cache_control, log, admin, fd_cache)");
+               "pin, numa, root, limits, timeouts, cors, cache_control, log, admin, fd_cache, tls, "
+               "cache, origin)");
+    /* Sections nest: an unknown key in cache.ttl names its full path and the
+     * keys valid there, and a typo is caught one level down too. */
+    expect_err("cache:\n  ttl:\n    medai: 1s\n", -EINVAL,
+               "t.yaml:3:5: cache.ttl.medai: unknown key, did you mean \"media\"? (valid here: "
+               "master, media, segment, other)");
+    expect_err("cache:\n  ram: 1g\n", -EINVAL,
+               "t.yaml:2:3: cache.ram: unknown key (valid here: ram_size, ram_object_max, ssd, "
+               "admission, negative_ttl, stale_while_revalidate, stale_if_error, live_fraction, "
+               "ttl, key_params, prefetch)");
+    expect_err("tls:\n  certificate: a.pem\n", -EINVAL,
+               "t.yaml:2:3: tls.certificate: unknown key, did you mean \"certificates\"? (valid "
+               "here: listen, certificates, ktls, session_tickets, ticket_rotate, session_cache, "
+               "handshake_timeout)");
+    expect_err("origin:\n  url: http://a\n", -EINVAL,
+               "t.yaml:2:3: origin.url: unknown key, did you mean \"urls\"? (valid here: urls, "
+               "sources, connect_timeout, read_timeout, total_timeout, retries, pool)");
+    /* A nested section's key one level up is unknown there. */
+    expect_err("cache:\n  media: 1s\n", -EINVAL,
+               "t.yaml:2:3: cache.media: unknown key (valid here: ram_size, ram_object_max, ssd, "
+               "admission, negative_ttl, stale_while_revalidate, stale_if_error, live_fraction, "
+               "ttl, key_params, prefetch)");
     /* Keys are case-sensitive; a section's key at the top level is unknown. */
     HE_CHECK_INT(load("Workers: 4\n"), -EINVAL);
     HE_CHECK(strstr(err, "t.yaml:1:1: Workers: unknown key, did you mean \"workers\"?") == err);
@@ -112,6 +136,20 @@ static void test_duplicates(void)
 
 static void test_wrong_shapes(void)
 {
+    expect_err("cache:\n  ttl:\n    - media: 1s\n", -EINVAL,
+               "t.yaml:3:5: cache.ttl: expected a mapping with keys master, media, segment, "
+               "other, got a list");
+    expect_err("cache: [ram_size]\n", -EINVAL,
+               "t.yaml:1:8: cache: expected a mapping with keys ram_size, ram_object_max, ssd, "
+               "admission, negative_ttl, stale_while_revalidate, stale_if_error, live_fraction, "
+               "ttl, key_params, prefetch, got a list");
+    expect_err("cache:\n  ttl:\n    master:\n      x: 1\n", -EINVAL,
+               "t.yaml:4:7: cache.ttl.master: expected a duration in 0s..30d such as \"250ms\", "
+               "\"10s\" or \"2m\", got a mapping");
+    expect_err("cache:\n  ttl: {media: 1s, media: 2s}\n", -EINVAL,
+               "t.yaml:2:20: cache.ttl.media: duplicate key (first given at line 2)");
+    expect_err("cache:\n  ttl: {}\n  ttl: {}\n", -EINVAL,
+               "t.yaml:3:3: cache.ttl: duplicate key (first given at line 2)");
     /* A mapping where a scalar is expected, a sequence or a scalar where a
      * mapping is expected, and a top level that is not a mapping. */
     expect_err("workers:\n  count: 4\n", -EINVAL,
@@ -164,6 +202,12 @@ static void test_syntax_errors(void)
 
 static void test_anchors(void)
 {
+    /* An alias cannot make the nested walk recurse either. */
+    HE_CHECK_INT(load("cache:\n  ttl: &t {media: 3s}\n"), 0);
+    HE_CHECK_INT(conf.cache_ttl_ms[HE_SEG_KIND_MEDIA], 3000);
+    expect_err("cache: &c\n  ttl: *c\n", -EINVAL,
+               "t.yaml:2:3: cache.ttl.ttl: unknown key (valid here: master, media, segment, "
+               "other)");
     /* Aliases are fine where the value fits; they cannot make the walk
      * recurse (it follows the table, not the document). */
     HE_CHECK_INT(load("timeouts: {header: &t 20s, send: *t}\n"), 0);

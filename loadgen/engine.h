@@ -1,0 +1,309 @@
+/* loadgen: the engine's types: per-thread statistics, a client connection
+ * driven through the thread's io_uring, the viewer (HLS player) and URL-list
+ * clients that own connections, and the run shared by all threads. */
+#ifndef HE_LG_ENGINE_H
+#define HE_LG_ENGINE_H
+
+#include "loadgen/lg.h"
+#include "segment/segment.h"
+
+#include <liburing.h>
+#include <pthread.h>
+
+typedef struct he_lg_thread he_lg_thread_t;
+typedef struct he_lg_tls he_lg_tls_t;
+typedef struct ssl_ctx_st SSL_CTX;
+
+/* ---------------------------------------------------------------- stats */
+
+typedef enum he_lg_err {
+    HE_LG_ERR_CONNECT = 0, /* connect refused, unreachable, ... */
+    HE_LG_ERR_TIMEOUT,     /* no progress for --timeout */
+    HE_LG_ERR_CLOSED,      /* reset or closed before the response ended */
+    HE_LG_ERR_PROTOCOL,    /* a malformed response */
+    HE_LG_ERR_STATUS,      /* HTTP status >= 400 */
+    HE_LG_ERR_PLAYLIST,    /* a playlist that does not parse, or no such rendition */
+    HE_LG_ERR_TLS,
+    HE_LG_ERR_VERIFY, /* the same URL came back with different bytes */
+    HE_LG_ERR_OTHER,
+    HE_LG_ERR_COUNT
+} he_lg_err_t;
+
+const char *he_lg_err_name(he_lg_err_t e);
+
+typedef struct he_lg_rend_stats {
+    uint64_t segments, bytes, download_ns;
+    uint64_t bandwidth; /* BANDWIDTH of the rendition with this index, first seen */
+    double media_s;
+} he_lg_rend_stats_t;
+
+typedef struct he_lg_stats {
+    /* read live by the main thread: updated with relaxed atomics */
+    uint64_t requests; /* completed responses, any status */
+    uint64_t bytes;    /* wire bytes received, heads included */
+    uint64_t errors;
+    uint64_t stalls;
+    uint64_t active; /* viewers or connections running */
+    /* read after the threads are joined */
+    uint64_t body_bytes, segments, playlists;
+    uint64_t stall_ns, play_ns, startups, startup_ns;
+    uint64_t switches_up, switches_down;
+    uint64_t connects, retries, aborted, verified;
+    uint64_t err[HE_LG_ERR_COUNT];
+    uint64_t status[600];
+    he_lg_rend_stats_t rend[HE_LG_MAX_RENDITIONS];
+    he_lg_hist_t ttfb_us, download_us;
+} he_lg_stats_t;
+
+#define HE_LG_STAT_ADD(field, n) __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED)
+#define HE_LG_STAT_GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+int he_lg_stats_init(he_lg_stats_t *s);
+void he_lg_stats_free(he_lg_stats_t *s);
+void he_lg_stats_merge(he_lg_stats_t *dst, const he_lg_stats_t *src);
+
+/* ---------------------------------------------------------------- verify.c */
+
+typedef struct he_lg_vent {
+    uint64_t key, csum, len, count;
+    bool mismatch;
+} he_lg_vent_t;
+
+typedef struct he_lg_vmap {
+    he_lg_vent_t *e;
+    size_t cap, n;
+} he_lg_vmap_t;
+
+uint64_t he_lg_fnv(uint64_t h, const void *p, size_t n);
+#define HE_LG_FNV_INIT 0xcbf29ce484222325ull
+/* Records a body's checksum under key; false if key had other bytes before. */
+bool he_lg_vmap_add(he_lg_vmap_t *m, uint64_t key, uint64_t csum, uint64_t len, uint64_t count);
+/* Folds src into dst; returns how many keys disagree between the two. */
+size_t he_lg_vmap_merge(he_lg_vmap_t *dst, const he_lg_vmap_t *src);
+size_t he_lg_vmap_mismatches(const he_lg_vmap_t *m);
+void he_lg_vmap_free(he_lg_vmap_t *m);
+
+/* ---------------------------------------------------------------- conn.c */
+
+enum he_lg_op {
+    HE_LG_OP_CONNECT = 1,
+    HE_LG_OP_SEND,
+    HE_LG_OP_RECV_HDR,   /* into the connection's own head buffer */
+    HE_LG_OP_RECV_TRUNC, /* MSG_TRUNC: payload dropped in the kernel */
+    HE_LG_OP_RECV_BUF,   /* into a provided buffer */
+    HE_LG_OP_TLS_SEND,
+    HE_LG_OP_TLS_RECV,
+    HE_LG_OP_TIMER, /* a viewer's pacing timer */
+    HE_LG_OP_TICK,  /* the thread's 100 ms housekeeping */
+    HE_LG_OP_CANCEL
+};
+
+enum he_lg_conn_state {
+    HE_LG_CONN_CLOSED = 0, /* no socket */
+    HE_LG_CONN_IDLE,       /* connected, no request */
+    HE_LG_CONN_CONNECTING,
+    HE_LG_CONN_HANDSHAKE,
+    HE_LG_CONN_HEAD, /* request sent or being sent, waiting for the head */
+    HE_LG_CONN_BODY,
+    HE_LG_CONN_CLOSING /* waiting for in-flight operations to end */
+};
+
+#define HE_LG_HDR_CAP 4096
+#define HE_LG_REQ_CAP 2560
+#define HE_LG_BODY_MAX (16u << 20) /* kept bodies (playlists) */
+
+typedef struct he_lg_result {
+    int err;    /* -1, or the he_lg_err_t that failed the request */
+    int status; /* HTTP status, 0 if none arrived */
+    uint64_t body_bytes, wire_bytes;
+    uint64_t ttfb_ns, total_ns;
+    const char *body; /* when asked to keep it */
+    size_t body_len;
+} he_lg_result_t;
+
+typedef struct he_lg_conn {
+    he_lg_thread_t *th;
+    uint32_t slot, gen;
+    int fd, ep, state, inflight;
+    bool pending;   /* a request waits for the close to finish */
+    bool want_body; /* keep the body (playlists) */
+    bool retried;   /* resent once after a stale keep-alive connection */
+    bool failed;
+    unsigned reqs; /* requests on this TCP connection */
+    uint64_t key, csum;
+    uint64_t t_start, t_first, last_io;
+    uint64_t wire;
+    uint32_t req_len, req_sent, hlen;
+    he_lg_http_head_t head;
+    he_lg_body_t body;
+    char *bodybuf;
+    size_t bodylen, bodycap;
+    he_lg_tls_t *tls;
+    uint32_t tls_tx_off, tls_tx_len;
+    bool tls_tx_busy, tls_rx_busy;
+    char req[HE_LG_REQ_CAP];
+    char hdr[HE_LG_HDR_CAP];
+} he_lg_conn_t;
+
+void he_lg_conn_init(he_lg_conn_t *c, he_lg_thread_t *th, uint32_t slot);
+void he_lg_conn_destroy(he_lg_conn_t *c);
+/* Starts GET target on endpoint ep, reusing the connection if it is open to
+ * ep. range_len >= 0 adds a Range header. The result comes to the thread's
+ * owner callback. -ENAMETOOLONG if the request does not fit. */
+int he_lg_conn_request(he_lg_conn_t *c, int ep, const char *target, int64_t range_off,
+                       int64_t range_len, bool want_body, uint64_t key);
+void he_lg_conn_on_cqe(he_lg_conn_t *c, unsigned op, uint32_t gen, int res, unsigned flags);
+/* Fails a request that made no progress for timeout_ns. */
+void he_lg_conn_check_timeout(he_lg_conn_t *c, uint64_t now, uint64_t timeout_ns);
+/* Cancels whatever is in flight without telling the owner (end of run). */
+void he_lg_conn_abort(he_lg_conn_t *c);
+bool he_lg_conn_busy(const he_lg_conn_t *c);
+
+/* ---------------------------------------------------------------- tls.c */
+
+int he_lg_tls_ctx_new(SSL_CTX **ctx, bool insecure);
+void he_lg_tls_ctx_free(SSL_CTX *ctx);
+int he_lg_tls_new(he_lg_tls_t **t, SSL_CTX *ctx, const char *sni);
+void he_lg_tls_free(he_lg_tls_t *t);
+/* 0 when the handshake is done, HE_LG_AGAIN when it needs the peer, <0 error */
+int he_lg_tls_handshake(he_lg_tls_t *t);
+/* Ciphertext from the network. */
+int he_lg_tls_feed(he_lg_tls_t *t, const char *p, size_t n);
+/* Ciphertext to send: up to cap bytes into out; 0 when none. */
+size_t he_lg_tls_take(he_lg_tls_t *t, char *out, size_t cap);
+int he_lg_tls_write(he_lg_tls_t *t, const char *p, size_t n);
+/* Plaintext: n > 0, 0 when more ciphertext is needed, -EPIPE at close_notify. */
+int he_lg_tls_read(he_lg_tls_t *t, char *out, size_t cap);
+char *he_lg_tls_rxbuf(he_lg_tls_t *t, size_t *cap);
+char *he_lg_tls_txbuf(he_lg_tls_t *t, size_t *cap);
+
+/* ---------------------------------------------------------------- viewer.c, urls.c */
+
+/* What a viewer is doing (urls-mode clients use IDLE, SEGMENT and DONE). */
+enum he_lg_viewer_stage {
+    HE_LG_V_IDLE = 0,
+    HE_LG_V_MASTER,
+    HE_LG_V_MEDIA,
+    HE_LG_V_SEGMENT,
+    HE_LG_V_BACKOFF, /* after an error: retry in a while */
+    HE_LG_V_DONE
+};
+
+typedef struct he_lg_viewer {
+    he_lg_conn_t *conn;
+    int url;   /* index in cfg->urls */
+    int stage; /* what the current request is */
+    he_seg_playlist_t master, media;
+    bool have_master, have_media;
+    char master_url[HE_LG_URL_MAX];
+    char media_url[HE_LG_URL_MAX];
+    int rend;      /* current variant */
+    int next_rend; /* switch pending: fetch its playlist */
+    uint64_t bw[HE_LG_MAX_RENDITIONS];
+    size_t nbw;
+    uint64_t next_seq; /* media sequence number of the next segment */
+    bool live, started;
+    double seg_dur; /* of the segment in flight */
+    int seg_rend;
+    /* the player (real time) */
+    bool playing, stalled;
+    double buffered_s; /* media ahead of the play head at last_ns */
+    uint64_t last_ns, stall_start_ns, session_ns, next_poll_ns;
+    he_lg_abr_t abr;
+    struct __kernel_timespec ts;
+    bool timer_armed;
+    uint32_t timer_gen;
+    uint64_t urls_next; /* urls mode: position in the list */
+} he_lg_viewer_t;
+
+void he_lg_viewer_start(he_lg_viewer_t *v);
+void he_lg_viewer_on_result(he_lg_viewer_t *v, const he_lg_result_t *r);
+void he_lg_viewer_on_timer(he_lg_viewer_t *v);
+void he_lg_viewer_finish(he_lg_viewer_t *v);
+void he_lg_viewer_free(he_lg_viewer_t *v);
+
+void he_lg_urls_start(he_lg_viewer_t *v);
+void he_lg_urls_on_result(he_lg_viewer_t *v, const he_lg_result_t *r);
+
+/* ---------------------------------------------------------------- engine.c, run.c */
+
+typedef struct he_lg_run {
+    const he_lg_config_t *cfg;
+    unsigned clients; /* viewers or connections in this run */
+    he_lg_pick_t pop; /* over cfg->urls */
+    he_lg_pick_t mix; /* rendition mix */
+    int *url_ep;      /* endpoint of each cfg->urls[i] */
+    char **url_target;
+    SSL_CTX *ssl_ctx;
+    uint64_t start_ns, end_ns; /* end_ns 0: no time bound */
+    uint64_t issued;           /* requests started, all threads (atomic) */
+    int stop;                  /* atomic: finish up */
+    he_lg_thread_t *threads;
+    unsigned nthreads;
+} he_lg_run_t;
+
+struct he_lg_thread {
+    he_lg_run_t *run;
+    const he_lg_config_t *cfg;
+    unsigned id;
+    int cpu;
+    struct io_uring ring;
+    bool ring_ok;
+    struct io_uring_buf_ring *br;
+    char *bufs;
+    unsigned nbufs, bufsz;
+    size_t br_size;
+    he_lg_conn_t *conns;
+    he_lg_viewer_t *viewers;
+    unsigned n;
+    uint64_t now;
+    bool stopping;
+    uint64_t stop_deadline;
+    char *scratch; /* recv target for MSG_TRUNC and for TLS plaintext */
+    size_t scratch_cap;
+    he_lg_rng_t rng;
+    he_lg_stats_t stats;
+    he_lg_vmap_t vmap;
+    struct __kernel_timespec tick_ts;
+    pthread_t tid;
+    int rc;
+};
+
+#define HE_LG_BUF_GROUP 1
+#define HE_LG_TRUNC_MAX (4u << 20) /* per recv, so the live line moves */
+
+static inline uint64_t he_lg_ud(unsigned op, uint32_t gen, uint32_t slot)
+{
+    return (uint64_t)op | ((uint64_t)(gen & 0xffffff) << 8) | ((uint64_t)slot << 32);
+}
+
+uint64_t he_lg_now_ns(void);
+struct io_uring_sqe *he_lg_sqe(he_lg_thread_t *th);
+/* Claims one request from the run's budget; false once the run is ending. */
+bool he_lg_take_request(he_lg_thread_t *th);
+void he_lg_buf_recycle(he_lg_thread_t *th, unsigned bid);
+void he_lg_on_result(he_lg_conn_t *c, const he_lg_result_t *r);
+void he_lg_timer_arm(he_lg_viewer_t *v, uint64_t at_ns);
+void *he_lg_thread_main(void *arg);
+
+void he_lg_run_interrupt(int sig);
+/* Runs once with `clients` viewers or connections; stats summed into out. */
+int he_lg_run(const he_lg_config_t *cfg, unsigned clients, he_lg_stats_t *out, double *elapsed_s,
+              size_t *verify_mismatches);
+
+/* ---------------------------------------------------------------- report.c */
+
+typedef struct he_lg_summary {
+    const he_lg_config_t *cfg;
+    unsigned clients, threads;
+    double elapsed_s;
+    const he_lg_stats_t *s;
+    size_t verify_mismatches;
+} he_lg_summary_t;
+
+void he_lg_report_text(FILE *f, const he_lg_summary_t *sum);
+void he_lg_report_json(FILE *f, const he_lg_summary_t *sum);
+void he_lg_report_sweep(FILE *f, const he_lg_config_t *cfg, const he_lg_sweep_point_t *pts,
+                        size_t n, int best);
+
+#endif
