@@ -1,0 +1,543 @@
+/* cache: the edge cache. A RAM tier (per NUMA node, S3-FIFO, lock-free
+ * hits), an SSD tier (files with checksummed headers, rebuilt at start-up),
+ * freshness rules, an HTTP/1.1 origin client without I/O of its own,
+ * coalesced fills that stream to their waiters, and video-aware prefetch.
+ *
+ * Nothing here reads a clock: every function that needs the time takes it.
+ * Wall-clock times (Date, Expires, stored-at) are Unix milliseconds
+ * ("wall_ms"); deadlines for timeouts are monotonic milliseconds
+ * ("now_ms"), both supplied by the caller.
+ *
+ *   key.c      cache keys: normalized path + configured query parameters
+ *   ram.c      RAM tier: node arenas, objects, lock-free index
+ *   evict.c    RAM tier: S3-FIFO queues, ghost, admission
+ *   fresh.c    freshness: Cache-Control, Expires, overrides, live playlists
+ *   crc32c.c   CRC32C for the SSD tier
+ *   store.c    SSD tier: directories, index, eviction, rebuild
+ *   swrite.c   SSD tier: the write state machine (io_uring or syscalls)
+ *   httpc.c    HTTP/1.1 response parser and request builder
+ *   origin.c   origin fetch state machine: connect, send, receive, failover
+ *   pool.c     keep-alive connections per worker per origin
+ *   fill.c     coalesced fills, read-while-fill waiters, publishing
+ *   prefetch.c next segments of a rendition, used/wasted accounting
+ */
+#ifndef HE_CACHE_H
+#define HE_CACHE_H
+
+#include <liburing.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "conf/conf.h"
+#include "segment/segment.h"
+
+/* ---------------------------------------------------------------- results */
+
+/* Flow results (errors are negative errno values). */
+enum {
+    HE_CACHE_OK = 0,    /* done */
+    HE_CACHE_AGAIN = 1, /* an operation was prepared: submit it, then call _complete */
+};
+
+/* ---------------------------------------------------------------- statistics */
+
+typedef enum he_cache_tier {
+    HE_CACHE_TIER_RAM = 0,
+    HE_CACHE_TIER_SSD,
+    HE_CACHE_TIER_COUNT
+} he_cache_tier_t;
+
+typedef enum he_cache_oerr {
+    HE_CACHE_OERR_CONNECT = 0,     /* refused, unreachable */
+    HE_CACHE_OERR_TIMEOUT_CONNECT, /* connect deadline passed */
+    HE_CACHE_OERR_TIMEOUT_READ,    /* no byte within the read timeout */
+    HE_CACHE_OERR_TIMEOUT_TOTAL,   /* the whole fetch took too long */
+    HE_CACHE_OERR_IO,              /* reset, broken pipe, other socket errors */
+    HE_CACHE_OERR_PROTOCOL,        /* malformed or oversized response */
+    HE_CACHE_OERR_TRUNCATED,       /* closed before the end of the body */
+    HE_CACHE_OERR_STATUS_5XX,      /* the origin answered 5xx */
+    HE_CACHE_OERR_TLS,             /* handshake or certificate failure */
+    HE_CACHE_OERR_COUNT
+} he_cache_oerr_t;
+
+typedef enum he_cache_derr {
+    HE_CACHE_DERR_NOSPC = 0, /* ENOSPC, EDQUOT */
+    HE_CACHE_DERR_IO,        /* EIO */
+    HE_CACHE_DERR_CORRUPT,   /* bad header, checksum or length */
+    HE_CACHE_DERR_PERM,      /* EACCES, EPERM, EROFS */
+    HE_CACHE_DERR_OTHER,
+    HE_CACHE_DERR_COUNT
+} he_cache_derr_t;
+
+/* Per worker; written only by its owner, summed by the control thread. */
+typedef struct he_cache_stats {
+    uint64_t hits[HE_CACHE_TIER_COUNT];
+    uint64_t misses[HE_CACHE_TIER_COUNT];
+    uint64_t negative_hits;   /* cached 404s served */
+    uint64_t stale_serves;    /* stale-while-revalidate or stale-if-error */
+    uint64_t revalidations;   /* conditional requests sent */
+    uint64_t revalidated_304; /* answered 304: entry refreshed */
+    uint64_t fills;           /* origin fills started */
+    uint64_t fills_failed;
+    uint64_t bytes_filled;      /* body bytes received from origins */
+    uint64_t coalesced_waiters; /* requests that joined an existing fill */
+    uint64_t origin_requests;
+    uint64_t origin_failovers;
+    uint64_t origin_reused; /* requests sent on a pooled connection */
+    uint64_t origin_errors[HE_CACHE_OERR_COUNT];
+    uint64_t evictions[HE_CACHE_TIER_COUNT];
+    uint64_t ram_admitted;   /* published into the RAM tier */
+    uint64_t ram_rejected;   /* too large, not cacheable */
+    uint64_t ram_ghost_hits; /* S3-FIFO: re-inserted straight into main */
+    uint64_t ram_overflow;   /* chunks taken from malloc: arena pinned full */
+    uint64_t prefetch_issued;
+    uint64_t prefetch_used;
+    uint64_t prefetch_wasted;
+    uint64_t store_writes; /* objects renamed into place */
+    uint64_t store_write_bytes;
+    uint64_t disk_errors[HE_CACHE_DERR_COUNT];
+} __attribute__((aligned(64))) he_cache_stats_t;
+
+const char *he_cache_oerr_name(he_cache_oerr_t e);
+const char *he_cache_derr_name(he_cache_derr_t e);
+he_cache_derr_t he_cache_derr_of(int neg_errno);
+
+/* Where the cache logs (once per cause for disk errors). May be NULL. */
+typedef void (*he_cache_log_fn)(void *ctx, int level, const char *msg);
+
+/* ---------------------------------------------------------------- keys */
+
+#define HE_CACHE_KEY_MAX 2048
+
+typedef struct he_cache_key {
+    uint64_t hash;
+    uint32_t len;             /* of s, without the NUL */
+    uint32_t path_len;        /* the normalized path: s[0..path_len) */
+    char s[HE_CACHE_KEY_MAX]; /* "path" or "path?a=1&b=2", NUL-terminated */
+} he_cache_key_t;
+
+/* Builds the key of a request-target ("/a/b.ts?token=x&lang=en"): the
+ * normalized path (he_seg_url_normalize) plus only the query parameters
+ * named in conf->cache_key_params, in the order the config names them (a
+ * parameter given twice keeps its values in request order), values
+ * percent-decoded and re-encoded canonically. 0, or -EINVAL (bad target or
+ * escape), -ENAMETOOLONG. */
+int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_cache_key_t *key);
+/* Same from a key string already built (e.g. read back from disk). */
+int he_cache_key_set(he_cache_key_t *key, const char *s, size_t len);
+/* 64-bit hash used everywhere in the cache (keys, ghosts, file names). */
+uint64_t he_cache_hash(const void *p, size_t n);
+
+/* ---------------------------------------------------------------- freshness */
+
+typedef struct he_cache_fresh {
+    int64_t stored_ms;  /* wall clock when the response arrived */
+    int64_t expires_ms; /* fresh strictly before this */
+    uint32_t swr_ms;    /* stale-while-revalidate window after expires_ms */
+    uint32_t sie_ms;    /* stale-if-error window after expires_ms */
+} he_cache_fresh_t;
+
+typedef enum he_cache_freshness {
+    HE_CACHE_FRESH = 0,
+    HE_CACHE_STALE_REVALIDATE, /* serve it, refresh in the background */
+    HE_CACHE_STALE_IF_ERROR,   /* serve it only if the origin fails */
+    HE_CACHE_EXPIRED           /* do not serve without revalidating */
+} he_cache_freshness_t;
+
+/* Response head fields the cache needs (filled by the origin parser). */
+typedef struct he_cache_http_resp {
+    int status;
+    int64_t content_length; /* -1 when absent */
+    bool chunked;
+    bool keepalive;
+    bool no_body;  /* 1xx/204/304 or a HEAD request */
+    int64_t age_s; /* Age, -1 when absent */
+    char content_type[96];
+    char etag[96];
+    char last_modified[40];
+    char date[40];
+    char expires[40];
+    char cache_control[256];
+} he_cache_http_resp_t;
+
+/* Decides whether a response may be stored and for how long. kind is the
+ * response's kind (he_seg_kind_of with the body head for m3u8); for media
+ * playlists the body is parsed (he_seg_playlist_parse) to bound a live
+ * playlist's lifetime by cache_live_fraction_pct of its target duration.
+ * Returns true (storable, *out filled) or false (no-store, private, an
+ * uncacheable status, a 404 without negative caching). */
+bool he_cache_fresh_compute(const he_conf_t *conf, he_seg_kind_t kind,
+                            const he_cache_http_resp_t *r, const char *body, size_t body_len,
+                            int64_t wall_ms, he_cache_fresh_t *out);
+he_cache_freshness_t he_cache_fresh_state(const he_cache_fresh_t *f, int64_t wall_ms);
+const char *he_cache_freshness_name(he_cache_freshness_t s);
+/* IMF-fixdate, RFC 850 and asctime dates -> Unix ms. 0 or -EINVAL. */
+int he_cache_http_date_parse(const char *s, size_t n, int64_t *ms);
+
+/* ---------------------------------------------------------------- objects */
+
+/* What is stored with an object, in RAM and on disk. */
+typedef struct he_cache_meta {
+    he_cache_fresh_t fresh;
+    uint16_t status; /* 200, or 404 (negative entry) */
+    uint8_t kind;    /* he_seg_kind_t */
+    bool prefetched; /* filled by prefetch, not yet hit */
+    char content_type[96];
+    char etag[96];
+    char last_modified[40];
+} he_cache_meta_t;
+
+typedef struct he_cache_ram he_cache_ram_t;
+typedef struct he_cache_obj he_cache_obj_t;
+
+typedef struct he_cache_ram_opts {
+    uint64_t bytes;      /* total, split evenly across nodes */
+    uint32_t chunk_size; /* object memory granule; 0 = 16 KiB */
+    uint64_t object_max; /* larger objects are not published; 0 = bytes/8 */
+    bool numa;           /* one partition per NUMA node (else one) */
+    bool admission;      /* S3-FIFO small queue + ghost (else CLOCK only) */
+} he_cache_ram_opts_t;
+
+he_cache_ram_t *he_cache_ram_new(const he_cache_ram_opts_t *o);
+/* Every object reference must have been released. */
+void he_cache_ram_free(he_cache_ram_t *ram);
+int he_cache_ram_nodes(const he_cache_ram_t *ram);
+/* The arena of a node, to register as one fixed buffer (SEND_ZC with
+ * IORING_RECVSEND_FIXED_BUF). Chunks outside it (overflow) are not fixed. */
+void he_cache_ram_arena(const he_cache_ram_t *ram, int node, void **base, size_t *len);
+uint64_t he_cache_ram_used(const he_cache_ram_t *ram, int node); /* bytes in chunks */
+
+/* A hit returns the complete object with a reference held (release with
+ * he_cache_obj_unref); no lock, one CAS on the refcount, one relaxed store
+ * of the frequency bits. NULL on a miss. */
+he_cache_obj_t *he_cache_ram_lookup(he_cache_ram_t *ram, int node, const he_cache_key_t *key,
+                                    he_cache_stats_t *st);
+/* A new object being filled, owned by the caller (one reference). size_hint
+ * is the Content-Length or 0. Memory comes from the node's arena, evicting
+ * as needed. NULL on -ENOMEM. */
+he_cache_obj_t *he_cache_obj_new(he_cache_ram_t *ram, int node, const he_cache_key_t *key,
+                                 uint64_t size_hint);
+/* Appends body bytes (the filling worker only). 0 or -ENOMEM. */
+int he_cache_obj_append(he_cache_obj_t *o, const void *p, size_t n, he_cache_stats_t *st);
+/* The same without a copy: writable space at the end of the object (a
+ * chunk is allocated if needed), so the worker can recv straight into the
+ * object; then commit what was written. 0 on -ENOMEM. */
+size_t he_cache_obj_space(he_cache_obj_t *o, void **p, he_cache_stats_t *st);
+void he_cache_obj_commit(he_cache_obj_t *o, size_t n);
+void he_cache_obj_set_meta(he_cache_obj_t *o, const he_cache_meta_t *m);
+/* Marks the object complete: its bytes never change again. */
+void he_cache_obj_finish(he_cache_obj_t *o);
+/* Publishes a complete object in its node's index (replacing one with the
+ * same key). 0 published; 1 not published (larger than object_max or
+ * larger than the node), the caller's reference stays valid either way. */
+int he_cache_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st);
+/* Purge: removes the key from every node. Returns how many were removed. */
+int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key);
+
+void he_cache_obj_ref(he_cache_obj_t *o);
+/* Releases a reference; memory goes back when the last one goes, so an
+ * evicted object stays readable by whoever still holds it. */
+void he_cache_obj_unref(he_cache_obj_t *o);
+uint64_t he_cache_obj_len(const he_cache_obj_t *o); /* bytes available now */
+bool he_cache_obj_complete(const he_cache_obj_t *o);
+const he_cache_meta_t *he_cache_obj_meta(const he_cache_obj_t *o);
+const he_cache_key_t *he_cache_obj_key(const he_cache_obj_t *o);
+int he_cache_obj_node(const he_cache_obj_t *o);
+/* Contiguous bytes at off (up to the end of its chunk and of what is
+ * available): returns the count and sets *p; 0 at the end. *fixed_off is
+ * the byte offset inside the node arena, or -1 for an overflow chunk. */
+size_t he_cache_obj_peek(const he_cache_obj_t *o, uint64_t off, const void **p, int64_t *fixed_off);
+/* Freshness of a stored object; _refresh replaces it (a 304 answer). */
+void he_cache_obj_fresh(const he_cache_obj_t *o, he_cache_fresh_t *f);
+void he_cache_obj_refresh(he_cache_obj_t *o, const he_cache_fresh_t *f);
+
+/* ---------------------------------------------------------------- SSD tier */
+
+typedef struct he_cache_store he_cache_store_t;
+typedef struct he_cache_swrite he_cache_swrite_t;
+
+/* The fsync policy: CRC-protected files make a torn write harmless (it is
+ * dropped at the next start-up), so the default is not to fsync. */
+typedef enum he_cache_fsync {
+    HE_CACHE_FSYNC_NONE = 0,
+    HE_CACHE_FSYNC_DATA /* fdatasync each object before its rename */
+} he_cache_fsync_t;
+
+typedef struct he_cache_store_opts {
+    const char *dirs[HE_CONF_MAX_STORES];
+    uint64_t bytes[HE_CONF_MAX_STORES];
+    unsigned ndirs;
+    he_cache_fsync_t fsync;
+    bool verify_bodies; /* rebuild reads every body to check its CRC */
+    he_cache_log_fn log;
+    void *log_ctx;
+} he_cache_store_opts_t;
+
+/* Opens the directories and rebuilds the index from the files' headers:
+ * temporary files are removed, corrupt or truncated objects are removed
+ * and counted in st (may be NULL). -errno on a directory that cannot be
+ * opened or created. Runs at start-up with plain syscalls. */
+int he_cache_store_open(he_cache_store_t **out, const he_cache_store_opts_t *o, int64_t wall_ms,
+                        he_cache_stats_t *st);
+void he_cache_store_close(he_cache_store_t *s);
+uint64_t he_cache_store_count(he_cache_store_t *s);
+uint64_t he_cache_store_used(he_cache_store_t *s, unsigned dir);
+
+/* A hit: everything needed to answer from the file. */
+typedef struct he_cache_store_hit {
+    int dirfd;         /* the store directory; open path relative to it */
+    char path[48];     /* "ab/cd/abcdef0123456789.obj" */
+    uint64_t body_off; /* sendfile from here */
+    uint64_t body_len;
+    he_cache_meta_t meta;
+} he_cache_store_hit_t;
+
+/* Looks the key up (a mutex per directory; a hit is followed by file I/O
+ * anyway). Marks the entry visited for SIEVE. 0 hit, -ENOENT miss. */
+int he_cache_store_lookup(he_cache_store_t *s, const he_cache_key_t *key, he_cache_store_hit_t *hit,
+                          he_cache_stats_t *st);
+/* Purge: removes the entry and queues its unlink. 0 or -ENOENT. */
+int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key);
+void he_cache_store_refresh(he_cache_store_t *s, const he_cache_key_t *key,
+                            const he_cache_fresh_t *f);
+/* Reports a disk error seen by the caller (e.g. a failed sendfile):
+ * counted, logged once per cause; the entry is dropped. */
+void he_cache_store_error(he_cache_store_t *s, const he_cache_key_t *key, int neg_errno,
+                          he_cache_stats_t *st);
+
+/* Writing an object: a state machine the worker ring drives.
+ *   w = he_cache_swrite_new(store, obj, st)   (takes an obj reference; NULL:
+ *       not stored, e.g. larger than the directory or no room right now)
+ *   while ((rc = he_cache_swrite_step(w, sqe)) == HE_CACHE_AGAIN)
+ *       submit sqe; on its CQE: he_cache_swrite_complete(w, cqe->res, st)
+ *   rc is 0 (renamed into place and indexed) or -errno (counted, logged
+ *   once per cause, the temp file unlinked); then he_cache_swrite_free(w).
+ * Ops used: OPENAT, WRITE, FSYNC (with the FSYNC policy), CLOSE, RENAMEAT,
+ * UNLINKAT. One operation is in flight at a time. */
+he_cache_swrite_t *he_cache_swrite_new(he_cache_store_t *s, he_cache_obj_t *obj,
+                                       he_cache_stats_t *st);
+int he_cache_swrite_step(he_cache_swrite_t *w, struct io_uring_sqe *sqe);
+void he_cache_swrite_complete(he_cache_swrite_t *w, int res, he_cache_stats_t *st);
+void he_cache_swrite_free(he_cache_swrite_t *w);
+/* The same machine on plain syscalls (tests, tools). inject, if set, may
+ * replace an operation's result (e.g. -ENOSPC) to simulate disk errors. */
+typedef int (*he_cache_swrite_inject_fn)(void *ctx, int op, int res);
+int he_cache_swrite_run_sync(he_cache_swrite_t *w, he_cache_stats_t *st,
+                             he_cache_swrite_inject_fn inject, void *ctx);
+/* Evicted files wait to be unlinked: the ring prepares one UNLINKAT per
+ * call (HE_CACHE_AGAIN) until none is left (0). _unlink_sync drains them. */
+int he_cache_store_unlink_step(he_cache_store_t *s, struct io_uring_sqe *sqe);
+void he_cache_store_unlink_sync(he_cache_store_t *s);
+
+/* ---------------------------------------------------------------- origin client */
+
+/* Incremental HTTP/1.1 response parser. */
+typedef enum he_cache_httpc_ev {
+    HE_CACHE_HTTPC_MORE = 0, /* all input used, need more */
+    HE_CACHE_HTTPC_HEADERS,  /* the head is parsed: see p->resp */
+    HE_CACHE_HTTPC_BODY,     /* *body, *body_len hold payload bytes */
+    HE_CACHE_HTTPC_DONE      /* the response is complete */
+} he_cache_httpc_ev_t;
+
+#define HE_CACHE_HTTPC_HEAD_MAX 16384
+
+typedef struct he_cache_httpc {
+    he_cache_http_resp_t resp;
+    int state;
+    int body_state; /* entered after HEADERS is returned */
+    bool head_request;
+    uint32_t line_len;
+    uint32_t head_bytes;
+    int64_t remaining; /* body or chunk bytes left */
+    char line[1024];   /* the current line (longer header lines are skipped) */
+    bool line_overflow;
+} he_cache_httpc_t;
+
+void he_cache_httpc_init(he_cache_httpc_t *p, bool head_request);
+/* Consumes up to len bytes (*used reports how many) and returns the next
+ * event, or -EPROTO (malformed), -E2BIG (head too large). */
+int he_cache_httpc_parse(he_cache_httpc_t *p, const char *data, size_t len, size_t *used,
+                         const char **body, size_t *body_len);
+/* The peer closed: DONE if the body ends at close, else -EPIPE. */
+int he_cache_httpc_eof(he_cache_httpc_t *p);
+/* Writes "GET <path> HTTP/1.1" with Host, conditional validators (either
+ * may be NULL or ""), keep-alive. Returns the length or -ENOSPC. */
+int he_cache_httpc_request(char *out, size_t cap, const char *host, const char *path,
+                           const char *inm, const char *ims);
+
+/* ---- NOT YET IMPLEMENTED (phase 1b): the declarations from here to the
+ * end of the origin client section (origins, pool, io, fetch) are the
+ * proposed integration API, for review; no .c defines them yet. */
+
+/* Parsed origin list (conf->origin_urls) and per-worker keep-alive pools. */
+typedef struct he_cache_origins he_cache_origins_t;
+
+/* Resolves the URLs (getaddrinfo; start-up only). -EINVAL with err set. */
+int he_cache_origins_new(he_cache_origins_t **out, const he_conf_t *conf, char *err, size_t errlen);
+void he_cache_origins_free(he_cache_origins_t *o); /* closes pooled fds */
+unsigned he_cache_origins_count(const he_cache_origins_t *o);
+/* The keep-alive pool: an idle connection to origin i, or -1. */
+int he_cache_pool_get(he_cache_origins_t *o, unsigned i, uint64_t now_ms);
+/* Returns a connection: kept, or closed here if the pool is full. */
+void he_cache_pool_put(he_cache_origins_t *o, unsigned i, int fd, uint64_t now_ms);
+/* Closes connections idle for longer than idle_ms. */
+void he_cache_pool_expire(he_cache_origins_t *o, uint64_t now_ms, uint64_t idle_ms);
+unsigned he_cache_pool_idle(const he_cache_origins_t *o, unsigned i);
+
+/* What an origin fetch wants done next. */
+typedef enum he_cache_io_op {
+    HE_CACHE_IO_NONE = 0,
+    HE_CACHE_IO_SOCKET,  /* socket(family, SOCK_STREAM|NONBLOCK|CLOEXEC): res = fd */
+    HE_CACHE_IO_CONNECT, /* connect(fd, addr) */
+    HE_CACHE_IO_SEND,    /* send(fd, buf, len, MSG_NOSIGNAL) */
+    HE_CACHE_IO_RECV,    /* recv(fd, buf, len, 0) */
+    HE_CACHE_IO_CLOSE,   /* close(fd); res ignored */
+    HE_CACHE_IO_DONE     /* finished: see he_cache_fetch_result */
+} he_cache_io_op_t;
+
+typedef struct he_cache_io {
+    he_cache_io_op_t op;
+    int fd;
+    int family;
+    const struct sockaddr *addr;
+    socklen_t addrlen;
+    void *buf;
+    size_t len;
+    uint64_t deadline_ms; /* monotonic: past it, cancel the op (res -ECANCELED) */
+} he_cache_io_t;
+
+/* Prepares io on an SQE (IORING_OP_SOCKET needs kernel 5.19; the caller
+ * may run socket() itself and complete with its result). */
+void he_cache_io_prep(const he_cache_io_t *io, struct io_uring_sqe *sqe);
+/* Runs io with plain syscalls (blocking, for tests and tools). */
+int he_cache_io_run_sync(const he_cache_io_t *io);
+
+/* Where an origin fetch delivers what it receives (the fill). */
+typedef struct he_cache_sink {
+    void *ctx;
+    /* 0 to go on, negative to abort (the fetch then closes) */
+    int (*headers)(void *ctx, const he_cache_http_resp_t *r);
+    int (*body)(void *ctx, const char *p, size_t n);
+} he_cache_sink_t;
+
+typedef struct he_cache_fetch he_cache_fetch_t;
+
+typedef struct he_cache_fetch_req {
+    const char *path; /* origin-form target below the origin's base, "/a/b.ts?x=1" */
+    const char *inm;  /* If-None-Match or NULL */
+    const char *ims;  /* If-Modified-Since or NULL */
+    bool head;        /* HEAD instead of GET */
+} he_cache_fetch_req_t;
+
+/* One origin request with failover: origins are tried in order starting
+ * at conf order, up to 1 + origin_retries attempts; a failure before any
+ * body byte reached the sink moves to the next origin, a failure after it
+ * ends the fetch. A pooled connection that turns out closed is retried
+ * once on a fresh one without counting as an attempt. */
+he_cache_fetch_t *he_cache_fetch_new(he_cache_origins_t *o, const he_conf_t *conf,
+                                     const he_cache_fetch_req_t *req, const he_cache_sink_t *sink,
+                                     uint64_t now_ms, he_cache_stats_t *st);
+/* The next operation to run (fills io), or HE_CACHE_IO_DONE. */
+he_cache_io_op_t he_cache_fetch_next(he_cache_fetch_t *f, uint64_t now_ms, he_cache_io_t *io);
+/* The result of the operation returned by the last _next. */
+void he_cache_fetch_complete(he_cache_fetch_t *f, int res, uint64_t now_ms);
+/* Called by the caller's timer: true if the in-flight op's deadline passed
+ * (cancel it; its completion then counts as a timeout). */
+bool he_cache_fetch_expired(const he_cache_fetch_t *f, uint64_t now_ms);
+/* After DONE: 0 success (the sink saw the whole response), or -errno with
+ * *cause set. */
+int he_cache_fetch_result(const he_cache_fetch_t *f, he_cache_oerr_t *cause);
+void he_cache_fetch_free(he_cache_fetch_t *f);
+/* Drives a fetch to the end with blocking syscalls (tests, tools). */
+int he_cache_fetch_run_sync(he_cache_fetch_t *f, uint64_t (*clock_ms)(void));
+
+/* ---------------------------------------------------------------- fills */
+
+typedef struct he_cache_fills he_cache_fills_t;
+typedef struct he_cache_fill he_cache_fill_t;
+typedef struct he_cache_waiter he_cache_waiter_t;
+
+typedef enum he_cache_fill_ev {
+    HE_CACHE_FILL_EV_HEADERS = 1, /* he_cache_fill_status/obj are set */
+    HE_CACHE_FILL_EV_DATA,        /* more bytes in the object */
+    HE_CACHE_FILL_EV_DONE,        /* all bytes are there */
+    HE_CACHE_FILL_EV_ERROR        /* failed: end the response (close if midway) */
+} he_cache_fill_ev_t;
+
+/* A client waiting on a fill; embedded in the connection. The callback
+ * runs on the fill's worker; the waiter reads the fill's object from its
+ * own offset up to he_cache_obj_len (read-while-fill). */
+struct he_cache_waiter {
+    he_cache_fill_t *fill;
+    he_cache_waiter_t *prev, *next;
+    void (*notify)(he_cache_waiter_t *w, he_cache_fill_ev_t ev);
+    void *ctx;
+};
+
+typedef struct he_cache_fills_opts {
+    const he_conf_t *conf;
+    he_cache_ram_t *ram; /* may be NULL */
+    int node;
+    he_cache_store_t *store; /* may be NULL */
+    he_cache_stats_t *stats;
+} he_cache_fills_opts_t;
+
+/* One table per worker: each worker coalesces its own clients. */
+he_cache_fills_t *he_cache_fills_new(const he_cache_fills_opts_t *o);
+void he_cache_fills_free(he_cache_fills_t *fs); /* no fill may be active */
+/* Joins the fill for key, or starts one (*created: the caller starts the
+ * origin fetch with he_cache_fill_sink as its sink). w may be NULL (a
+ * prefetch). stale, if not NULL, is an expired or stale object being
+ * revalidated: a 304 refreshes and serves it, a failure inside its
+ * stale-if-error window serves it too. Returns NULL on -ENOMEM. */
+he_cache_fill_t *he_cache_fill_join(he_cache_fills_t *fs, const he_cache_key_t *key,
+                                    he_cache_waiter_t *w, he_cache_obj_t *stale, bool prefetch,
+                                    bool *created);
+he_cache_fill_t *he_cache_fill_find(he_cache_fills_t *fs, const he_cache_key_t *key);
+unsigned he_cache_fills_active(const he_cache_fills_t *fs);
+/* A waiter leaves early (its client went away). */
+void he_cache_fill_leave(he_cache_waiter_t *w);
+/* The sink the origin fetch feeds. */
+he_cache_sink_t he_cache_fill_sink(he_cache_fill_t *f);
+/* The fetch ended: res 0 publishes (RAM if admitted and small enough, SSD
+ * via he_cache_fills_next_write), res < 0 fails (waiters get ERROR, no
+ * entry is left). Either way the fill leaves the table. */
+void he_cache_fill_end(he_cache_fill_t *f, int res, he_cache_oerr_t cause, int64_t wall_ms);
+/* After HEADERS: the status to answer and the object to stream from (the
+ * waiter takes its own reference if it keeps it past the notification). */
+int he_cache_fill_status(const he_cache_fill_t *f);
+he_cache_obj_t *he_cache_fill_obj(const he_cache_fill_t *f);
+bool he_cache_fill_stale(const he_cache_fill_t *f); /* answering from a stale object */
+/* The origin's response head (Content-Length, Content-Type, ETag ...),
+ * valid from HEADERS on; for a stale answer use the object's meta. */
+const he_cache_http_resp_t *he_cache_fill_resp(const he_cache_fill_t *f);
+/* SSD writes queued by finished fills, for the ring to drive. */
+he_cache_swrite_t *he_cache_fills_next_write(he_cache_fills_t *fs);
+
+/* ---------------------------------------------------------------- prefetch */
+
+/* NOT YET IMPLEMENTED (phase 1b): proposed API, no .c defines it yet. */
+
+typedef struct he_cache_prefetch he_cache_prefetch_t;
+
+/* True if key is cached or being filled: prefetch skips it. */
+typedef bool (*he_cache_present_fn)(void *ctx, const he_cache_key_t *key);
+
+he_cache_prefetch_t *he_cache_prefetch_new(const he_conf_t *conf, unsigned max_renditions);
+void he_cache_prefetch_free(he_cache_prefetch_t *p);
+/* A media playlist was served or filled: remember where its segments are
+ * (parsed once here, kept until fresh_until_ms). path is its key path. */
+int he_cache_prefetch_playlist(he_cache_prefetch_t *p, const char *path, const char *body,
+                               size_t len, int64_t fresh_until_ms);
+/* A viewer fetched a segment: writes up to max keys of the next
+ * conf->prefetch_segments segments of its rendition that are neither
+ * cached nor being filled. Returns how many. *playlist_stale is set when
+ * the rendition's playlist has expired (refresh it to see more). */
+int he_cache_prefetch_next(he_cache_prefetch_t *p, const char *seg_path, int64_t wall_ms,
+                           he_cache_present_fn present, void *ctx, he_cache_key_t *out,
+                           unsigned max, bool *playlist_stale);
+
+#endif

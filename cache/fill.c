@@ -1,0 +1,372 @@
+/* Coalesced origin fills. Concurrent misses for one key on a worker share
+ * one fill and one origin request; the response body goes into a RAM-tier
+ * object as it arrives and every waiter streams from that object at its
+ * own pace (read-while-fill), so none waits for the whole object.
+ *
+ * Per-worker fills: each worker coalesces its own clients. With
+ * SO_REUSEPORT spreading viewers over W workers, a cold segment costs at
+ * most W origin requests instead of one per viewer; a node-wide fill would
+ * need other workers to be woken (eventfd/MSG_RING) on every chunk and to
+ * read a growing chunk table under concurrency. That is phase 2 material:
+ * the object is already shareable (its chunks never move once written
+ * and its length is published with a release store), only the chunk table
+ * growth and the cross-ring wake-ups are missing.
+ *
+ * A fill that fails midway ends its waiters with ERROR (the server closes
+ * those connections) and publishes nothing: its partial object is released
+ * with the last waiter. A revalidation (stale object given) that gets 304
+ * refreshes and serves the stale object; one that fails while the object
+ * is within its stale-if-error (or stale-while-revalidate) window serves
+ * it stale. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/internal.h"
+
+#define HE__CACHE_FILL_BUCKETS 256
+
+struct he_cache_fill {
+    he_cache_fills_t *fs;
+    he_cache_fill_t *hnext;
+    he_cache_waiter_t *waiters;
+    he_cache_obj_t *obj;   /* what waiters read: being filled, or the stale one */
+    he_cache_obj_t *stale; /* being revalidated */
+    he_cache_http_resp_t resp;
+    int status;
+    bool active; /* in the table, fetch running */
+    bool done, failed, serving_stale, prefetch;
+    unsigned holds; /* notifications running: do not free */
+    he_cache_key_t key;
+};
+
+struct he_cache_fills {
+    he_cache_fills_opts_t o;
+    he_cache_fill_t *buckets[HE__CACHE_FILL_BUCKETS];
+    unsigned active;
+    /* finished objects waiting for the SSD writer */
+    he_cache_obj_t **writes;
+    unsigned nwrites, cap_writes;
+};
+
+he_cache_fills_t *he_cache_fills_new(const he_cache_fills_opts_t *o)
+{
+    he_cache_fills_t *fs = calloc(1, sizeof(*fs));
+    if (fs) fs->o = *o;
+    return fs;
+}
+
+void he_cache_fills_free(he_cache_fills_t *fs)
+{
+    if (!fs) return;
+    for (unsigned i = 0; i < fs->nwrites; i++)
+        he_cache_obj_unref(fs->writes[i]);
+    free(fs->writes);
+    free(fs);
+}
+
+unsigned he_cache_fills_active(const he_cache_fills_t *fs)
+{
+    return fs->active;
+}
+
+he_cache_fill_t *he_cache_fill_find(he_cache_fills_t *fs, const he_cache_key_t *key)
+{
+    he_cache_fill_t *f = fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS];
+    for (; f; f = f->hnext)
+        if (f->key.hash == key->hash && f->key.len == key->len &&
+            memcmp(f->key.s, key->s, key->len) == 0)
+            return f;
+    return NULL;
+}
+
+static void he_cache_fill_unlink(he_cache_fill_t *f)
+{
+    he_cache_fill_t **pp = &f->fs->buckets[f->key.hash % HE__CACHE_FILL_BUCKETS];
+    for (; *pp; pp = &(*pp)->hnext)
+        if (*pp == f) {
+            *pp = f->hnext;
+            break;
+        }
+    f->active = false;
+    f->fs->active--;
+}
+
+static void he_cache_fill_maybe_free(he_cache_fill_t *f)
+{
+    if (f->active || f->waiters || f->holds) return;
+    if (f->obj) he_cache_obj_unref(f->obj);
+    if (f->stale) he_cache_obj_unref(f->stale);
+    free(f);
+}
+
+static void he_cache_fill_add_waiter(he_cache_fill_t *f, he_cache_waiter_t *w)
+{
+    w->fill = f;
+    w->prev = NULL;
+    w->next = f->waiters;
+    if (f->waiters) f->waiters->prev = w;
+    f->waiters = w;
+}
+
+he_cache_fill_t *he_cache_fill_join(he_cache_fills_t *fs, const he_cache_key_t *key,
+                                    he_cache_waiter_t *w, he_cache_obj_t *stale, bool prefetch,
+                                    bool *created)
+{
+    he_cache_fill_t *f = he_cache_fill_find(fs, key);
+    *created = false;
+    if (f) {
+        if (w) {
+            he_cache_fill_add_waiter(f, w);
+            if (fs->o.stats) fs->o.stats->coalesced_waiters++;
+        }
+        return f;
+    }
+    f = calloc(1, sizeof(*f));
+    if (!f) return NULL;
+    f->fs = fs;
+    he_cache_key_set(&f->key, key->s, key->len);
+    f->active = true;
+    f->prefetch = prefetch && !w;
+    if (stale) {
+        he_cache_obj_ref(stale);
+        f->stale = stale;
+    }
+    f->hnext = fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS];
+    fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS] = f;
+    fs->active++;
+    if (w) he_cache_fill_add_waiter(f, w);
+    if (fs->o.stats) {
+        fs->o.stats->fills++;
+        if (stale) fs->o.stats->revalidations++;
+        if (f->prefetch) fs->o.stats->prefetch_issued++;
+    }
+    *created = true;
+    return f;
+}
+
+void he_cache_fill_leave(he_cache_waiter_t *w)
+{
+    he_cache_fill_t *f = w->fill;
+    if (!f) return;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        f->waiters = w->next;
+    if (w->next) w->next->prev = w->prev;
+    w->fill = NULL;
+    w->prev = w->next = NULL;
+    he_cache_fill_maybe_free(f);
+}
+
+/* A callback may leave its own waiter (and only its own). */
+static void he_cache_fill_notify(he_cache_fill_t *f, he_cache_fill_ev_t ev)
+{
+    he_cache_waiter_t *w = f->waiters, *next;
+    f->holds++;
+    for (; w; w = next) {
+        next = w->next;
+        if (w->notify) w->notify(w, ev);
+    }
+    f->holds--;
+}
+
+static he_seg_kind_t he_cache_fill_kind(he_cache_fill_t *f, he_cache_obj_t *o)
+{
+    const void *p = NULL;
+    size_t n = he_cache_obj_peek(o, 0, &p, NULL);
+    he_seg_type_t t = he_seg_type_from_path(f->key.s, f->key.path_len);
+    return he_seg_kind_of(t, p, n);
+}
+
+/* Serves the stale object to the waiters (304, or an origin failure). */
+static void he_cache_fill_serve_stale(he_cache_fill_t *f)
+{
+    if (f->obj) he_cache_obj_unref(f->obj);
+    he_cache_obj_ref(f->stale);
+    f->obj = f->stale;
+    f->status = f->stale->meta.status;
+    f->serving_stale = true;
+    he_cache_fill_notify(f, HE_CACHE_FILL_EV_HEADERS);
+}
+
+static int he_cache_fill_on_headers(void *ctx, const he_cache_http_resp_t *r)
+{
+    he_cache_fill_t *f = ctx;
+    he_cache_fills_t *fs = f->fs;
+    f->resp = *r;
+    if (r->status == 304 && f->stale) {
+        if (fs->o.stats) fs->o.stats->revalidated_304++;
+        he_cache_fill_serve_stale(f);
+        return 0;
+    }
+    f->obj = he_cache_obj_new(fs->o.ram, fs->o.node, &f->key,
+                              r->content_length > 0 ? (uint64_t)r->content_length : 0);
+    if (!f->obj) return -ENOMEM;
+    f->status = r->status;
+    he_cache_fill_notify(f, HE_CACHE_FILL_EV_HEADERS);
+    return 0;
+}
+
+static int he_cache_fill_on_body(void *ctx, const char *p, size_t n)
+{
+    he_cache_fill_t *f = ctx;
+    int rc;
+    if (f->serving_stale || !n) return 0; /* a 304 has no body */
+    rc = he_cache_obj_append(f->obj, p, n, f->fs->o.stats);
+    if (rc < 0) return rc;
+    if (f->fs->o.stats) f->fs->o.stats->bytes_filled += n;
+    he_cache_fill_notify(f, HE_CACHE_FILL_EV_DATA);
+    return 0;
+}
+
+he_cache_sink_t he_cache_fill_sink(he_cache_fill_t *f)
+{
+    he_cache_sink_t s = {f, he_cache_fill_on_headers, he_cache_fill_on_body};
+    return s;
+}
+
+static void he_cache_fill_queue_write(he_cache_fills_t *fs, he_cache_obj_t *o)
+{
+    if (fs->nwrites == fs->cap_writes) {
+        unsigned cap = fs->cap_writes ? fs->cap_writes * 2 : 16;
+        he_cache_obj_t **t = realloc(fs->writes, sizeof(*t) * cap);
+        if (!t) return; /* not written to SSD: only a lost optimisation */
+        fs->writes = t;
+        fs->cap_writes = cap;
+    }
+    he_cache_obj_ref(o);
+    fs->writes[fs->nwrites++] = o;
+}
+
+/* The response is complete: describe, publish, queue for the SSD. */
+static void he_cache_fill_publish(he_cache_fill_t *f, int64_t wall_ms)
+{
+    he_cache_fills_t *fs = f->fs;
+    he_cache_obj_t *o = f->obj;
+    he_cache_meta_t m;
+    he_seg_kind_t kind = he_cache_fill_kind(f, o);
+    char *flat = NULL;
+    const void *body = NULL;
+    uint64_t len = he_cache_obj_len(o);
+    bool cacheable;
+
+    /* the playlist parser wants contiguous bytes; playlists are small */
+    if (kind == HE_SEG_KIND_MEDIA) {
+        if (he_cache_obj_peek(o, 0, &body, NULL) < len && (flat = malloc(len + 1)) != NULL) {
+            uint64_t off = 0;
+            while (off < len) {
+                const void *p;
+                size_t n = he_cache_obj_peek(o, off, &p, NULL);
+                memcpy(flat + off, p, n);
+                off += n;
+            }
+            body = flat;
+        }
+    }
+    memset(&m, 0, sizeof(m));
+    cacheable = he_cache_fresh_compute(fs->o.conf, kind, &f->resp, body, len, wall_ms, &m.fresh);
+    free(flat);
+    m.status = (uint16_t)f->resp.status;
+    m.kind = (uint8_t)kind;
+    m.prefetched = f->prefetch && !f->waiters;
+    if (f->resp.content_type[0])
+        memcpy(m.content_type, f->resp.content_type, sizeof(m.content_type));
+    else
+        strncpy(m.content_type, he_seg_type_mime(he_seg_type_from_path(f->key.s, f->key.path_len)),
+                sizeof(m.content_type) - 1);
+    memcpy(m.etag, f->resp.etag, sizeof(m.etag));
+    memcpy(m.last_modified, f->resp.last_modified, sizeof(m.last_modified));
+    he_cache_obj_set_meta(o, &m);
+    he_cache_obj_finish(o);
+    if (!cacheable) {
+        if (fs->o.stats) fs->o.stats->ram_rejected++;
+        return;
+    }
+    he_cache_ram_insert(fs->o.ram, o, fs->o.stats);
+    if (fs->o.store && m.status == 200) he_cache_fill_queue_write(fs, o);
+}
+
+void he_cache_fill_end(he_cache_fill_t *f, int res, he_cache_oerr_t cause, int64_t wall_ms)
+{
+    he_cache_fills_t *fs = f->fs;
+    he_cache_stats_t *st = fs->o.stats;
+    (void)cause; /* the fetch counted it per attempt */
+    he_cache_fill_unlink(f);
+    f->holds++; /* keep it alive through the notifications below */
+    if (res == 0 && f->obj) {
+        if (f->serving_stale) {
+            /* 304: the stale object is fresh again */
+            he_cache_fresh_t fr;
+            he_cache_http_resp_t r = f->resp;
+            r.status = 200;
+            if (he_cache_fresh_compute(fs->o.conf, (he_seg_kind_t)f->stale->meta.kind, &r, NULL, 0,
+                                       wall_ms, &fr)) {
+                he_cache_obj_refresh(f->stale, &fr);
+                he_cache_store_refresh(fs->o.store, &f->key, &fr);
+            }
+        } else {
+            he_cache_fill_publish(f, wall_ms);
+        }
+        f->done = true;
+        he_cache_fill_notify(f, HE_CACHE_FILL_EV_DONE);
+    } else if (res < 0 && !f->status && f->stale) {
+        he_cache_fresh_t fr;
+        he_cache_obj_fresh(f->stale, &fr);
+        he_cache_freshness_t s = he_cache_fresh_state(&fr, wall_ms);
+        if (s == HE_CACHE_STALE_REVALIDATE || s == HE_CACHE_STALE_IF_ERROR) {
+            if (st) {
+                st->stale_serves++;
+                st->fills_failed++;
+            }
+            he_cache_fill_serve_stale(f);
+            f->done = true;
+            he_cache_fill_notify(f, HE_CACHE_FILL_EV_DONE);
+        } else {
+            goto fail;
+        }
+    } else {
+        goto fail;
+    }
+    f->holds--;
+    he_cache_fill_maybe_free(f);
+    return;
+fail:
+    /* nothing is published: the partial object dies with the last waiter */
+    if (st) st->fills_failed++;
+    f->failed = true;
+    he_cache_fill_notify(f, HE_CACHE_FILL_EV_ERROR);
+    f->holds--;
+    he_cache_fill_maybe_free(f);
+}
+
+int he_cache_fill_status(const he_cache_fill_t *f)
+{
+    return f->status;
+}
+
+he_cache_obj_t *he_cache_fill_obj(const he_cache_fill_t *f)
+{
+    return f->obj;
+}
+
+const he_cache_http_resp_t *he_cache_fill_resp(const he_cache_fill_t *f)
+{
+    return &f->resp;
+}
+
+bool he_cache_fill_stale(const he_cache_fill_t *f)
+{
+    return f->serving_stale;
+}
+
+he_cache_swrite_t *he_cache_fills_next_write(he_cache_fills_t *fs)
+{
+    while (fs->nwrites) {
+        he_cache_obj_t *o = fs->writes[--fs->nwrites];
+        he_cache_swrite_t *w = he_cache_swrite_new(fs->o.store, o, fs->o.stats);
+        he_cache_obj_unref(o);
+        if (w) return w;
+    }
+    return NULL;
+}

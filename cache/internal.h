@@ -1,0 +1,191 @@
+/* cache: structures shared between the cache's own files (he__cache_). */
+#ifndef HE_CACHE_INTERNAL_H
+#define HE_CACHE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "cache/cache.h"
+
+/* ---------------------------------------------------------------- RAM tier */
+
+enum he__cache_obj_state { HE__CACHE_OBJ_FREE = 0, HE__CACHE_OBJ_FILLING, HE__CACHE_OBJ_COMPLETE };
+enum he__cache_queue { HE__CACHE_Q_NONE = 0, HE__CACHE_Q_SMALL, HE__CACHE_Q_MAIN };
+
+typedef struct he__cache_node he__cache_node_t;
+
+/* Object headers are type-stable: they come from per-node blocks that are
+ * only freed with the whole RAM tier, so a lock-free reader holding a stale
+ * pointer may always read the atomics below; it owns the object only after
+ * its refcount CAS succeeds and it has re-checked key, state and indexed. */
+struct he_cache_obj {
+    /* read without a reference by lock-free lookups */
+    _Atomic uint64_t hash;
+    _Atomic(struct he_cache_obj *) hnext;
+    atomic_uint refs; /* 0 = free header; the index holds one while indexed */
+    _Atomic uint8_t state;
+    _Atomic uint8_t indexed;
+    _Atomic uint8_t freq;       /* S3-FIFO frequency, 0..3, relaxed */
+    _Atomic uint8_t pf_pending; /* filled by prefetch, no hit yet */
+
+    /* stable while a reference is held */
+    he__cache_node_t *node;
+    he_cache_key_t *key; /* allocated to its length: never copy by value */
+    he_cache_meta_t meta;
+    _Atomic int64_t stored_ms, expires_ms; /* refreshable part of meta.fresh */
+    _Atomic uint64_t len;                  /* bytes written (final when COMPLETE) */
+    char **chunks;
+    uint32_t nchunks, chunk_cap;
+
+    /* under the node lock */
+    struct he_cache_obj *qprev, *qnext;
+    uint8_t queue;
+    struct he_cache_obj *free_next;
+};
+
+typedef struct he__cache_fifo {
+    he_cache_obj_t *head, *tail; /* insert at head, evict from tail */
+    uint64_t count, chunks;
+} he__cache_fifo_t;
+
+/* Ghost FIFO: hashes of objects evicted from the small queue, remembered
+ * for as many chunks as the main queue holds. A ring plus a small
+ * open-addressed table; forgetting an entry early is harmless. */
+typedef struct he__cache_ghost_slot {
+    uint64_t hash, seq;
+} he__cache_ghost_slot_t;
+
+typedef struct he__cache_ghost {
+    uint64_t *ring_hash;
+    uint32_t *ring_chunks;
+    uint64_t cap, head, tail; /* entries; seqs [tail, head) are valid */
+    uint64_t chunks, chunks_cap;
+    he__cache_ghost_slot_t *tab;
+    uint64_t tab_mask;
+} he__cache_ghost_t;
+
+typedef struct he__cache_objblock {
+    struct he__cache_objblock *next;
+    he_cache_obj_t objs[64];
+} he__cache_objblock_t;
+
+struct he__cache_node {
+    he_cache_ram_t *ram;
+    int id;
+    pthread_mutex_t lock; /* inserts, evictions, frees: never hits */
+    atomic_uint seq;      /* odd while the index is being changed */
+    _Atomic(he_cache_obj_t *) *buckets;
+    uint64_t mask;
+
+    char *arena;
+    size_t arena_len;
+    bool arena_numa;
+    uint32_t *free_chunks; /* stack of chunk indexes */
+    uint32_t nfree, nchunks;
+    atomic_uint_fast64_t used_chunks; /* arena + overflow, for stats */
+
+    he__cache_fifo_t small, main;
+    he__cache_ghost_t ghost;
+    he_cache_obj_t *free_objs;
+    he__cache_objblock_t *blocks;
+} __attribute__((aligned(64)));
+
+struct he_cache_ram {
+    he_cache_ram_opts_t opts;
+    uint32_t chunk_size;
+    int nnodes;
+    he__cache_node_t *nodes;
+};
+
+/* evict.c (node lock held) */
+int he__cache_evict_init(he__cache_node_t *n);
+void he__cache_evict_free(he__cache_node_t *n);
+void he__cache_evict_insert(he__cache_node_t *n, he_cache_obj_t *o, he_cache_stats_t *st);
+void he__cache_evict_remove(he__cache_node_t *n, he_cache_obj_t *o);
+/* Evicts one object; false when nothing is left to evict. */
+bool he__cache_evict_one(he__cache_node_t *n, he_cache_stats_t *st);
+bool he__cache_ghost_contains(const he__cache_ghost_t *g, uint64_t hash);
+void he__cache_ghost_add(he__cache_ghost_t *g, uint64_t hash, uint32_t chunks);
+
+/* ram.c (node lock held) */
+void he__cache_ram_unindex(he__cache_node_t *n, he_cache_obj_t *o);
+void he__cache_obj_drop_locked(he__cache_node_t *n, he_cache_obj_t *o);
+
+/* ---------------------------------------------------------------- SSD tier */
+
+#define HE__CACHE_STORE_MAGIC 0x43534548u /* "HESC" little-endian */
+#define HE__CACHE_STORE_VERSION 1u
+#define HE__CACHE_HDR_FIXED 64
+#define HE__CACHE_HDR_MAX 4096
+#define HE__CACHE_BLOCK 4096 /* disk usage is counted in these */
+
+/* On-disk header, little-endian (see swrite.c for the layout):
+ *   0 magic u32 | 4 version u32 | 8 header_len u32 | 12 header_crc u32
+ *  16 body_len u64 | 24 body_crc u32 | 28 status u16 | 30 kind u8 | 31 0
+ *  32 stored_ms i64 | 40 expires_ms i64 | 48 swr_ms u32 | 52 sie_ms u32
+ *  56 key_len u16 | 58 ctype_len u8 | 59 etag_len u8 | 60 lm_len u8 | 61 0[3]
+ *  64 key, content type, etag, last-modified (no NULs)
+ * header_crc covers the header_len bytes with its own field zeroed. */
+
+typedef struct he__cache_sentry {
+    uint64_t hash;
+    uint64_t gen; /* file name: ab/<hash>-<gen>.obj */
+    struct he__cache_sentry *hnext;
+    struct he__cache_sentry *prev, *next; /* SIEVE queue: head newest */
+    he_cache_key_t *key;                  /* allocated to its length */
+    uint64_t body_len;
+    uint32_t hdr_len;
+    bool visited;
+    he_cache_meta_t meta;
+} he__cache_sentry_t;
+
+typedef struct he__cache_unlink {
+    struct he__cache_unlink *next;
+    char path[48];
+} he__cache_unlink_t;
+
+typedef struct he__cache_sdir {
+    struct he_cache_store *store;
+    unsigned index;
+    int dirfd;
+    char path[PATH_MAX];
+    uint64_t limit, used, reserved; /* bytes in blocks */
+    pthread_mutex_t lock;
+    he__cache_sentry_t **buckets;
+    uint64_t mask, count;
+    he__cache_sentry_t *head, *tail, *hand;
+    he__cache_unlink_t *unlinks; /* files to remove, for the ring */
+} he__cache_sdir_t;
+
+struct he_cache_store {
+    he_cache_store_opts_t opts;
+    he__cache_sdir_t dirs[HE_CONF_MAX_STORES];
+    unsigned ndirs;
+    atomic_uint_fast64_t gen;
+    atomic_uint logged; /* one bit per he_cache_derr_t already logged */
+    unsigned unlink_rr;
+};
+
+uint64_t he__cache_store_blocks(uint64_t bytes);
+he__cache_sdir_t *he__cache_store_dir_for(he_cache_store_t *s, uint64_t hash);
+void he__cache_store_name(char *out, size_t cap, uint64_t hash, uint64_t gen);
+/* Counts a disk error and logs its cause the first time it is seen. */
+void he__cache_store_fail(he_cache_store_t *s, int neg_errno, const char *what,
+                          he_cache_stats_t *st);
+/* Reserves room for a new file (evicting as needed). 0 or -ENOSPC. */
+int he__cache_store_reserve(he__cache_sdir_t *d, uint64_t bytes, he_cache_stats_t *st);
+void he__cache_store_unreserve(he__cache_sdir_t *d, uint64_t bytes);
+/* Indexes a file that was renamed into place (consumes the reservation). */
+int he__cache_store_add(he__cache_sdir_t *d, const he_cache_key_t *key, uint64_t gen,
+                        uint32_t hdr_len, uint64_t body_len, const he_cache_meta_t *meta,
+                        uint64_t reserved, he_cache_stats_t *st);
+/* Builds a header; returns its length or -ENAMETOOLONG. */
+int he__cache_hdr_build(char *out, const he_cache_key_t *key, const he_cache_meta_t *m,
+                        uint64_t body_len, uint32_t body_crc);
+/* Checks a header read from disk; fills key and meta. 0 or -EBADMSG. */
+int he__cache_hdr_parse(const char *buf, size_t n, he_cache_key_t *key, he_cache_meta_t *m,
+                        uint32_t *hdr_len, uint64_t *body_len, uint32_t *body_crc);
+
+uint32_t he__cache_crc32c(uint32_t crc, const void *p, size_t n);
+
+#endif

@@ -1,0 +1,188 @@
+/* Cache keys. The key is the normalized path plus only the query
+ * parameters the config names (cache.key_params), so signature tokens and
+ * player cache-busters do not split one object into many. Parameters are
+ * emitted in config order with canonical percent-encoding, so "?b=2&a=1",
+ * "?a=%31&b=2" and "?sig=x&a=1&b=2" give the same key when a and b are
+ * named. */
+#include <errno.h>
+#include <string.h>
+
+#include "cache/cache.h"
+
+#define HE_CACHE_KEY_MAX_PARAMS 32
+
+uint64_t he_cache_hash(const void *p, size_t n)
+{
+    /* 8 bytes at a time with a multiply-rotate step, then the splitmix64
+     * finalizer: fast and well mixed; not meant to resist an attacker
+     * (keys are compared in full wherever a collision would matter). */
+    const unsigned char *s = p;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0xff51afd7ed558ccdull);
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, s, 8);
+        h ^= v * 0x87c37b91114253d5ull;
+        h = (h << 31 | h >> 33) * 0x4cf5ad432745937full;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)s[i] << (8 * i);
+    h ^= v * 0x87c37b91114253d5ull;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return h;
+}
+
+int he_cache_key_set(he_cache_key_t *key, const char *s, size_t len)
+{
+    const char *q;
+    if (len >= sizeof(key->s)) return -ENAMETOOLONG;
+    memcpy(key->s, s, len);
+    key->s[len] = '\0';
+    key->len = (uint32_t)len;
+    q = memchr(s, '?', len);
+    key->path_len = (uint32_t)(q ? (size_t)(q - s) : len);
+    key->hash = he_cache_hash(key->s, len);
+    return 0;
+}
+
+static int he_cache_key_hex(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Decodes %XX escapes of [p, p+n) into out (cap bytes). Length or -errno. */
+static int he_cache_key_decode(const char *p, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (c == '%') {
+            int hi, lo;
+            if (i + 2 >= n) return -EINVAL;
+            hi = he_cache_key_hex(p[i + 1]);
+            lo = he_cache_key_hex(p[i + 2]);
+            if (hi < 0 || lo < 0) return -EINVAL;
+            c = (char)(hi * 16 + lo);
+            i += 2;
+        }
+        if (o >= cap) return -ENAMETOOLONG;
+        out[o++] = c;
+    }
+    return (int)o;
+}
+
+static bool he_cache_key_unreserved(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
+}
+
+/* Appends [p, p+n) percent-encoded to key->s. */
+static int he_cache_key_put_enc(he_cache_key_t *k, const char *p, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (he_cache_key_unreserved(c)) {
+            if (k->len + 1 >= sizeof(k->s)) return -ENAMETOOLONG;
+            k->s[k->len++] = (char)c;
+        } else {
+            if (k->len + 3 >= sizeof(k->s)) return -ENAMETOOLONG;
+            k->s[k->len++] = '%';
+            k->s[k->len++] = hex[c >> 4];
+            k->s[k->len++] = hex[c & 15];
+        }
+    }
+    return 0;
+}
+
+typedef struct he_cache_key_param {
+    unsigned conf_index; /* position in conf->cache_key_params */
+    unsigned order;      /* position in the request */
+    const char *val;     /* raw (still escaped) */
+    size_t val_len;
+} he_cache_key_param_t;
+
+int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_cache_key_t *key)
+{
+    he_cache_key_param_t params[HE_CACHE_KEY_MAX_PARAMS];
+    unsigned nparams = 0;
+    const char *q, *end = target + len, *hash;
+    int rc;
+
+    rc = he_seg_url_normalize(target, len, key->s, sizeof(key->s));
+    if (rc < 0) return rc;
+    key->len = key->path_len = (uint32_t)rc;
+
+    hash = memchr(target, '#', len);
+    if (hash) end = hash;
+    q = memchr(target, '?', (size_t)(end - target));
+    if (q && conf && conf->ncache_key_params) {
+        const char *p = q + 1;
+        unsigned order = 0;
+        while (p < end) {
+            const char *amp = memchr(p, '&', (size_t)(end - p));
+            const char *pe = amp ? amp : end;
+            const char *eq = memchr(p, '=', (size_t)(pe - p));
+            const char *ne = eq ? eq : pe;
+            char name[64];
+            int nl = he_cache_key_decode(p, (size_t)(ne - p), name, sizeof(name));
+            if (nl == -EINVAL) return -EINVAL;
+            if (nl >= 0) {
+                for (unsigned i = 0; i < conf->ncache_key_params; i++) {
+                    const char *want = conf->cache_key_params[i];
+                    if (strlen(want) == (size_t)nl && memcmp(want, name, (size_t)nl) == 0) {
+                        if (nparams == HE_CACHE_KEY_MAX_PARAMS) return -ENAMETOOLONG;
+                        params[nparams].conf_index = i;
+                        params[nparams].order = order;
+                        params[nparams].val = eq ? eq + 1 : pe;
+                        params[nparams].val_len = eq ? (size_t)(pe - eq - 1) : 0;
+                        nparams++;
+                        break;
+                    }
+                }
+            }
+            order++;
+            p = pe + 1;
+        }
+    }
+
+    /* insertion sort by (config position, request position): stable and
+     * small */
+    for (unsigned i = 1; i < nparams; i++) {
+        he_cache_key_param_t t = params[i];
+        unsigned j = i;
+        while (j > 0 &&
+               (params[j - 1].conf_index > t.conf_index ||
+                (params[j - 1].conf_index == t.conf_index && params[j - 1].order > t.order))) {
+            params[j] = params[j - 1];
+            j--;
+        }
+        params[j] = t;
+    }
+
+    for (unsigned i = 0; i < nparams; i++) {
+        char val[HE_CACHE_KEY_MAX];
+        const char *name = conf->cache_key_params[params[i].conf_index];
+        int vl = he_cache_key_decode(params[i].val, params[i].val_len, val, sizeof(val));
+        if (vl < 0) return vl;
+        if (key->len + 1 >= sizeof(key->s)) return -ENAMETOOLONG;
+        key->s[key->len++] = i == 0 ? '?' : '&';
+        if ((rc = he_cache_key_put_enc(key, name, strlen(name))) < 0) return rc;
+        if (key->len + 1 >= sizeof(key->s)) return -ENAMETOOLONG;
+        key->s[key->len++] = '=';
+        if ((rc = he_cache_key_put_enc(key, val, (size_t)vl)) < 0) return rc;
+    }
+    key->s[key->len] = '\0';
+    key->hash = he_cache_hash(key->s, key->len);
+    return 0;
+}

@@ -1,0 +1,593 @@
+/* The RAM tier: one partition per NUMA node, each with its own arena (from
+ * numa_alloc_onnode, or mmap without NUMA), chunk allocator, index and
+ * S3-FIFO queues (evict.c). A worker looks up and fills in its own node.
+ *
+ * Concurrency. Hits take no lock: a lookup walks the bucket chain with
+ * acquire loads, takes a reference with a CAS that refuses a zero count
+ * (a free header), then re-checks hash, key, state and "indexed" on the
+ * object it now owns; the only other write is a relaxed store of the
+ * frequency bits. This is safe because headers are type-stable (see
+ * internal.h): a stale pointer never points at unmapped memory, and the
+ * CAS (acquire) synchronizes with the release store of refs=1 when the
+ * header was last initialized, so the key read after it is the one that
+ * belongs to the reference held. Inserts, unlinks and frees take the node
+ * mutex and bracket index changes with a sequence count; a lookup that
+ * finds nothing re-reads the count, and if the index changed under it (a
+ * chain walk may follow a recycled header into another chain) it retries,
+ * and after a few tries looks up under the lock, so a miss is never
+ * reported for an object that stayed indexed. */
+#include <errno.h>
+#include <numa.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "cache/internal.h"
+
+#define HE__CACHE_CHAIN_MAX 256
+#define HE__CACHE_LOOKUP_TRIES 4
+
+static he__cache_node_t *he_cache_ram_node(he_cache_ram_t *ram, int node)
+{
+    if (node < 0) node = 0;
+    return &ram->nodes[node % ram->nnodes];
+}
+
+static int he_cache_ram_node_init(he_cache_ram_t *ram, he__cache_node_t *n, int id, uint64_t bytes,
+                                  bool numa)
+{
+    uint64_t nb = 1024;
+    n->ram = ram;
+    n->id = id;
+    pthread_mutex_init(&n->lock, NULL);
+    atomic_init(&n->seq, 0);
+    n->nchunks = (uint32_t)(bytes / ram->chunk_size);
+    if (n->nchunks == 0) n->nchunks = 1;
+    n->arena_len = (size_t)n->nchunks * ram->chunk_size;
+    if (numa) {
+        n->arena = numa_alloc_onnode(n->arena_len, id);
+        n->arena_numa = n->arena != NULL;
+    }
+    if (!n->arena) {
+        void *p = mmap(NULL, n->arena_len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) return -ENOMEM;
+        n->arena = p;
+    }
+    n->free_chunks = malloc(sizeof(uint32_t) * n->nchunks);
+    if (!n->free_chunks) return -ENOMEM;
+    /* hand out low chunks first: untouched arena pages stay unfaulted */
+    for (uint32_t i = 0; i < n->nchunks; i++)
+        n->free_chunks[i] = n->nchunks - 1 - i;
+    n->nfree = n->nchunks;
+    /* about two buckets per object of four chunks */
+    while (nb < n->nchunks / 2 && nb < (1u << 26))
+        nb <<= 1;
+    n->buckets = calloc(nb, sizeof(*n->buckets));
+    if (!n->buckets) return -ENOMEM;
+    n->mask = nb - 1;
+    return he__cache_evict_init(n);
+}
+
+he_cache_ram_t *he_cache_ram_new(const he_cache_ram_opts_t *o)
+{
+    he_cache_ram_t *ram;
+    bool numa = false;
+    int nnodes = 1;
+
+    if (o->bytes == 0) return NULL;
+    ram = calloc(1, sizeof(*ram));
+    if (!ram) return NULL;
+    ram->opts = *o;
+    ram->chunk_size = o->chunk_size ? o->chunk_size : 16384;
+    if (o->numa && numa_available() >= 0) {
+        numa = true;
+        nnodes = numa_max_node() + 1;
+        if (nnodes < 1) nnodes = 1;
+    }
+    if (!ram->opts.object_max) ram->opts.object_max = o->bytes / 8;
+    ram->nnodes = nnodes;
+    ram->nodes = aligned_alloc(64, sizeof(he__cache_node_t) * (size_t)nnodes);
+    if (!ram->nodes) {
+        free(ram);
+        return NULL;
+    }
+    memset(ram->nodes, 0, sizeof(he__cache_node_t) * (size_t)nnodes);
+    for (int i = 0; i < nnodes; i++) {
+        if (he_cache_ram_node_init(ram, &ram->nodes[i], i, o->bytes / (uint64_t)nnodes, numa) < 0) {
+            ram->nnodes = i + 1;
+            he_cache_ram_free(ram);
+            return NULL;
+        }
+    }
+    return ram;
+}
+
+static void he_cache_obj_release_memory(he__cache_node_t *n, he_cache_obj_t *o)
+{
+    for (uint32_t i = 0; i < o->nchunks; i++) {
+        char *c = o->chunks[i];
+        if (c >= n->arena && c < n->arena + n->arena_len)
+            n->free_chunks[n->nfree++] = (uint32_t)((size_t)(c - n->arena) / n->ram->chunk_size);
+        else
+            free(c);
+    }
+    atomic_fetch_sub_explicit(&n->used_chunks, o->nchunks, memory_order_relaxed);
+    free(o->chunks);
+    o->chunks = NULL;
+    o->nchunks = o->chunk_cap = 0;
+    free(o->key);
+    o->key = NULL;
+}
+
+void he_cache_ram_free(he_cache_ram_t *ram)
+{
+    if (!ram) return;
+    for (int i = 0; i < ram->nnodes; i++) {
+        he__cache_node_t *n = &ram->nodes[i];
+        /* objects still indexed hold only the index reference */
+        for (uint64_t b = 0; n->buckets && b <= n->mask; b++) {
+            he_cache_obj_t *o = atomic_load_explicit(&n->buckets[b], memory_order_relaxed);
+            while (o) {
+                he_cache_obj_t *next = atomic_load_explicit(&o->hnext, memory_order_relaxed);
+                he_cache_obj_release_memory(n, o);
+                o = next;
+            }
+        }
+        while (n->blocks) {
+            he__cache_objblock_t *b = n->blocks;
+            n->blocks = b->next;
+            free(b);
+        }
+        he__cache_evict_free(n);
+        free(n->buckets);
+        free(n->free_chunks);
+        if (n->arena) {
+            if (n->arena_numa)
+                numa_free(n->arena, n->arena_len);
+            else
+                munmap(n->arena, n->arena_len);
+        }
+        pthread_mutex_destroy(&n->lock);
+    }
+    free(ram->nodes);
+    free(ram);
+}
+
+int he_cache_ram_nodes(const he_cache_ram_t *ram)
+{
+    return ram->nnodes;
+}
+
+void he_cache_ram_arena(const he_cache_ram_t *ram, int node, void **base, size_t *len)
+{
+    he__cache_node_t *n = he_cache_ram_node((he_cache_ram_t *)ram, node);
+    *base = n->arena;
+    *len = n->arena_len;
+}
+
+uint64_t he_cache_ram_used(const he_cache_ram_t *ram, int node)
+{
+    he__cache_node_t *n = he_cache_ram_node((he_cache_ram_t *)ram, node);
+    return atomic_load_explicit(&n->used_chunks, memory_order_relaxed) * ram->chunk_size;
+}
+
+/* ---------------------------------------------------------------- references */
+
+static bool he_cache_obj_tryget(he_cache_obj_t *o)
+{
+    unsigned r = atomic_load_explicit(&o->refs, memory_order_relaxed);
+    while (r != 0) {
+        if (atomic_compare_exchange_weak_explicit(&o->refs, &r, r + 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+void he_cache_obj_ref(he_cache_obj_t *o)
+{
+    atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed);
+}
+
+/* The last reference went: give the memory back and recycle the header. */
+static void he_cache_obj_free_locked(he__cache_node_t *n, he_cache_obj_t *o)
+{
+    he_cache_obj_release_memory(n, o);
+    atomic_store_explicit(&o->state, HE__CACHE_OBJ_FREE, memory_order_relaxed);
+    o->free_next = n->free_objs;
+    n->free_objs = o;
+}
+
+void he__cache_obj_drop_locked(he__cache_node_t *n, he_cache_obj_t *o)
+{
+    if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
+        he_cache_obj_free_locked(n, o);
+}
+
+void he_cache_obj_unref(he_cache_obj_t *o)
+{
+    if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1) {
+        he__cache_node_t *n = o->node;
+        pthread_mutex_lock(&n->lock);
+        he_cache_obj_free_locked(n, o);
+        pthread_mutex_unlock(&n->lock);
+    }
+}
+
+/* ---------------------------------------------------------------- index */
+
+static void he_cache_seq_begin(he__cache_node_t *n)
+{
+    unsigned s = atomic_load_explicit(&n->seq, memory_order_relaxed);
+    atomic_store_explicit(&n->seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+}
+
+static void he_cache_seq_end(he__cache_node_t *n)
+{
+    unsigned s = atomic_load_explicit(&n->seq, memory_order_relaxed);
+    atomic_store_explicit(&n->seq, s + 1, memory_order_release);
+}
+
+static bool he_cache_obj_is(he_cache_obj_t *o, const he_cache_key_t *key)
+{
+    return atomic_load_explicit(&o->state, memory_order_acquire) == HE__CACHE_OBJ_COMPLETE &&
+           atomic_load_explicit(&o->indexed, memory_order_acquire) &&
+           atomic_load_explicit(&o->hash, memory_order_relaxed) == key->hash && o->key &&
+           o->key->len == key->len && memcmp(o->key->s, key->s, key->len) == 0;
+}
+
+/* Walks one chain; returns a referenced match, NULL, or sets *unsure when
+ * the walk was cut short. */
+static he_cache_obj_t *he_cache_ram_walk(he__cache_node_t *n, const he_cache_key_t *key,
+                                         bool locked, bool *unsure)
+{
+    he_cache_obj_t *o =
+        atomic_load_explicit(&n->buckets[key->hash & n->mask], memory_order_acquire);
+    unsigned steps = 0;
+    for (; o; o = atomic_load_explicit(&o->hnext, memory_order_acquire)) {
+        if (!locked && ++steps > HE__CACHE_CHAIN_MAX) {
+            *unsure = true;
+            return NULL;
+        }
+        if (atomic_load_explicit(&o->hash, memory_order_relaxed) != key->hash) continue;
+        if (!he_cache_obj_tryget(o)) continue;
+        if (he_cache_obj_is(o, key)) return o;
+        /* someone else's object now, or no longer indexed */
+        if (locked)
+            he__cache_obj_drop_locked(n, o);
+        else
+            he_cache_obj_unref(o);
+    }
+    return NULL;
+}
+
+static void he_cache_ram_hit(he_cache_obj_t *o, he_cache_stats_t *st)
+{
+    uint8_t f = atomic_load_explicit(&o->freq, memory_order_relaxed);
+    if (f < 3) atomic_store_explicit(&o->freq, f + 1, memory_order_relaxed);
+    if (atomic_load_explicit(&o->pf_pending, memory_order_relaxed) &&
+        atomic_exchange_explicit(&o->pf_pending, 0, memory_order_relaxed) && st)
+        st->prefetch_used++;
+    if (st) {
+        st->hits[HE_CACHE_TIER_RAM]++;
+        if (o->meta.status == 404) st->negative_hits++;
+    }
+}
+
+he_cache_obj_t *he_cache_ram_lookup(he_cache_ram_t *ram, int node, const he_cache_key_t *key,
+                                    he_cache_stats_t *st)
+{
+    he__cache_node_t *n;
+    he_cache_obj_t *o;
+    if (!ram) {
+        if (st) st->misses[HE_CACHE_TIER_RAM]++;
+        return NULL;
+    }
+    n = he_cache_ram_node(ram, node);
+    for (int t = 0; t < HE__CACHE_LOOKUP_TRIES; t++) {
+        bool unsure = false;
+        unsigned s1 = atomic_load_explicit(&n->seq, memory_order_acquire);
+        o = he_cache_ram_walk(n, key, false, &unsure);
+        if (o) {
+            he_cache_ram_hit(o, st);
+            return o;
+        }
+        atomic_thread_fence(memory_order_acquire);
+        if (!unsure && !(s1 & 1) && atomic_load_explicit(&n->seq, memory_order_relaxed) == s1) {
+            if (st) st->misses[HE_CACHE_TIER_RAM]++;
+            return NULL;
+        }
+    }
+    /* the index kept changing under us: settle it under the lock */
+    pthread_mutex_lock(&n->lock);
+    {
+        bool unsure = false;
+        o = he_cache_ram_walk(n, key, true, &unsure);
+    }
+    pthread_mutex_unlock(&n->lock);
+    if (o)
+        he_cache_ram_hit(o, st);
+    else if (st)
+        st->misses[HE_CACHE_TIER_RAM]++;
+    return o;
+}
+
+void he__cache_ram_unindex(he__cache_node_t *n, he_cache_obj_t *o)
+{
+    _Atomic(he_cache_obj_t *) *pp =
+        &n->buckets[atomic_load_explicit(&o->hash, memory_order_relaxed) & n->mask];
+    he_cache_obj_t *cur;
+    he_cache_seq_begin(n);
+    while ((cur = atomic_load_explicit(pp, memory_order_relaxed)) != NULL) {
+        if (cur == o) {
+            /* o->hnext stays: a reader standing on o still reaches the rest */
+            atomic_store_explicit(pp, atomic_load_explicit(&o->hnext, memory_order_relaxed),
+                                  memory_order_release);
+            break;
+        }
+        pp = &cur->hnext;
+    }
+    atomic_store_explicit(&o->indexed, 0, memory_order_release);
+    he_cache_seq_end(n);
+}
+
+/* ---------------------------------------------------------------- objects */
+
+static he_cache_obj_t *he_cache_obj_header(he__cache_node_t *n)
+{
+    he_cache_obj_t *o = n->free_objs;
+    if (!o) {
+        he__cache_objblock_t *b = calloc(1, sizeof(*b));
+        if (!b) return NULL;
+        b->next = n->blocks;
+        n->blocks = b;
+        for (int i = 63; i >= 0; i--) {
+            b->objs[i].node = n;
+            b->objs[i].free_next = n->free_objs;
+            n->free_objs = &b->objs[i];
+        }
+        o = n->free_objs;
+    }
+    n->free_objs = o->free_next;
+    return o;
+}
+
+he_cache_obj_t *he_cache_obj_new(he_cache_ram_t *ram, int node, const he_cache_key_t *key,
+                                 uint64_t size_hint)
+{
+    he__cache_node_t *n = he_cache_ram_node(ram, node);
+    size_t ksz = offsetof(he_cache_key_t, s) + key->len + 1;
+    he_cache_key_t *k = malloc(ksz);
+    uint32_t cap = (uint32_t)((size_hint + ram->chunk_size - 1) / ram->chunk_size);
+    char **chunks;
+    he_cache_obj_t *o;
+
+    if (cap == 0) cap = 4;
+    chunks = malloc(sizeof(char *) * cap);
+    if (!k || !chunks) {
+        free(k);
+        free(chunks);
+        return NULL;
+    }
+    memcpy(k, key, ksz);
+    pthread_mutex_lock(&n->lock);
+    o = he_cache_obj_header(n);
+    pthread_mutex_unlock(&n->lock);
+    if (!o) {
+        free(k);
+        free(chunks);
+        return NULL;
+    }
+    o->node = n;
+    o->key = k;
+    memset(&o->meta, 0, sizeof(o->meta));
+    atomic_store_explicit(&o->stored_ms, 0, memory_order_relaxed);
+    atomic_store_explicit(&o->expires_ms, 0, memory_order_relaxed);
+    atomic_store_explicit(&o->len, 0, memory_order_relaxed);
+    o->chunks = chunks;
+    o->nchunks = 0;
+    o->chunk_cap = cap;
+    o->qprev = o->qnext = NULL;
+    o->queue = HE__CACHE_Q_NONE;
+    atomic_store_explicit(&o->freq, 0, memory_order_relaxed);
+    atomic_store_explicit(&o->pf_pending, 0, memory_order_relaxed);
+    atomic_store_explicit(&o->indexed, 0, memory_order_relaxed);
+    atomic_store_explicit(&o->state, HE__CACHE_OBJ_FILLING, memory_order_relaxed);
+    atomic_store_explicit(&o->hash, key->hash, memory_order_relaxed);
+    /* publishes everything above to whoever CASes the count from here on */
+    atomic_store_explicit(&o->refs, 1, memory_order_release);
+    return o;
+}
+
+/* One more chunk for o: the free list, else evict, else malloc (the arena
+ * is full of objects still being sent: counted as overflow). */
+static char *he_cache_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st)
+{
+    char *c = NULL;
+    pthread_mutex_lock(&n->lock);
+    while (n->nfree == 0 && he__cache_evict_one(n, st))
+        ;
+    if (n->nfree) c = n->arena + (size_t)n->free_chunks[--n->nfree] * n->ram->chunk_size;
+    pthread_mutex_unlock(&n->lock);
+    if (!c) {
+        c = malloc(n->ram->chunk_size);
+        if (c && st) st->ram_overflow++;
+    }
+    if (c) atomic_fetch_add_explicit(&n->used_chunks, 1, memory_order_relaxed);
+    return c;
+}
+
+size_t he_cache_obj_space(he_cache_obj_t *o, void **p, he_cache_stats_t *st)
+{
+    uint32_t cs = o->node->ram->chunk_size;
+    uint64_t have = atomic_load_explicit(&o->len, memory_order_relaxed);
+    if (have % cs == 0 && have / cs == o->nchunks) {
+        char *c;
+        if (o->nchunks == o->chunk_cap) {
+            /* only the filling worker reads a FILLING object, so the
+             * table may move */
+            char **t = realloc(o->chunks, sizeof(char *) * o->chunk_cap * 2);
+            if (!t) return 0;
+            o->chunks = t;
+            o->chunk_cap *= 2;
+        }
+        c = he_cache_chunk_alloc(o->node, st);
+        if (!c) return 0;
+        o->chunks[o->nchunks++] = c;
+    }
+    *p = o->chunks[have / cs] + have % cs;
+    return cs - have % cs;
+}
+
+void he_cache_obj_commit(he_cache_obj_t *o, size_t n)
+{
+    uint64_t have = atomic_load_explicit(&o->len, memory_order_relaxed);
+    atomic_store_explicit(&o->len, have + n, memory_order_release);
+}
+
+int he_cache_obj_append(he_cache_obj_t *o, const void *p, size_t len, he_cache_stats_t *st)
+{
+    const char *s = p;
+    while (len) {
+        void *dst;
+        size_t n = he_cache_obj_space(o, &dst, st);
+        if (!n) return -ENOMEM;
+        if (n > len) n = len;
+        memcpy(dst, s, n);
+        he_cache_obj_commit(o, n);
+        s += n;
+        len -= n;
+    }
+    return 0;
+}
+
+void he_cache_obj_set_meta(he_cache_obj_t *o, const he_cache_meta_t *m)
+{
+    o->meta = *m;
+    atomic_store_explicit(&o->stored_ms, m->fresh.stored_ms, memory_order_relaxed);
+    atomic_store_explicit(&o->expires_ms, m->fresh.expires_ms, memory_order_relaxed);
+    atomic_store_explicit(&o->pf_pending, m->prefetched, memory_order_relaxed);
+}
+
+void he_cache_obj_finish(he_cache_obj_t *o)
+{
+    atomic_store_explicit(&o->state, HE__CACHE_OBJ_COMPLETE, memory_order_release);
+}
+
+int he_cache_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st)
+{
+    he__cache_node_t *n = o->node;
+    uint64_t len = atomic_load_explicit(&o->len, memory_order_relaxed);
+    _Atomic(he_cache_obj_t *) *bucket = &n->buckets[o->key->hash & n->mask];
+    he_cache_obj_t *old;
+
+    if (len > ram->opts.object_max || o->nchunks > n->nchunks / 2 ||
+        atomic_load_explicit(&o->state, memory_order_relaxed) != HE__CACHE_OBJ_COMPLETE) {
+        if (st) st->ram_rejected++;
+        return 1;
+    }
+    pthread_mutex_lock(&n->lock);
+    /* a newer version replaces the old one */
+    for (old = atomic_load_explicit(bucket, memory_order_relaxed); old;
+         old = atomic_load_explicit(&old->hnext, memory_order_relaxed))
+        if (old != o && he_cache_obj_is(old, o->key)) break;
+    if (old) {
+        he__cache_ram_unindex(n, old);
+        he__cache_evict_remove(n, old);
+        he__cache_obj_drop_locked(n, old);
+    }
+    atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed); /* the index's */
+    he_cache_seq_begin(n);
+    atomic_store_explicit(&o->hnext, atomic_load_explicit(bucket, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&o->indexed, 1, memory_order_relaxed);
+    atomic_store_explicit(bucket, o, memory_order_release);
+    he_cache_seq_end(n);
+    he__cache_evict_insert(n, o, st);
+    pthread_mutex_unlock(&n->lock);
+    if (st) st->ram_admitted++;
+    return 0;
+}
+
+int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key)
+{
+    int removed = 0;
+    if (!ram) return 0;
+    for (int i = 0; i < ram->nnodes; i++) {
+        he__cache_node_t *n = &ram->nodes[i];
+        he_cache_obj_t *o;
+        pthread_mutex_lock(&n->lock);
+        for (o = atomic_load_explicit(&n->buckets[key->hash & n->mask], memory_order_relaxed); o;
+             o = atomic_load_explicit(&o->hnext, memory_order_relaxed))
+            if (he_cache_obj_is(o, key)) break;
+        if (o) {
+            he__cache_ram_unindex(n, o);
+            he__cache_evict_remove(n, o);
+            he__cache_obj_drop_locked(n, o);
+            removed++;
+        }
+        pthread_mutex_unlock(&n->lock);
+    }
+    return removed;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+uint64_t he_cache_obj_len(const he_cache_obj_t *o)
+{
+    return atomic_load_explicit(&o->len, memory_order_acquire);
+}
+
+bool he_cache_obj_complete(const he_cache_obj_t *o)
+{
+    return atomic_load_explicit(&o->state, memory_order_acquire) == HE__CACHE_OBJ_COMPLETE;
+}
+
+const he_cache_meta_t *he_cache_obj_meta(const he_cache_obj_t *o)
+{
+    return &o->meta;
+}
+
+const he_cache_key_t *he_cache_obj_key(const he_cache_obj_t *o)
+{
+    return o->key;
+}
+
+int he_cache_obj_node(const he_cache_obj_t *o)
+{
+    return o->node->id;
+}
+
+size_t he_cache_obj_peek(const he_cache_obj_t *o, uint64_t off, const void **p, int64_t *fixed_off)
+{
+    uint32_t cs = o->node->ram->chunk_size;
+    uint64_t len = atomic_load_explicit(&o->len, memory_order_acquire);
+    const char *c;
+    size_t n;
+    if (off >= len) return 0;
+    c = o->chunks[off / cs] + off % cs;
+    n = cs - off % cs;
+    if (n > len - off) n = (size_t)(len - off);
+    *p = c;
+    if (fixed_off) {
+        const he__cache_node_t *nd = o->node;
+        *fixed_off =
+            c >= nd->arena && c < nd->arena + nd->arena_len ? (int64_t)(c - nd->arena) : -1;
+    }
+    return n;
+}
+
+void he_cache_obj_fresh(const he_cache_obj_t *o, he_cache_fresh_t *f)
+{
+    *f = o->meta.fresh;
+    f->stored_ms = atomic_load_explicit(&o->stored_ms, memory_order_relaxed);
+    f->expires_ms = atomic_load_explicit(&o->expires_ms, memory_order_relaxed);
+}
+
+void he_cache_obj_refresh(he_cache_obj_t *o, const he_cache_fresh_t *f)
+{
+    atomic_store_explicit(&o->stored_ms, f->stored_ms, memory_order_relaxed);
+    atomic_store_explicit(&o->expires_ms, f->expires_ms, memory_order_relaxed);
+}

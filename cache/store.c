@@ -1,0 +1,652 @@
+/* The SSD tier: one or more store directories, each with a size limit, an
+ * in-memory index rebuilt from the files' headers at start-up, and SIEVE
+ * eviction (Zhang et al., NSDI 2024). SIEVE rather than S3-FIFO here: the
+ * RAM tier's admission already keeps one-hit wonders from reaching this
+ * tier often, and SIEVE needs no ghost or second queue: one visited bit
+ * per entry and a hand that walks from the oldest entry, clearing bits
+ * until it finds an unvisited victim.
+ *
+ * Files: <dir>/<ab>/<hash>-<gen>.obj, where ab is the hash's first byte in
+ * hex and gen is unique per write, so that a queued unlink of an evicted
+ * version can never remove a newer file of the same key. Temporary files
+ * live in <dir>/tmp/ and are removed at start-up; they are never indexed.
+ * Each directory's index is guarded by a mutex: an SSD hit is followed by
+ * file I/O anyway, and misses and writes must update the SIEVE queue. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache/internal.h"
+
+uint64_t he__cache_store_blocks(uint64_t bytes)
+{
+    return (bytes + HE__CACHE_BLOCK - 1) / HE__CACHE_BLOCK * HE__CACHE_BLOCK;
+}
+
+void he__cache_store_name(char *out, size_t cap, uint64_t hash, uint64_t gen)
+{
+    snprintf(out, cap, "%02x/%016" PRIx64 "-%016" PRIx64 ".obj", (unsigned)(hash >> 56), hash, gen);
+}
+
+/* Weighted rendezvous hashing: each key goes to the directory with the
+ * highest -weight/ln(u), u uniform from hash(key, dir), so directories get
+ * keys in proportion to their size and adding one moves few keys. */
+he__cache_sdir_t *he__cache_store_dir_for(he_cache_store_t *s, uint64_t hash)
+{
+    he__cache_sdir_t *best = &s->dirs[0];
+    double best_score = -INFINITY;
+    if (s->ndirs == 1) return best;
+    for (unsigned i = 0; i < s->ndirs; i++) {
+        uint64_t v[2] = {hash, i};
+        uint64_t h = he_cache_hash(v, sizeof(v));
+        double u = ((double)(h >> 11) + 0.5) / 9007199254740992.0;
+        double score = -(double)s->dirs[i].limit / log(u);
+        if (score > best_score) {
+            best_score = score;
+            best = &s->dirs[i];
+        }
+    }
+    return best;
+}
+
+void he__cache_store_fail(he_cache_store_t *s, int neg_errno, const char *what,
+                          he_cache_stats_t *st)
+{
+    he_cache_derr_t cause = he_cache_derr_of(neg_errno);
+    unsigned bit = 1u << cause;
+    if (st) st->disk_errors[cause]++;
+    if (!(atomic_fetch_or(&s->logged, bit) & bit) && s->opts.log) {
+        char msg[256];
+        snprintf(msg, sizeof(msg),
+                 "cache: disk error (%s) on %s: %s; served from origin instead (logged once "
+                 "per cause)",
+                 he_cache_derr_name(cause), what, strerror(-neg_errno));
+        s->opts.log(s->opts.log_ctx, 1, msg);
+    }
+}
+
+/* ---------------------------------------------------------------- headers */
+
+static void he_put32(char *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+}
+static void he_put64(char *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+static uint32_t he_get32(const char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static uint64_t he_get64(const char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+int he__cache_hdr_build(char *out, const he_cache_key_t *key, const he_cache_meta_t *m,
+                        uint64_t body_len, uint32_t body_crc)
+{
+    size_t ct = strnlen(m->content_type, sizeof(m->content_type) - 1);
+    size_t et = strnlen(m->etag, sizeof(m->etag) - 1);
+    size_t lm = strnlen(m->last_modified, sizeof(m->last_modified) - 1);
+    size_t len = HE__CACHE_HDR_FIXED + key->len + ct + et + lm;
+    char *p;
+    if (len > HE__CACHE_HDR_MAX || key->len > 0xffff) return -ENAMETOOLONG;
+    memset(out, 0, HE__CACHE_HDR_FIXED);
+    he_put32(out, HE__CACHE_STORE_MAGIC);
+    he_put32(out + 4, HE__CACHE_STORE_VERSION);
+    he_put32(out + 8, (uint32_t)len);
+    he_put64(out + 16, body_len);
+    he_put32(out + 24, body_crc);
+    out[28] = (char)(m->status & 0xff);
+    out[29] = (char)(m->status >> 8);
+    out[30] = (char)m->kind;
+    he_put64(out + 32, (uint64_t)m->fresh.stored_ms);
+    he_put64(out + 40, (uint64_t)m->fresh.expires_ms);
+    he_put32(out + 48, m->fresh.swr_ms);
+    he_put32(out + 52, m->fresh.sie_ms);
+    out[56] = (char)(key->len & 0xff);
+    out[57] = (char)(key->len >> 8);
+    out[58] = (char)ct;
+    out[59] = (char)et;
+    out[60] = (char)lm;
+    p = out + HE__CACHE_HDR_FIXED;
+    memcpy(p, key->s, key->len);
+    p += key->len;
+    memcpy(p, m->content_type, ct);
+    p += ct;
+    memcpy(p, m->etag, et);
+    p += et;
+    memcpy(p, m->last_modified, lm);
+    he_put32(out + 12, he__cache_crc32c(0, out, len));
+    return (int)len;
+}
+
+int he__cache_hdr_parse(const char *buf, size_t n, he_cache_key_t *key, he_cache_meta_t *m,
+                        uint32_t *hdr_len, uint64_t *body_len, uint32_t *body_crc)
+{
+    char tmp[HE__CACHE_HDR_MAX];
+    uint32_t len, crc;
+    size_t kl, ct, et, lm;
+    const char *p;
+    if (n < HE__CACHE_HDR_FIXED) return -EBADMSG;
+    if (he_get32(buf) != HE__CACHE_STORE_MAGIC || he_get32(buf + 4) != HE__CACHE_STORE_VERSION)
+        return -EBADMSG;
+    len = he_get32(buf + 8);
+    if (len < HE__CACHE_HDR_FIXED || len > HE__CACHE_HDR_MAX || len > n) return -EBADMSG;
+    memcpy(tmp, buf, len);
+    crc = he_get32(tmp + 12);
+    he_put32(tmp + 12, 0);
+    if (he__cache_crc32c(0, tmp, len) != crc) return -EBADMSG;
+    kl = (unsigned char)buf[56] | (size_t)(unsigned char)buf[57] << 8;
+    ct = (unsigned char)buf[58];
+    et = (unsigned char)buf[59];
+    lm = (unsigned char)buf[60];
+    if (HE__CACHE_HDR_FIXED + kl + ct + et + lm != len || ct >= sizeof(m->content_type) ||
+        et >= sizeof(m->etag) || lm >= sizeof(m->last_modified))
+        return -EBADMSG;
+    memset(m, 0, sizeof(*m));
+    *body_len = he_get64(buf + 16);
+    *body_crc = he_get32(buf + 24);
+    m->status = (uint16_t)((unsigned char)buf[28] | (unsigned char)buf[29] << 8);
+    m->kind = (uint8_t)buf[30];
+    m->fresh.stored_ms = (int64_t)he_get64(buf + 32);
+    m->fresh.expires_ms = (int64_t)he_get64(buf + 40);
+    m->fresh.swr_ms = he_get32(buf + 48);
+    m->fresh.sie_ms = he_get32(buf + 52);
+    p = buf + HE__CACHE_HDR_FIXED;
+    if (he_cache_key_set(key, p, kl) < 0) return -EBADMSG;
+    p += kl;
+    memcpy(m->content_type, p, ct);
+    p += ct;
+    memcpy(m->etag, p, et);
+    p += et;
+    memcpy(m->last_modified, p, lm);
+    *hdr_len = len;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- index */
+
+static he__cache_sentry_t **he_cache_sdir_slot(he__cache_sdir_t *d, const he_cache_key_t *key)
+{
+    he__cache_sentry_t **pp = &d->buckets[key->hash & d->mask];
+    for (; *pp; pp = &(*pp)->hnext)
+        if ((*pp)->hash == key->hash && (*pp)->key->len == key->len &&
+            memcmp((*pp)->key->s, key->s, key->len) == 0)
+            break;
+    return pp;
+}
+
+static uint64_t he_cache_sentry_size(const he__cache_sentry_t *e)
+{
+    return he__cache_store_blocks(e->hdr_len + e->body_len);
+}
+
+static void he_cache_sdir_queue_unlink(he__cache_sdir_t *d, uint64_t hash, uint64_t gen)
+{
+    he__cache_unlink_t *u = malloc(sizeof(*u));
+    if (!u) return; /* the file stays until the next start-up finds it unindexed... */
+    he__cache_store_name(u->path, sizeof(u->path), hash, gen);
+    u->next = d->unlinks;
+    d->unlinks = u;
+}
+
+/* Unlinks e from the hash and the queue, frees it, queues its file. */
+static void he_cache_sdir_drop(he__cache_sdir_t *d, he__cache_sentry_t **slot, bool unlink_file)
+{
+    he__cache_sentry_t *e = *slot;
+    *slot = e->hnext;
+    if (d->hand == e) d->hand = e->prev;
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        d->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        d->tail = e->prev;
+    d->used -= he_cache_sentry_size(e);
+    d->count--;
+    if (unlink_file) he_cache_sdir_queue_unlink(d, e->hash, e->gen);
+    free(e->key);
+    free(e);
+}
+
+/* SIEVE: the hand starts at the tail (oldest) and moves toward the head,
+ * clearing visited bits, and evicts the first unvisited entry. */
+static bool he_cache_sdir_evict_one(he__cache_sdir_t *d, he_cache_stats_t *st)
+{
+    he__cache_sentry_t *e = d->hand ? d->hand : d->tail;
+    if (!e) return false;
+    while (e->visited) {
+        e->visited = false;
+        e = e->prev ? e->prev : d->tail;
+    }
+    d->hand = e->prev;
+    he_cache_sdir_drop(d, he_cache_sdir_slot(d, e->key), true);
+    if (st) st->evictions[HE_CACHE_TIER_SSD]++;
+    return true;
+}
+
+int he__cache_store_reserve(he__cache_sdir_t *d, uint64_t bytes, he_cache_stats_t *st)
+{
+    int rc = 0;
+    bytes = he__cache_store_blocks(bytes);
+    pthread_mutex_lock(&d->lock);
+    if (bytes > d->limit) {
+        rc = -ENOSPC;
+    } else {
+        while (d->used + d->reserved + bytes > d->limit && he_cache_sdir_evict_one(d, st))
+            ;
+        if (d->used + d->reserved + bytes > d->limit)
+            rc = -ENOSPC; /* other writes in flight hold the rest */
+        else
+            d->reserved += bytes;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+void he__cache_store_unreserve(he__cache_sdir_t *d, uint64_t bytes)
+{
+    pthread_mutex_lock(&d->lock);
+    d->reserved -= he__cache_store_blocks(bytes);
+    pthread_mutex_unlock(&d->lock);
+}
+
+static int he_cache_sdir_add_locked(he__cache_sdir_t *d, const he_cache_key_t *key, uint64_t gen,
+                                    uint32_t hdr_len, uint64_t body_len,
+                                    const he_cache_meta_t *meta, he_cache_stats_t *st)
+{
+    he__cache_sentry_t **slot = he_cache_sdir_slot(d, key), *e;
+    size_t ksz = offsetof(he_cache_key_t, s) + key->len + 1;
+    if (*slot) {
+        /* a newer version: drop the old one (and its file, whose name
+         * differs by gen); keep the newer of two found at rebuild */
+        if ((*slot)->meta.fresh.stored_ms > meta->fresh.stored_ms) {
+            he_cache_sdir_queue_unlink(d, key->hash, gen);
+            return 0;
+        }
+        he_cache_sdir_drop(d, slot, true);
+    }
+    e = calloc(1, sizeof(*e));
+    if (e) e->key = malloc(ksz);
+    if (!e || !e->key) {
+        if (e) free(e);
+        he_cache_sdir_queue_unlink(d, key->hash, gen);
+        return -ENOMEM;
+    }
+    memcpy(e->key, key, ksz);
+    e->hash = key->hash;
+    e->gen = gen;
+    e->hdr_len = hdr_len;
+    e->body_len = body_len;
+    e->meta = *meta;
+    e->meta.prefetched = false;
+    e->hnext = d->buckets[key->hash & d->mask];
+    d->buckets[key->hash & d->mask] = e;
+    e->next = d->head;
+    if (d->head)
+        d->head->prev = e;
+    else
+        d->tail = e;
+    d->head = e;
+    d->used += he_cache_sentry_size(e);
+    d->count++;
+    while (d->used + d->reserved > d->limit && d->count > 1 && he_cache_sdir_evict_one(d, st))
+        ;
+    return 0;
+}
+
+int he__cache_store_add(he__cache_sdir_t *d, const he_cache_key_t *key, uint64_t gen,
+                        uint32_t hdr_len, uint64_t body_len, const he_cache_meta_t *meta,
+                        uint64_t reserved, he_cache_stats_t *st)
+{
+    int rc;
+    pthread_mutex_lock(&d->lock);
+    d->reserved -= he__cache_store_blocks(reserved);
+    rc = he_cache_sdir_add_locked(d, key, gen, hdr_len, body_len, meta, st);
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- rebuild */
+
+static int he_cache_store_read_full(int fd, char *buf, size_t n, off_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, buf + got, n - got, off + (off_t)got);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    return (int)got;
+}
+
+/* Checks one file; 0 indexed, else it was removed. */
+static int he_cache_store_load(he__cache_sdir_t *d, int subfd, const char *sub, const char *name,
+                               he_cache_stats_t *st)
+{
+    he_cache_store_t *s = d->store;
+    static __thread char buf[HE__CACHE_HDR_MAX];
+    static __thread he_cache_key_t key;
+    he_cache_meta_t meta;
+    uint32_t hdr_len, body_crc;
+    uint64_t body_len, hash, gen;
+    char want[48], full[64];
+    struct stat sb;
+    int fd, n, rc = -EBADMSG;
+
+    snprintf(full, sizeof(full), "%s/%s", sub, name);
+    if (sscanf(name, "%16" SCNx64 "-%16" SCNx64 ".obj", &hash, &gen) != 2) goto bad;
+    fd = openat(subfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        rc = -errno;
+        goto bad;
+    }
+    n = he_cache_store_read_full(fd, buf, sizeof(buf), 0);
+    if (n < 0 || fstat(fd, &sb) < 0) {
+        rc = n < 0 ? n : -errno;
+        close(fd);
+        goto bad;
+    }
+    rc = he__cache_hdr_parse(buf, (size_t)n, &key, &meta, &hdr_len, &body_len, &body_crc);
+    he__cache_store_name(want, sizeof(want), key.hash, gen);
+    if (rc == 0 && (key.hash != hash || strcmp(want, full) != 0)) rc = -EBADMSG;
+    if (rc == 0 && (uint64_t)sb.st_size != hdr_len + body_len) rc = -EBADMSG; /* truncated */
+    if (rc == 0 && s->opts.verify_bodies) {
+        uint32_t crc = 0;
+        static __thread char big[1 << 16];
+        uint64_t off = 0;
+        while (off < body_len) {
+            size_t want_n = body_len - off < sizeof(big) ? (size_t)(body_len - off) : sizeof(big);
+            int got = he_cache_store_read_full(fd, big, want_n, (off_t)(hdr_len + off));
+            if (got <= 0) {
+                rc = got < 0 ? got : -EBADMSG;
+                break;
+            }
+            crc = he__cache_crc32c(crc, big, (size_t)got);
+            off += (uint64_t)got;
+        }
+        if (rc == 0 && crc != body_crc) rc = -EBADMSG;
+    }
+    close(fd);
+    if (rc != 0) goto bad;
+    if (gen >= atomic_load(&s->gen)) atomic_store(&s->gen, gen + 1);
+    return he_cache_sdir_add_locked(d, &key, gen, hdr_len, body_len, &meta, st);
+bad:
+    he__cache_store_fail(s, rc == -EBADMSG ? -EBADMSG : rc, full, st);
+    unlinkat(subfd, name, 0);
+    return rc;
+}
+
+static int he_cache_store_rebuild(he__cache_sdir_t *d, he_cache_stats_t *st)
+{
+    DIR *dir;
+    struct dirent *de;
+    int fd;
+    /* temporary files are never indexed: a crash mid-write leaves them */
+    fd = openat(d->dirfd, "tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0 && (dir = fdopendir(fd)) != NULL) {
+        while ((de = readdir(dir)) != NULL)
+            if (de->d_name[0] != '.') unlinkat(fd, de->d_name, 0);
+        closedir(dir);
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    for (unsigned i = 0; i < 256; i++) {
+        char sub[4];
+        snprintf(sub, sizeof(sub), "%02x", i);
+        if (mkdirat(d->dirfd, sub, 0755) < 0 && errno != EEXIST) return -errno;
+        fd = openat(d->dirfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) return -errno;
+        dir = fdopendir(fd);
+        if (!dir) {
+            close(fd);
+            return -errno;
+        }
+        while ((de = readdir(dir)) != NULL) {
+            if (de->d_name[0] == '.') continue;
+            he_cache_store_load(d, fd, sub, de->d_name, st);
+        }
+        closedir(dir);
+    }
+    /* a lowered limit: evict down to it now */
+    while (d->used > d->limit && he_cache_sdir_evict_one(d, st))
+        ;
+    return 0;
+}
+
+int he_cache_store_open(he_cache_store_t **out, const he_cache_store_opts_t *o, int64_t wall_ms,
+                        he_cache_stats_t *st)
+{
+    he_cache_store_t *s;
+    int rc = 0;
+    *out = NULL;
+    if (o->ndirs == 0 || o->ndirs > HE_CONF_MAX_STORES) return -EINVAL;
+    s = calloc(1, sizeof(*s));
+    if (!s) return -ENOMEM;
+    s->opts = *o;
+    atomic_init(&s->gen, (uint64_t)wall_ms << 16);
+    for (unsigned i = 0; i < o->ndirs; i++) {
+        he__cache_sdir_t *d = &s->dirs[i];
+        uint64_t nb = 1024;
+        d->store = s;
+        d->index = i;
+        d->limit = o->bytes[i];
+        d->dirfd = -1;
+        pthread_mutex_init(&d->lock, NULL);
+        s->ndirs = i + 1;
+        snprintf(d->path, sizeof(d->path), "%s", o->dirs[i]);
+        while (nb < d->limit / 65536 && nb < (1u << 24))
+            nb <<= 1;
+        d->buckets = calloc(nb, sizeof(*d->buckets));
+        if (!d->buckets) {
+            rc = -ENOMEM;
+            break;
+        }
+        d->mask = nb - 1;
+        if (mkdir(d->path, 0755) < 0 && errno != EEXIST) {
+            rc = -errno;
+            break;
+        }
+        d->dirfd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d->dirfd < 0) {
+            rc = -errno;
+            break;
+        }
+        if (mkdirat(d->dirfd, "tmp", 0755) < 0 && errno != EEXIST) {
+            rc = -errno;
+            break;
+        }
+        if ((rc = he_cache_store_rebuild(d, st)) < 0) break;
+    }
+    if (rc < 0) {
+        he_cache_store_close(s);
+        return rc;
+    }
+    he_cache_store_unlink_sync(s);
+    *out = s;
+    return 0;
+}
+
+void he_cache_store_close(he_cache_store_t *s)
+{
+    if (!s) return;
+    for (unsigned i = 0; i < s->ndirs; i++) {
+        he__cache_sdir_t *d = &s->dirs[i];
+        while (d->head) {
+            he__cache_sentry_t *e = d->head;
+            d->head = e->next;
+            free(e->key);
+            free(e);
+        }
+        while (d->unlinks) {
+            he__cache_unlink_t *u = d->unlinks;
+            d->unlinks = u->next;
+            if (d->dirfd >= 0) unlinkat(d->dirfd, u->path, 0);
+            free(u);
+        }
+        free(d->buckets);
+        if (d->dirfd >= 0) close(d->dirfd);
+        pthread_mutex_destroy(&d->lock);
+    }
+    free(s);
+}
+
+uint64_t he_cache_store_count(he_cache_store_t *s)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < s->ndirs; i++) {
+        pthread_mutex_lock(&s->dirs[i].lock);
+        n += s->dirs[i].count;
+        pthread_mutex_unlock(&s->dirs[i].lock);
+    }
+    return n;
+}
+
+uint64_t he_cache_store_used(he_cache_store_t *s, unsigned dir)
+{
+    uint64_t n;
+    pthread_mutex_lock(&s->dirs[dir].lock);
+    n = s->dirs[dir].used;
+    pthread_mutex_unlock(&s->dirs[dir].lock);
+    return n;
+}
+
+/* ---------------------------------------------------------------- lookups */
+
+int he_cache_store_lookup(he_cache_store_t *s, const he_cache_key_t *key, he_cache_store_hit_t *hit,
+                          he_cache_stats_t *st)
+{
+    he__cache_sdir_t *d;
+    he__cache_sentry_t *e;
+    if (!s) {
+        if (st) st->misses[HE_CACHE_TIER_SSD]++;
+        return -ENOENT;
+    }
+    d = he__cache_store_dir_for(s, key->hash);
+    pthread_mutex_lock(&d->lock);
+    e = *he_cache_sdir_slot(d, key);
+    if (e) {
+        e->visited = true;
+        hit->dirfd = d->dirfd;
+        he__cache_store_name(hit->path, sizeof(hit->path), e->hash, e->gen);
+        hit->body_off = e->hdr_len;
+        hit->body_len = e->body_len;
+        hit->meta = e->meta;
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (st) {
+        if (e) {
+            st->hits[HE_CACHE_TIER_SSD]++;
+            if (hit->meta.status == 404) st->negative_hits++;
+        } else {
+            st->misses[HE_CACHE_TIER_SSD]++;
+        }
+    }
+    return e ? 0 : -ENOENT;
+}
+
+int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key)
+{
+    he__cache_sdir_t *d;
+    he__cache_sentry_t **slot;
+    int rc = -ENOENT;
+    if (!s) return rc;
+    d = he__cache_store_dir_for(s, key->hash);
+    pthread_mutex_lock(&d->lock);
+    slot = he_cache_sdir_slot(d, key);
+    if (*slot) {
+        he_cache_sdir_drop(d, slot, true);
+        rc = 0;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+void he_cache_store_refresh(he_cache_store_t *s, const he_cache_key_t *key,
+                            const he_cache_fresh_t *f)
+{
+    /* in memory only: after a restart the entry is stale and gets
+     * revalidated again, which is correct, merely one request more */
+    he__cache_sdir_t *d;
+    he__cache_sentry_t *e;
+    if (!s) return;
+    d = he__cache_store_dir_for(s, key->hash);
+    pthread_mutex_lock(&d->lock);
+    e = *he_cache_sdir_slot(d, key);
+    if (e) {
+        e->meta.fresh.stored_ms = f->stored_ms;
+        e->meta.fresh.expires_ms = f->expires_ms;
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
+void he_cache_store_error(he_cache_store_t *s, const he_cache_key_t *key, int neg_errno,
+                          he_cache_stats_t *st)
+{
+    if (!s) return;
+    he__cache_store_fail(s, neg_errno, key->s, st);
+    he_cache_store_remove(s, key);
+}
+
+/* ---------------------------------------------------------------- unlinks */
+
+int he_cache_store_unlink_step(he_cache_store_t *s, struct io_uring_sqe *sqe)
+{
+    /* the path must outlive the SQE: it is kept in a per-store slot that
+     * the next call replaces (one unlink in flight per store) */
+    static __thread char path[HE__CACHE_HDR_FIXED + 48];
+    for (unsigned i = 0; i < s->ndirs; i++) {
+        he__cache_sdir_t *d = &s->dirs[(s->unlink_rr + i) % s->ndirs];
+        he__cache_unlink_t *u;
+        pthread_mutex_lock(&d->lock);
+        u = d->unlinks;
+        if (u) d->unlinks = u->next;
+        pthread_mutex_unlock(&d->lock);
+        if (u) {
+            snprintf(path, sizeof(path), "%s", u->path);
+            io_uring_prep_unlinkat(sqe, d->dirfd, path, 0);
+            free(u);
+            s->unlink_rr++;
+            return HE_CACHE_AGAIN;
+        }
+    }
+    return HE_CACHE_OK;
+}
+
+void he_cache_store_unlink_sync(he_cache_store_t *s)
+{
+    for (unsigned i = 0; i < s->ndirs; i++) {
+        he__cache_sdir_t *d = &s->dirs[i];
+        he__cache_unlink_t *u;
+        pthread_mutex_lock(&d->lock);
+        u = d->unlinks;
+        d->unlinks = NULL;
+        pthread_mutex_unlock(&d->lock);
+        while (u) {
+            he__cache_unlink_t *next = u->next;
+            unlinkat(d->dirfd, u->path, 0);
+            free(u);
+            u = next;
+        }
+    }
+}

@@ -1,0 +1,356 @@
+/* cache/fill.c driven by hand as a fake origin: N waiters make one fill,
+ * each streams bytes as they arrive and all bodies are identical; a fill
+ * failing midway ends every waiter with ERROR and leaves no entry; a 304
+ * refreshes and serves the stale object; an origin failure inside the
+ * stale-if-error window serves stale; no-store responses stream but are
+ * not kept; a waiter may leave early; finished objects go to the SSD. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/internal.h"
+#include "he_test.h"
+
+#define NOW 1700000000000ll
+#define N 50
+#define BODY 100000
+
+typedef struct client {
+    he_cache_waiter_t w;
+    char *buf;
+    uint64_t got;
+    int headers, data, done, error;
+    int status;
+    bool leave_on_data;
+} client_t;
+
+static void client_notify(he_cache_waiter_t *w, he_cache_fill_ev_t ev)
+{
+    client_t *c = w->ctx;
+    he_cache_fill_t *f = w->fill;
+    if (ev == HE_CACHE_FILL_EV_HEADERS) {
+        c->headers++;
+        c->status = he_cache_fill_status(f);
+    }
+    if (ev == HE_CACHE_FILL_EV_DATA) c->data++;
+    if (ev == HE_CACHE_FILL_EV_ERROR) {
+        c->error++;
+        he_cache_fill_leave(w);
+        return;
+    }
+    /* stream whatever is there now */
+    he_cache_obj_t *o = he_cache_fill_obj(f);
+    if (o) {
+        const void *p;
+        size_t n;
+        while ((n = he_cache_obj_peek(o, c->got, &p, NULL)) > 0) {
+            memcpy(c->buf + c->got, p, n);
+            c->got += n;
+        }
+    }
+    if (ev == HE_CACHE_FILL_EV_DONE) {
+        c->done++;
+        he_cache_fill_leave(w);
+    } else if (c->leave_on_data && ev == HE_CACHE_FILL_EV_DATA) {
+        he_cache_fill_leave(w);
+    }
+}
+
+static he_conf_t conf;
+static he_cache_ram_t *ram;
+static he_cache_stats_t st;
+static char src[BODY];
+
+static void clients_init(client_t *c, int n)
+{
+    for (int i = 0; i < n; i++) {
+        memset(&c[i], 0, sizeof(c[i]));
+        c[i].w.notify = client_notify;
+        c[i].w.ctx = &c[i];
+        c[i].buf = malloc(BODY);
+    }
+}
+
+static void clients_free(client_t *c, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(c[i].buf);
+}
+
+static he_cache_http_resp_t resp200(const char *cc, int64_t len)
+{
+    he_cache_http_resp_t r;
+    memset(&r, 0, sizeof(r));
+    r.status = 200;
+    r.content_length = len;
+    r.age_s = -1;
+    strcpy(r.cache_control, cc);
+    strcpy(r.etag, "\"v1\"");
+    return r;
+}
+
+static void test_coalesce(he_cache_store_t *store)
+{
+    he_cache_fills_opts_t fo = {.conf = &conf, .ram = ram, .node = 0, .store = store, .stats = &st};
+    he_cache_fills_t *fs = he_cache_fills_new(&fo);
+    static client_t c[N];
+    he_cache_key_t k;
+    he_cache_fill_t *f = NULL;
+    int created = 0;
+    he_cache_http_resp_t r = resp200("max-age=60", BODY);
+
+    clients_init(c, N);
+    he_cache_key_set(&k, "live/720p/seg_1.ts", 18);
+    memset(&st, 0, sizeof(st));
+    for (int i = 0; i < N; i++) {
+        bool cr;
+        he_cache_fill_t *g = he_cache_fill_join(fs, &k, &c[i].w, NULL, false, &cr);
+        created += cr;
+        if (f) HE_CHECK(g == f);
+        f = g;
+    }
+    HE_CHECK_INT(created, 1); /* exactly one origin request */
+    HE_CHECK_INT(st.fills, 1);
+    HE_CHECK_INT(st.coalesced_waiters, N - 1);
+    HE_CHECK_INT(he_cache_fills_active(fs), 1);
+
+    he_cache_sink_t sink = he_cache_fill_sink(f);
+    HE_CHECK_INT(sink.headers(sink.ctx, &r), 0);
+    for (size_t off = 0; off < BODY; off += 1000) {
+        HE_CHECK_INT(sink.body(sink.ctx, src + off, 1000), 0);
+        if (off == 0) {
+            /* read-while-fill: everybody already has the first bytes */
+            int streaming = 0;
+            for (int i = 0; i < N; i++)
+                streaming += c[i].got == 1000;
+            HE_CHECK_INT(streaming, N);
+        }
+        if (off == BODY / 2) {
+            /* a late joiner catches up from the object */
+            static client_t late;
+            bool cr;
+            clients_init(&late, 1);
+            HE_CHECK(he_cache_fill_join(fs, &k, &late.w, NULL, false, &cr) == f && !cr);
+            HE_CHECK(he_cache_fill_status(f) == 200 && he_cache_fill_obj(f) != NULL);
+            HE_CHECK_INT(he_cache_fill_resp(f)->content_length, BODY);
+            he_cache_fill_leave(&late.w);
+            clients_free(&late, 1);
+        }
+    }
+    he_cache_fill_end(f, 0, 0, NOW);
+    HE_CHECK_INT(he_cache_fills_active(fs), 0);
+    for (int i = 0; i < N; i++) {
+        HE_CHECK_INT(c[i].headers, 1);
+        HE_CHECK_INT(c[i].done, 1);
+        HE_CHECK_INT(c[i].status, 200);
+        HE_CHECK_INT(c[i].got, BODY);
+        HE_CHECK(memcmp(c[i].buf, src, BODY) == 0);
+        HE_CHECK(c[i].w.fill == NULL);
+    }
+    HE_CHECK_INT(st.bytes_filled, BODY);
+    /* published */
+    he_cache_obj_t *o = he_cache_ram_lookup(ram, 0, &k, &st);
+    HE_CHECK(o != NULL);
+    if (o) {
+        HE_CHECK_INT(he_cache_obj_len(o), BODY);
+        HE_CHECK_STR(he_cache_obj_meta(o)->content_type, "video/mp2t");
+        HE_CHECK_STR(he_cache_obj_meta(o)->etag, "\"v1\"");
+        HE_CHECK_INT(he_cache_obj_meta(o)->fresh.expires_ms, NOW + 60000);
+        he_cache_obj_unref(o);
+    }
+    /* and handed to the SSD writer */
+    if (store) {
+        he_cache_swrite_t *w = he_cache_fills_next_write(fs);
+        he_cache_store_hit_t h;
+        HE_CHECK(w != NULL);
+        HE_CHECK_INT(he_cache_swrite_run_sync(w, &st, NULL, NULL), 0);
+        he_cache_swrite_free(w);
+        HE_CHECK(he_cache_fills_next_write(fs) == NULL);
+        HE_CHECK_INT(he_cache_store_lookup(store, &k, &h, &st), 0);
+        HE_CHECK_INT(h.body_len, BODY);
+    }
+    clients_free(c, N);
+    he_cache_fills_free(fs);
+}
+
+static void test_fail_midway(void)
+{
+    he_cache_fills_opts_t fo = {.conf = &conf, .ram = ram, .node = 0, .stats = &st};
+    he_cache_fills_t *fs = he_cache_fills_new(&fo);
+    static client_t c[N];
+    he_cache_key_t k;
+    he_cache_fill_t *f = NULL;
+    bool cr;
+    he_cache_http_resp_t r = resp200("max-age=60", BODY);
+    uint64_t used_before = he_cache_ram_used(ram, 0);
+
+    clients_init(c, N);
+    memset(&st, 0, sizeof(st));
+    he_cache_key_set(&k, "cut.ts", 6);
+    for (int i = 0; i < N; i++)
+        f = he_cache_fill_join(fs, &k, &c[i].w, NULL, false, &cr);
+    he_cache_sink_t sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    sink.body(sink.ctx, src, BODY / 3);
+    he_cache_fill_end(f, -EPIPE, HE_CACHE_OERR_TRUNCATED, NOW);
+    for (int i = 0; i < N; i++) {
+        HE_CHECK_INT(c[i].error, 1);
+        HE_CHECK_INT(c[i].done, 0);
+        HE_CHECK_INT(c[i].got, BODY / 3); /* what they streamed was right... */
+        HE_CHECK(memcmp(c[i].buf, src, BODY / 3) == 0);
+    }
+    /* ...but nothing is left: no entry, no memory, no SSD write */
+    HE_CHECK(he_cache_ram_lookup(ram, 0, &k, &st) == NULL);
+    HE_CHECK(he_cache_fill_find(fs, &k) == NULL);
+    HE_CHECK_INT(he_cache_fills_active(fs), 0);
+    HE_CHECK_INT(he_cache_ram_used(ram, 0), used_before);
+    HE_CHECK_INT(st.fills_failed, 1);
+    HE_CHECK(he_cache_fills_next_write(fs) == NULL);
+
+    /* the next request starts a fresh fill */
+    f = he_cache_fill_join(fs, &k, NULL, NULL, false, &cr);
+    HE_CHECK(cr);
+    he_cache_fill_end(f, -ECONNREFUSED, HE_CACHE_OERR_CONNECT, NOW);
+    HE_CHECK_INT(he_cache_fills_active(fs), 0);
+    clients_free(c, N);
+    he_cache_fills_free(fs);
+}
+
+static he_cache_obj_t *stale_obj(const char *name, int64_t expires, uint32_t sie)
+{
+    he_cache_key_t k;
+    he_cache_meta_t m = {.status = 200, .kind = HE_SEG_KIND_SEGMENT};
+    he_cache_obj_t *o;
+    he_cache_key_set(&k, name, strlen(name));
+    o = he_cache_obj_new(ram, 0, &k, 5);
+    he_cache_obj_append(o, "stale", 5, NULL);
+    m.fresh.stored_ms = NOW - 100000;
+    m.fresh.expires_ms = expires;
+    m.fresh.sie_ms = sie;
+    he_cache_obj_set_meta(o, &m);
+    he_cache_obj_finish(o);
+    he_cache_ram_insert(ram, o, NULL);
+    return o;
+}
+
+static void test_stale(void)
+{
+    he_cache_fills_opts_t fo = {.conf = &conf, .ram = ram, .node = 0, .stats = &st};
+    he_cache_fills_t *fs = he_cache_fills_new(&fo);
+    client_t c[2];
+    he_cache_fill_t *f;
+    he_cache_fresh_t fr;
+    bool cr;
+
+    /* 304: refreshed and served */
+    memset(&st, 0, sizeof(st));
+    clients_init(c, 2);
+    he_cache_obj_t *s = stale_obj("st.ts", NOW - 1000, 0);
+    f = he_cache_fill_join(fs, he_cache_obj_key(s), &c[0].w, s, false, &cr);
+    he_cache_fill_join(fs, he_cache_obj_key(s), &c[1].w, s, false, &cr);
+    HE_CHECK_INT(st.revalidations, 1);
+    he_cache_http_resp_t r = resp200("max-age=30", -1);
+    r.status = 304;
+    he_cache_sink_t sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    HE_CHECK(he_cache_fill_stale(f));
+    he_cache_fill_end(f, 0, 0, NOW);
+    for (int i = 0; i < 2; i++) {
+        HE_CHECK(c[i].done == 1 && c[i].status == 200 && c[i].got == 5);
+        HE_CHECK(memcmp(c[i].buf, "stale", 5) == 0);
+    }
+    he_cache_obj_fresh(s, &fr);
+    HE_CHECK_INT(fr.expires_ms, NOW + 30000);
+    HE_CHECK_INT(st.revalidated_304, 1);
+    clients_free(c, 2);
+    he_cache_obj_unref(s);
+
+    /* origin down, within stale-if-error: served stale */
+    clients_init(c, 1);
+    s = stale_obj("sie.ts", NOW - 1000, 5000);
+    f = he_cache_fill_join(fs, he_cache_obj_key(s), &c[0].w, s, false, &cr);
+    he_cache_fill_end(f, -ECONNREFUSED, HE_CACHE_OERR_CONNECT, NOW);
+    HE_CHECK(c[0].done == 1 && c[0].error == 0 && c[0].got == 5);
+    HE_CHECK_INT(st.stale_serves, 1);
+    clients_free(c, 1);
+    he_cache_obj_unref(s);
+
+    /* origin down, past the window: an error */
+    clients_init(c, 1);
+    s = stale_obj("old.ts", NOW - 10000, 5000);
+    f = he_cache_fill_join(fs, he_cache_obj_key(s), &c[0].w, s, false, &cr);
+    he_cache_fill_end(f, -ECONNREFUSED, HE_CACHE_OERR_CONNECT, NOW);
+    HE_CHECK(c[0].done == 0 && c[0].error == 1);
+    clients_free(c, 1);
+    he_cache_obj_unref(s);
+    he_cache_fills_free(fs);
+}
+
+static void test_nostore_leave_prefetch(void)
+{
+    he_cache_fills_opts_t fo = {.conf = &conf, .ram = ram, .node = 0, .stats = &st};
+    he_cache_fills_t *fs = he_cache_fills_new(&fo);
+    client_t c[2];
+    he_cache_key_t k;
+    he_cache_fill_t *f;
+    bool cr;
+
+    clients_init(c, 2);
+    he_cache_key_set(&k, "private.ts", 10);
+    f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
+    c[1].leave_on_data = true;
+    he_cache_fill_join(fs, &k, &c[1].w, NULL, false, &cr);
+    he_cache_http_resp_t r = resp200("no-store", 10);
+    he_cache_sink_t sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    sink.body(sink.ctx, "0123456789", 10);
+    he_cache_fill_end(f, 0, 0, NOW);
+    HE_CHECK(c[0].done == 1 && c[0].got == 10);
+    HE_CHECK(c[1].done == 0 && c[1].w.fill == NULL);
+    HE_CHECK(he_cache_ram_lookup(ram, 0, &k, NULL) == NULL);
+    clients_free(c, 2);
+
+    /* a prefetch with nobody waiting: published with the prefetched mark,
+     * and its first hit counts as used */
+    memset(&st, 0, sizeof(st));
+    he_cache_key_set(&k, "pf.ts", 5);
+    f = he_cache_fill_join(fs, &k, NULL, NULL, true, &cr);
+    HE_CHECK_INT(st.prefetch_issued, 1);
+    r = resp200("max-age=60", 3);
+    sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    sink.body(sink.ctx, "abc", 3);
+    he_cache_fill_end(f, 0, 0, NOW);
+    he_cache_obj_t *o = he_cache_ram_lookup(ram, 0, &k, &st);
+    HE_CHECK(o != NULL);
+    HE_CHECK_INT(st.prefetch_used, 1);
+    if (o) he_cache_obj_unref(o);
+    he_cache_fills_free(fs);
+}
+
+int main(void)
+{
+    he_cache_ram_opts_t ro = {.bytes = 16 << 20, .chunk_size = 16384, .admission = true};
+    he_cache_store_opts_t so = {.ndirs = 1};
+    he_cache_store_t *store;
+    char dir[] = "/tmp/he_test_fill.XXXXXX", cmd[64];
+    for (int i = 0; i < BODY; i++)
+        src[i] = (char)(i * 7 + (i >> 8));
+    he_conf_defaults(&conf);
+    memset(conf.cache_ttl_ms, 0, sizeof(conf.cache_ttl_ms));
+    ram = he_cache_ram_new(&ro);
+    if (!mkdtemp(dir)) return 1;
+    so.dirs[0] = dir;
+    so.bytes[0] = 64 << 20;
+    HE_CHECK_INT(he_cache_store_open(&store, &so, NOW, NULL), 0);
+    test_coalesce(store);
+    test_fail_midway();
+    test_stale();
+    test_nostore_leave_prefetch();
+    he_cache_store_close(store);
+    he_cache_ram_free(ram);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0) return 1;
+    HE_TEST_MAIN_END();
+}

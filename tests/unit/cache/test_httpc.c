@@ -1,0 +1,193 @@
+/* cache/httpc.c: responses split at every byte boundary parse the same;
+ * Content-Length, chunked and until-close bodies; 1xx skipped; no body for
+ * 204/304/HEAD; malformed heads rejected; requests built safely. */
+#include <errno.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "he_test.h"
+
+/* Feeds s in pieces of at most step bytes; collects the body. Returns the
+ * last event or error; *eof_rc is the result of eof() if not DONE. */
+static int run(const char *s, size_t len, size_t step, bool head, he_cache_httpc_t *p, char *body,
+               size_t *blen, bool call_eof)
+{
+    size_t off = 0;
+    int ev = HE_CACHE_HTTPC_MORE;
+    he_cache_httpc_init(p, head);
+    *blen = 0;
+    while (off < len) {
+        size_t n = len - off < step ? len - off : step, used;
+        const char *b;
+        size_t bl;
+        size_t pos = 0;
+        while (pos < n || ev == HE_CACHE_HTTPC_HEADERS) {
+            ev = he_cache_httpc_parse(p, s + off + pos, n - pos, &used, &b, &bl);
+            if (ev < 0) return ev;
+            if (ev == HE_CACHE_HTTPC_BODY) {
+                memcpy(body + *blen, b, bl);
+                *blen += bl;
+            }
+            pos += used;
+            if (ev == HE_CACHE_HTTPC_DONE) return ev;
+            if (ev == HE_CACHE_HTTPC_MORE) break;
+        }
+        off += n;
+    }
+    if (ev != HE_CACHE_HTTPC_DONE) {
+        size_t used;
+        const char *b;
+        size_t bl;
+        ev = he_cache_httpc_parse(p, "", 0, &used, &b, &bl);
+        if (ev != HE_CACHE_HTTPC_DONE && call_eof) ev = he_cache_httpc_eof(p);
+    }
+    return ev;
+}
+
+static void check_all_splits(const char *s, bool head, int want, const char *want_body, int status)
+{
+    he_cache_httpc_t p;
+    char body[4096];
+    size_t blen;
+    for (size_t step = 1; step <= strlen(s); step++) {
+        int ev = run(s, strlen(s), step, head, &p, body, &blen, true);
+        HE_CHECK_INT(ev, want);
+        if (ev == HE_CACHE_HTTPC_DONE) {
+            HE_CHECK_INT(p.resp.status, status);
+            HE_CHECK_INT(blen, strlen(want_body));
+            HE_CHECK(memcmp(body, want_body, blen) == 0);
+        }
+        if (ev != want) break;
+    }
+}
+
+int main(void)
+{
+    he_cache_httpc_t p;
+    char body[4096], req[512];
+    size_t blen;
+
+    check_all_splits("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: video/mp2t\r\n"
+                     "ETag: \"e1\"\r\nCache-Control: max-age=10\r\nCache-control: public\r\n"
+                     "Age: 3\r\nDate: Tue, 14 Nov 2023 22:13:20 GMT\r\n\r\nhello",
+                     false, HE_CACHE_HTTPC_DONE, "hello", 200);
+    run("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type:  video/mp2t \r\nETag: \"e1\"\r\n"
+        "Cache-Control: max-age=10\r\nCache-control: public\r\nAge: 3\r\n"
+        "Last-Modified: Tue, 14 Nov 2023 22:13:20 GMT\r\nExpires: 0\r\n\r\nhello",
+        200, 1000, false, &p, body, &blen, true);
+    HE_CHECK_STR(p.resp.content_type, "video/mp2t");
+    HE_CHECK_STR(p.resp.etag, "\"e1\"");
+    HE_CHECK_STR(p.resp.cache_control, "max-age=10, public");
+    HE_CHECK_STR(p.resp.expires, "0");
+    HE_CHECK_STR(p.resp.last_modified, "Tue, 14 Nov 2023 22:13:20 GMT");
+    HE_CHECK_INT(p.resp.age_s, 3);
+    HE_CHECK_INT(p.resp.content_length, 5);
+    HE_CHECK(p.resp.keepalive);
+
+    /* chunked, with extensions, trailers and bare LFs */
+    check_all_splits("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+                     "5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: 1\r\n\r\n",
+                     false, HE_CACHE_HTTPC_DONE, "hello, world", 200);
+    check_all_splits("HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\nA\n0123456789\n0\n\n", false,
+                     HE_CACHE_HTTPC_DONE, "0123456789", 200);
+    /* until close (HTTP/1.0, no length) */
+    check_all_splits("HTTP/1.0 200 OK\r\n\r\nsome bytes", false, HE_CACHE_HTTPC_DONE, "some bytes",
+                     200);
+    run("HTTP/1.0 200 OK\r\n\r\nx", 20, 100, false, &p, body, &blen, false);
+    HE_CHECK(!p.resp.keepalive);
+    /* interim responses are skipped */
+    check_all_splits("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n"
+                     "HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno",
+                     false, HE_CACHE_HTTPC_DONE, "no", 404);
+    /* no body */
+    check_all_splits("HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\nContent-Length: 99\r\n\r\n",
+                     false, HE_CACHE_HTTPC_DONE, "", 304);
+    check_all_splits("HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n", true, HE_CACHE_HTTPC_DONE, "",
+                     200);
+    check_all_splits("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", false,
+                     HE_CACHE_HTTPC_DONE, "", 200);
+    HE_CHECK(!p.resp.keepalive);
+
+    /* truncated: EOF before the end is an error */
+    HE_CHECK_INT(run("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", 41, 100, false, &p, body,
+                     &blen, true),
+                 -EPIPE);
+    HE_CHECK_INT(run("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", 51, 100, false,
+                     &p, body, &blen, true),
+                 -EPIPE);
+    HE_CHECK_INT(run("HTTP/1.1 200 OK\r\nContent-", 26, 100, false, &p, body, &blen, true), -EPIPE);
+
+    /* malformed */
+    static const char *const bad[] = {
+        "HTTP/2 200 OK\r\n\r\n",
+        "HTTP/1.1 2x0 OK\r\n\r\n",
+        "HTTP/1.1 099 OK\r\n\r\n",
+        "HTTP/1.1 200OK\r\n\r\n",
+        "ICY 200 OK\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nNoColon\r\n\r\n",
+        "HTTP/1.1 200 OK\r\n folded\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffff\r\n",
+        "HTTP/1.1 101 Switching\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int ev = run(bad[i], strlen(bad[i]), 1000, false, &p, body, &blen, false);
+        if (ev != -EPROTO) fprintf(stderr, "bad[%zu] gave %d\n", i, ev);
+        HE_CHECK_INT(ev, -EPROTO);
+    }
+    /* a head larger than the limit */
+    {
+        static char big[HE_CACHE_HTTPC_HEAD_MAX + 200];
+        strcpy(big, "HTTP/1.1 200 OK\r\n");
+        while (strlen(big) < HE_CACHE_HTTPC_HEAD_MAX + 50)
+            strcat(big, "X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+        strcat(big, "\r\n");
+        HE_CHECK_INT(run(big, strlen(big), 1000, false, &p, body, &blen, false), -E2BIG);
+    }
+    /* a long header we do not need is skipped, one we need is truncated */
+    {
+        static char longh[3000];
+        strcpy(longh, "HTTP/1.1 200 OK\r\nX-Long: ");
+        memset(longh + strlen(longh), 'a', 2000);
+        strcat(longh, "\r\nContent-Length: 1\r\n\r\nZ");
+        HE_CHECK_INT(run(longh, strlen(longh), 7, false, &p, body, &blen, true),
+                     HE_CACHE_HTTPC_DONE);
+        HE_CHECK(blen == 1 && body[0] == 'Z');
+    }
+    /* pipelined bytes after the response are not consumed */
+    {
+        const char *s = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1";
+        size_t used, bl, off = 0;
+        const char *b;
+        int ev;
+        he_cache_httpc_init(&p, false);
+        do {
+            ev = he_cache_httpc_parse(&p, s + off, strlen(s) - off, &used, &b, &bl);
+            off += used;
+        } while (ev != HE_CACHE_HTTPC_DONE && ev >= 0);
+        HE_CHECK_INT(off, strlen(s) - 8);
+    }
+
+    /* requests */
+    int n = he_cache_httpc_request(req, sizeof(req), "origin.example:8080", "/a/b.ts?x=1", "\"e\"",
+                                   "Tue, 14 Nov 2023 22:13:20 GMT");
+    HE_CHECK(n > 0);
+    HE_CHECK_STR(
+        req, "GET /a/b.ts?x=1 HTTP/1.1\r\nHost: origin.example:8080\r\n"
+             "User-Agent: hlsedge\r\nAccept-Encoding: identity\r\n"
+             "If-None-Match: \"e\"\r\nIf-Modified-Since: Tue, 14 Nov 2023 22:13:20 GMT\r\n\r\n");
+    n = he_cache_httpc_request(req, sizeof(req), "h", "/x", NULL, "");
+    HE_CHECK_STR(
+        req,
+        "GET /x HTTP/1.1\r\nHost: h\r\nUser-Agent: hlsedge\r\nAccept-Encoding: identity\r\n\r\n");
+    HE_CHECK_INT(he_cache_httpc_request(req, sizeof(req), "h", "/x\r\nEvil: 1", NULL, NULL),
+                 -EINVAL);
+    HE_CHECK_INT(he_cache_httpc_request(req, 10, "h", "/x", NULL, NULL), -ENOSPC);
+    HE_TEST_MAIN_END();
+}
