@@ -16,8 +16,9 @@
  *   store.c    SSD tier: directories, index, eviction, rebuild
  *   swrite.c   SSD tier: the write state machine (io_uring or syscalls)
  *   httpc.c    HTTP/1.1 response parser and request builder
- *   origin.c   origin fetch state machine: connect, send, receive, failover
+ *   origin.c   origin URLs, start-up resolution, a worker's origins + TLS context
  *   pool.c     keep-alive connections per worker per origin
+ *   fetch.c    origin fetch state machine: connect, TLS, send, receive, failover
  *   fill.c     coalesced fills, read-while-fill waiters, publishing
  *   prefetch.c next segments of a rendition, used/wasted accounting
  */
@@ -234,6 +235,9 @@ void he_cache_obj_finish(he_cache_obj_t *o);
  * same key). 0 published; 1 not published (larger than object_max or
  * larger than the node), the caller's reference stays valid either way. */
 int he_cache_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st);
+/* True if a complete object is indexed under key; unlike a lookup it
+ * counts nothing and marks nothing (no hit, no prefetch "used"). */
+bool he_cache_ram_contains(he_cache_ram_t *ram, int node, const he_cache_key_t *key);
 /* Purge: removes the key from every node. Returns how many were removed. */
 int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key);
 
@@ -299,6 +303,8 @@ typedef struct he_cache_store_hit {
  * anyway). Marks the entry visited for SIEVE. 0 hit, -ENOENT miss. */
 int he_cache_store_lookup(he_cache_store_t *s, const he_cache_key_t *key, he_cache_store_hit_t *hit,
                           he_cache_stats_t *st);
+/* True if key is stored; counts nothing, does not mark it visited. */
+bool he_cache_store_contains(he_cache_store_t *s, const he_cache_key_t *key);
 /* Purge: removes the entry and queues its unlink. 0 or -ENOENT. */
 int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key);
 void he_cache_store_refresh(he_cache_store_t *s, const he_cache_key_t *key,
@@ -368,24 +374,85 @@ int he_cache_httpc_eof(he_cache_httpc_t *p);
 int he_cache_httpc_request(char *out, size_t cap, const char *host, const char *path,
                            const char *inm, const char *ims);
 
-/* ---- NOT YET IMPLEMENTED (phase 1b): the declarations from here to the
- * end of the origin client section (origins, pool, io, fetch) are the
- * proposed integration API, for review; no .c defines them yet. */
+/* Same with any method ("GET", "HEAD"). */
+int he_cache_httpc_request_method(char *out, size_t cap, const char *method, const char *host,
+                                  const char *path, const char *inm, const char *ims);
 
-/* Parsed origin list (conf->origin_urls) and per-worker keep-alive pools. */
+/* ---- origins (origin.c, pool.c)
+ *
+ * Start-up or reload, on the control thread (blocking, may resolve DNS):
+ *     he_cache_origin_t list[HE_CONF_MAX_ORIGINS];
+ *     int n = he_cache_origins_resolve(conf, list, err, sizeof(err));
+ * then per worker (loads the CA store if any origin is https):
+ *     he_cache_origins_opts_t oo = {.conf = conf, .origins = list, .norigins = n};
+ *     he_cache_origins_new(&worker->origins, &oo, err, sizeof(err));
+ * Names are resolved only there (getaddrinfo, first address); nothing on
+ * the ring ever resolves. A reload resolves again and gives each worker a
+ * new he_cache_origins_t; the worker frees the old one once no fetch uses
+ * it (fetches point at it). */
+
+/* One origin base URL, parsed and resolved: plain data, copy it freely. */
+typedef struct he_cache_origin {
+    bool tls;        /* https */
+    bool host_is_ip; /* a literal: no SNI, the certificate must name the IP */
+    uint16_t port;
+    char host[256];      /* name or address, without brackets */
+    char authority[272]; /* Host header: "host", "host:port", "[v6]:port" */
+    char base[512];      /* path prefix without a trailing '/'; "" for none */
+    struct sockaddr_storage addr;
+    socklen_t addrlen; /* 0: not resolved (a name, he_cache_origin_parse only) */
+} he_cache_origin_t;
+
+/* Parses "http[s]://host[:port][/prefix]" (IPv6 as [addr]); numeric hosts
+ * get their address, names are left unresolved. 0 or -EINVAL (err set). */
+int he_cache_origin_parse(const char *url, he_cache_origin_t *o, char *err, size_t errlen);
+/* Parses and resolves conf->origin_urls in order (getaddrinfo for names:
+ * control thread only). Returns the count, or -EINVAL / -EHOSTUNREACH
+ * with err naming the URL. */
+int he_cache_origins_resolve(const he_conf_t *conf, he_cache_origin_t *out, char *err,
+                             size_t errlen);
+/* Joins the origin's base and an origin-form target: "/vod" + "/a.ts?x"
+ * -> "/vod/a.ts?x". Length or -ENAMETOOLONG / -EINVAL. */
+int he_cache_origin_path(const he_cache_origin_t *o, const char *target, char *out, size_t cap);
+
+/* A worker's view of the origins: the resolved list, its keep-alive pools
+ * and its TLS context. Used by one thread only. */
 typedef struct he_cache_origins he_cache_origins_t;
 
-/* Resolves the URLs (getaddrinfo; start-up only). -EINVAL with err set. */
-int he_cache_origins_new(he_cache_origins_t **out, const he_conf_t *conf, char *err, size_t errlen);
+typedef struct he_cache_origins_opts {
+    const he_conf_t *conf;            /* origin_pool: idle connections kept per origin */
+    const he_cache_origin_t *origins; /* he_cache_origins_resolve's output */
+    unsigned norigins;
+    const char *tls_ca_file; /* NULL: the system store; tests: a private CA (PEM) */
+} he_cache_origins_opts_t;
+
+int he_cache_origins_new(he_cache_origins_t **out, const he_cache_origins_opts_t *opts, char *err,
+                         size_t errlen);
 void he_cache_origins_free(he_cache_origins_t *o); /* closes pooled fds */
 unsigned he_cache_origins_count(const he_cache_origins_t *o);
-/* The keep-alive pool: an idle connection to origin i, or -1. */
-int he_cache_pool_get(he_cache_origins_t *o, unsigned i, uint64_t now_ms);
-/* Returns a connection: kept, or closed here if the pool is full. */
-void he_cache_pool_put(he_cache_origins_t *o, unsigned i, int fd, uint64_t now_ms);
+const he_cache_origin_t *he_cache_origins_get(const he_cache_origins_t *o, unsigned i);
+
+/* A connection to an origin: the socket and, for https, its TLS state
+ * (an SSL * with memory BIOs). */
+typedef struct he_cache_conn {
+    int fd;
+    void *tls; /* SSL *, or NULL */
+    uint64_t idle_since_ms;
+} he_cache_conn_t;
+
+/* The keep-alive pool: the most recently used idle connection to origin
+ * i (checked with a non-blocking MSG_PEEK: one the origin closed is
+ * dropped), or false. */
+bool he_cache_pool_get(he_cache_origins_t *o, unsigned i, uint64_t now_ms, he_cache_conn_t *c);
+/* Returns a connection: kept, or closed here (close(2)) if the pool is full. */
+void he_cache_pool_put(he_cache_origins_t *o, unsigned i, he_cache_conn_t *c, uint64_t now_ms);
 /* Closes connections idle for longer than idle_ms. */
 void he_cache_pool_expire(he_cache_origins_t *o, uint64_t now_ms, uint64_t idle_ms);
 unsigned he_cache_pool_idle(const he_cache_origins_t *o, unsigned i);
+/* Closes a connection that is not pooled (frees its TLS state). */
+void he_cache_conn_close(he_cache_conn_t *c);
+
+/* ---- the fetch: one origin request, as a state machine without I/O */
 
 /* What an origin fetch wants done next. */
 typedef enum he_cache_io_op {
@@ -402,20 +469,27 @@ typedef struct he_cache_io {
     he_cache_io_op_t op;
     int fd;
     int family;
-    const struct sockaddr *addr;
+    const struct sockaddr *addr; /* valid until the op completes */
     socklen_t addrlen;
-    void *buf;
+    void *buf; /* owned by the fetch: valid until the op completes */
     size_t len;
-    uint64_t deadline_ms; /* monotonic: past it, cancel the op (res -ECANCELED) */
+    uint64_t deadline_ms; /* monotonic; 0 = none. Past it, cancel the op */
 } he_cache_io_t;
 
 /* Prepares io on an SQE (IORING_OP_SOCKET needs kernel 5.19; the caller
- * may run socket() itself and complete with its result). */
+ * may run socket() itself and complete with its result). The caller sets
+ * user_data and, for a deadline, links an IORING_OP_LINK_TIMEOUT of
+ * deadline_ms - now (the op then completes with -ECANCELED), or runs its
+ * own timer and asks he_cache_fetch_expired. */
 void he_cache_io_prep(const he_cache_io_t *io, struct io_uring_sqe *sqe);
-/* Runs io with plain syscalls (blocking, for tests and tools). */
-int he_cache_io_run_sync(const he_cache_io_t *io);
+/* Runs io with plain syscalls, waiting (poll) at most until deadline_ms
+ * as measured by now_ms: -ETIME past it. For tests and tools. */
+int he_cache_io_run_sync(const he_cache_io_t *io, uint64_t now_ms);
 
-/* Where an origin fetch delivers what it receives (the fill). */
+/* Where an origin fetch delivers what it receives (the fill). headers
+ * comes with the first body byte, or with the end of a response without
+ * body, never earlier: until then a failure can still move to the next
+ * origin without the sink having seen anything. */
 typedef struct he_cache_sink {
     void *ctx;
     /* 0 to go on, negative to abort (the fetch then closes) */
@@ -432,26 +506,46 @@ typedef struct he_cache_fetch_req {
     bool head;        /* HEAD instead of GET */
 } he_cache_fetch_req_t;
 
-/* One origin request with failover: origins are tried in order starting
- * at conf order, up to 1 + origin_retries attempts; a failure before any
- * body byte reached the sink moves to the next origin, a failure after it
- * ends the fetch. A pooled connection that turns out closed is retried
- * once on a fresh one without counting as an attempt. */
+/* Sets inm/ims from a stale object being revalidated (its ETag and
+ * Last-Modified; they point into the object's meta). */
+void he_cache_fetch_req_validators(he_cache_fetch_req_t *req, const he_cache_obj_t *stale);
+
+/* One origin request with failover: attempt k goes to origin k mod n, up
+ * to 1 + origin_retries attempts. A connect error or timeout, a reset, a
+ * malformed head, a 5xx or a read/total timeout before the sink saw
+ * anything moves to the next origin; after that the fetch ends. A 5xx on
+ * the last attempt ends the fetch with an error (cause STATUS_5XX), so the
+ * fill can serve stale-if-error. A pooled connection that turns out dead
+ * (send fails, or EOF/reset before any response byte) is retried once on a
+ * fresh connection without counting as an attempt. Timeouts: connect
+ * (per connect), read (per send/recv), total (per attempt, the whole
+ * response). Every failure is counted once in st->origin_errors by cause.
+ * req's strings are copied. NULL on -ENOMEM or -ENAMETOOLONG. */
 he_cache_fetch_t *he_cache_fetch_new(he_cache_origins_t *o, const he_conf_t *conf,
                                      const he_cache_fetch_req_t *req, const he_cache_sink_t *sink,
                                      uint64_t now_ms, he_cache_stats_t *st);
-/* The next operation to run (fills io), or HE_CACHE_IO_DONE. */
+/* The next operation to run (fills io), or HE_CACHE_IO_DONE. One
+ * operation is in flight at a time: call _complete before the next _next. */
 he_cache_io_op_t he_cache_fetch_next(he_cache_fetch_t *f, uint64_t now_ms, he_cache_io_t *io);
-/* The result of the operation returned by the last _next. */
+/* The result of the operation returned by the last _next. -ECANCELED
+ * after its deadline (or after _expired said true) and -ETIME count as a
+ * timeout. */
 void he_cache_fetch_complete(he_cache_fetch_t *f, int res, uint64_t now_ms);
 /* Called by the caller's timer: true if the in-flight op's deadline passed
  * (cancel it; its completion then counts as a timeout). */
-bool he_cache_fetch_expired(const he_cache_fetch_t *f, uint64_t now_ms);
+bool he_cache_fetch_expired(he_cache_fetch_t *f, uint64_t now_ms);
+/* The deadline of the op in flight (0 = none), for the caller's timer. */
+uint64_t he_cache_fetch_deadline(const he_cache_fetch_t *f);
 /* After DONE: 0 success (the sink saw the whole response), or -errno with
- * *cause set. */
+ * *cause set (cause may be NULL). */
 int he_cache_fetch_result(const he_cache_fetch_t *f, he_cache_oerr_t *cause);
+/* The origin index that answered (or was tried last). */
+unsigned he_cache_fetch_origin(const he_cache_fetch_t *f);
+/* Only with no operation in flight (after DONE, or after the in-flight
+ * op's completion was fed back): closes its connection with close(2). */
 void he_cache_fetch_free(he_cache_fetch_t *f);
-/* Drives a fetch to the end with blocking syscalls (tests, tools). */
+/* Drives a fetch to the end with blocking syscalls (tests, tools); clock_ms
+ * is the monotonic clock (NULL: CLOCK_MONOTONIC). Returns the result. */
 int he_cache_fetch_run_sync(he_cache_fetch_t *f, uint64_t (*clock_ms)(void));
 
 /* ---------------------------------------------------------------- fills */
@@ -519,25 +613,61 @@ he_cache_swrite_t *he_cache_fills_next_write(he_cache_fills_t *fs);
 
 /* ---------------------------------------------------------------- prefetch */
 
-/* NOT YET IMPLEMENTED (phase 1b): proposed API, no .c defines it yet. */
+/* The worker, on a segment request it served (hit or fill):
+ *     n = he_cache_prefetch_next(pf, key.s (path part), wall, he_cache_present,
+ *                                &present_ctx, items, 8, &stale);
+ *     for each item: he_cache_fill_join(fills, &item.key, NULL, NULL, true, &created)
+ *                    and, if created, a fetch of item.target into its sink;
+ *     if stale (and no fill of the playlist runs): refresh the playlist.
+ * and whenever a media playlist is served or filled:
+ *     he_cache_prefetch_playlist_obj(pf, obj)   (or _playlist with the bytes)
+ * One he_cache_prefetch_t per worker, like the fills table; not shared. */
 
 typedef struct he_cache_prefetch he_cache_prefetch_t;
 
 /* True if key is cached or being filled: prefetch skips it. */
 typedef bool (*he_cache_present_fn)(void *ctx, const he_cache_key_t *key);
 
+/* The usual present function: RAM tier, SSD tier, then this worker's
+ * fills; counts nothing (a prefetch check is not a hit). Any may be NULL. */
+typedef struct he_cache_present_ctx {
+    he_cache_ram_t *ram;
+    int node;
+    he_cache_store_t *store;
+    he_cache_fills_t *fills;
+} he_cache_present_ctx_t;
+bool he_cache_present(void *ctx, const he_cache_key_t *key);
+
+/* What to fill: the cache key and the origin-form target to request (the
+ * segment URI as the playlist wrote it, resolved against the playlist's
+ * path, query included: a signed URI keeps its token). */
+typedef struct he_cache_prefetch_item {
+    he_cache_key_t key;
+    char target[HE_CACHE_KEY_MAX];
+} he_cache_prefetch_item_t;
+
+/* max_renditions: media playlists remembered (least recently used go). */
 he_cache_prefetch_t *he_cache_prefetch_new(const he_conf_t *conf, unsigned max_renditions);
 void he_cache_prefetch_free(he_cache_prefetch_t *p);
 /* A media playlist was served or filled: remember where its segments are
- * (parsed once here, kept until fresh_until_ms). path is its key path. */
+ * (parsed once here, kept with fresh_until_ms; the same bytes again only
+ * extend it). path is its key path ("live/720p/index.m3u8"). Segments with
+ * absolute URIs (another host) are never prefetched. 0, or -EINVAL (not a
+ * media playlist), -ENOMEM. */
 int he_cache_prefetch_playlist(he_cache_prefetch_t *p, const char *path, const char *body,
                                size_t len, int64_t fresh_until_ms);
-/* A viewer fetched a segment: writes up to max keys of the next
- * conf->prefetch_segments segments of its rendition that are neither
- * cached nor being filled. Returns how many. *playlist_stale is set when
- * the rendition's playlist has expired (refresh it to see more). */
+/* The same from the cache's own copy: a complete media playlist object
+ * (its key path, its bytes, fresh until its expiry). */
+int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o);
+/* A viewer fetched a segment (seg_path: its key path, no query): writes up
+ * to max items for the next conf->prefetch_segments segments of its
+ * rendition that present() does not know. Returns how many. A segment of
+ * no known playlist gives 0. *playlist_stale is set when the rendition's
+ * playlist has expired (refresh it to see more). */
 int he_cache_prefetch_next(he_cache_prefetch_t *p, const char *seg_path, int64_t wall_ms,
-                           he_cache_present_fn present, void *ctx, he_cache_key_t *out,
+                           he_cache_present_fn present, void *ctx, he_cache_prefetch_item_t *out,
                            unsigned max, bool *playlist_stale);
+/* Renditions remembered now (tests, /stats). */
+unsigned he_cache_prefetch_renditions(const he_cache_prefetch_t *p);
 
 #endif

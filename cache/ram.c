@@ -314,6 +314,16 @@ he_cache_obj_t *he_cache_ram_lookup(he_cache_ram_t *ram, int node, const he_cach
     return o;
 }
 
+bool he_cache_ram_contains(he_cache_ram_t *ram, int node, const he_cache_key_t *key)
+{
+    bool unsure = false;
+    he_cache_obj_t *o;
+    if (!ram) return false;
+    o = he_cache_ram_walk(he_cache_ram_node(ram, node), key, false, &unsure);
+    if (o) he_cache_obj_unref(o);
+    return o != NULL; /* "unsure" says no: at worst a duplicate prefetch */
+}
+
 void he__cache_ram_unindex(he__cache_node_t *n, he_cache_obj_t *o)
 {
     _Atomic(he_cache_obj_t *) *pp =

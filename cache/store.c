@@ -565,6 +565,18 @@ int he_cache_store_lookup(he_cache_store_t *s, const he_cache_key_t *key, he_cac
     return e ? 0 : -ENOENT;
 }
 
+bool he_cache_store_contains(he_cache_store_t *s, const he_cache_key_t *key)
+{
+    he__cache_sdir_t *d;
+    bool found;
+    if (!s) return false;
+    d = he__cache_store_dir_for(s, key->hash);
+    pthread_mutex_lock(&d->lock);
+    found = *he_cache_sdir_slot(d, key) != NULL;
+    pthread_mutex_unlock(&d->lock);
+    return found;
+}
+
 int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key)
 {
     he__cache_sdir_t *d;

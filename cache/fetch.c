@@ -1,0 +1,672 @@
+/* The origin fetch: one HTTP/1.1 request with failover, as a state machine
+ * without I/O of its own. It says what to do next (socket, connect, send,
+ * recv, close: he_cache_fetch_next) and consumes the result
+ * (he_cache_fetch_complete); the worker turns each step into an SQE
+ * (he_cache_io_prep), tests run them with blocking syscalls
+ * (he_cache_fetch_run_sync). One operation is in flight at a time.
+ *
+ *   START    a pooled connection (-> REQUEST) or a new one (-> SOCKET)
+ *   SOCKET   -> CONNECT -> (https) TLS handshake -> REQUEST
+ *   REQUEST  the request bytes (ciphertext for https) -> SEND ... -> RECV
+ *   RECV     bytes -> httpc parser -> sink, until the response is done
+ *   then     the connection goes back to the pool, or CLOSE; DONE
+ *
+ * https runs OpenSSL on two memory BIOs: what SSL writes to the write BIO
+ * goes out through the same SEND operations, what RECV gets is written
+ * into the read BIO, so TLS never touches the socket and the ring stays
+ * the only thing doing I/O.
+ *
+ * The sink sees the response head only together with the first body byte
+ * (or the end of a bodiless response). Until then nothing has reached
+ * the fill's waiters, so any failure can still move on to the next origin
+ * cleanly; this is what "before any body byte went to waiters" means. */
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache/origin_internal.h"
+
+enum he_cache_fetch_state {
+    HE_FS_START = 0,
+    HE_FS_SOCKET,
+    HE_FS_CONNECT,
+    HE_FS_TLS,
+    HE_FS_REQUEST,
+    HE_FS_SEND,
+    HE_FS_RECV,
+    HE_FS_CLOSE,
+    HE_FS_DONE
+};
+
+#define HE_FETCH_IBUF 16384
+#define HE_FETCH_OBUF 16384
+
+struct he_cache_fetch {
+    he_cache_origins_t *o;
+    he_cache_stats_t *st;
+    he_cache_sink_t sink;
+    unsigned connect_ms, read_ms, total_ms;
+    unsigned attempts_max, attempt, origin;
+    bool head;
+    char *target, *inm, *ims;
+
+    int state, after_send, after_close;
+    he_cache_conn_t conn;
+    bool reused;       /* conn came from the pool */
+    bool pool_retried; /* the one retry after a dead pooled conn is spent */
+    bool skip_pool;
+    bool new_attempt;
+    bool hs_done;   /* TLS handshake finished (always true for plain) */
+    bool got_bytes; /* a response byte arrived on this connection */
+    bool delivered; /* the sink saw the head: no more failover */
+    he_cache_httpc_t parser;
+
+    uint64_t attempt_deadline, op_deadline;
+    he_cache_io_op_t inflight;
+    bool op_expired;
+    int result;
+    he_cache_oerr_t cause;
+
+    size_t olen, ooff;
+    char obuf[HE_FETCH_OBUF];
+    char ibuf[HE_FETCH_IBUF];
+    char pbuf[HE_FETCH_IBUF]; /* TLS plaintext */
+};
+
+static char *he_fetch_dup(const char *s)
+{
+    return s && *s ? strdup(s) : NULL;
+}
+
+he_cache_fetch_t *he_cache_fetch_new(he_cache_origins_t *o, const he_conf_t *conf,
+                                     const he_cache_fetch_req_t *req, const he_cache_sink_t *sink,
+                                     uint64_t now_ms, he_cache_stats_t *st)
+{
+    he_cache_fetch_t *f;
+    (void)now_ms;
+    if (!o || !o->n || !req->path || req->path[0] != '/' || strlen(req->path) >= HE_CACHE_KEY_MAX)
+        return NULL;
+    f = calloc(1, sizeof(*f));
+    if (!f) return NULL;
+    f->o = o;
+    f->st = st;
+    f->sink = *sink;
+    f->connect_ms = conf->origin_connect_timeout_ms;
+    f->read_ms = conf->origin_read_timeout_ms;
+    f->total_ms = conf->origin_total_timeout_ms;
+    f->attempts_max = 1 + conf->origin_retries;
+    f->head = req->head;
+    f->target = strdup(req->path);
+    f->inm = he_fetch_dup(req->inm);
+    f->ims = he_fetch_dup(req->ims);
+    f->conn.fd = -1;
+    f->new_attempt = true;
+    f->state = HE_FS_START;
+    if (!f->target || (req->inm && *req->inm && !f->inm) || (req->ims && *req->ims && !f->ims)) {
+        he_cache_fetch_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+void he_cache_fetch_free(he_cache_fetch_t *f)
+{
+    if (!f) return;
+    he_cache_conn_close(&f->conn);
+    free(f->target);
+    free(f->inm);
+    free(f->ims);
+    free(f);
+}
+
+void he_cache_fetch_req_validators(he_cache_fetch_req_t *req, const he_cache_obj_t *stale)
+{
+    const he_cache_meta_t *m = he_cache_obj_meta(stale);
+    req->inm = m->etag[0] ? m->etag : NULL;
+    req->ims = m->last_modified[0] ? m->last_modified : NULL;
+}
+
+/* ---------------------------------------------------------------- outcomes */
+
+/* Drops the connection: TLS state now, the socket through a CLOSE op. */
+static void he_fetch_drop(he_cache_fetch_t *f)
+{
+    if (f->conn.tls) SSL_free(f->conn.tls);
+    f->conn.tls = NULL;
+    f->state = f->conn.fd >= 0 ? HE_FS_CLOSE : f->after_close;
+}
+
+/* A failure of the current attempt: the next origin if nothing reached the
+ * sink and attempts are left, else the end. */
+static void he_fetch_fail(he_cache_fetch_t *f, int err, he_cache_oerr_t cause)
+{
+    if (f->st) f->st->origin_errors[cause]++;
+    ERR_clear_error();
+    if (!f->delivered && f->attempt + 1 < f->attempts_max) {
+        f->attempt++;
+        f->origin = f->attempt % f->o->n;
+        f->new_attempt = true;
+        f->skip_pool = f->pool_retried = false;
+        if (f->st) f->st->origin_failovers++;
+        f->after_close = HE_FS_START;
+    } else {
+        f->result = err < 0 ? err : -EIO;
+        f->cause = cause;
+        f->after_close = HE_FS_DONE;
+    }
+    he_fetch_drop(f);
+}
+
+/* The sink refused (out of memory, say): not the origin's fault. */
+static void he_fetch_abort(he_cache_fetch_t *f, int err)
+{
+    f->result = err;
+    f->cause = HE_CACHE_OERR_IO;
+    f->after_close = HE_FS_DONE;
+    he_fetch_drop(f);
+}
+
+/* A pooled connection the origin had closed: once, a fresh one. */
+static bool he_fetch_dead_pooled(he_cache_fetch_t *f)
+{
+    if (!f->reused || f->got_bytes || f->pool_retried) return false;
+    f->pool_retried = f->skip_pool = true;
+    f->after_close = HE_FS_START;
+    he_fetch_drop(f);
+    return true;
+}
+
+static int he_fetch_deliver_head(he_cache_fetch_t *f)
+{
+    int rc;
+    if (f->delivered) return 0;
+    f->delivered = true;
+    rc = f->sink.headers ? f->sink.headers(f->sink.ctx, &f->parser.resp) : 0;
+    if (rc < 0) he_fetch_abort(f, rc);
+    return rc;
+}
+
+static void he_fetch_finish(he_cache_fetch_t *f, bool leftover, uint64_t now_ms)
+{
+    SSL *s = f->conn.tls;
+    if (he_fetch_deliver_head(f) < 0) return;
+    f->result = 0;
+    if (f->parser.resp.keepalive && !leftover && f->o->pool_max &&
+        (!s || (SSL_pending(s) == 0 && BIO_ctrl_pending(SSL_get_rbio(s)) == 0))) {
+        he_cache_pool_put(f->o, f->origin, &f->conn, now_ms);
+        f->state = HE_FS_DONE;
+        return;
+    }
+    f->after_close = HE_FS_DONE;
+    he_fetch_drop(f);
+}
+
+/* Plaintext from the origin. 1: the response is complete (state set),
+ * 0: want more, -1: failed (state set). */
+static int he_fetch_feed(he_cache_fetch_t *f, const char *d, size_t n, uint64_t now_ms)
+{
+    if (n) f->got_bytes = true;
+    for (;;) {
+        size_t used, bl;
+        const char *b;
+        int ev = he_cache_httpc_parse(&f->parser, d, n, &used, &b, &bl);
+        if (ev < 0) {
+            he_fetch_fail(f, ev, f->delivered ? HE_CACHE_OERR_TRUNCATED : HE_CACHE_OERR_PROTOCOL);
+            return -1;
+        }
+        d += used;
+        n -= used;
+        switch (ev) {
+        case HE_CACHE_HTTPC_MORE:
+            return 0;
+        case HE_CACHE_HTTPC_HEADERS:
+            if (f->parser.resp.status >= 500) {
+                he_fetch_fail(f, -EREMOTEIO, HE_CACHE_OERR_STATUS_5XX);
+                return -1;
+            }
+            break;
+        case HE_CACHE_HTTPC_BODY:
+            if (he_fetch_deliver_head(f) < 0) return -1;
+            if (bl && f->sink.body) {
+                int rc = f->sink.body(f->sink.ctx, b, bl);
+                if (rc < 0) {
+                    he_fetch_abort(f, rc);
+                    return -1;
+                }
+            }
+            break;
+        case HE_CACHE_HTTPC_DONE:
+            he_fetch_finish(f, n > 0, now_ms);
+            return 1;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- TLS */
+
+static int he_fetch_tls_start(he_cache_fetch_t *f)
+{
+    const he_cache_origin_t *org = &f->o->org[f->origin];
+    SSL *s = SSL_new(f->o->ssl_ctx);
+    BIO *r = BIO_new(BIO_s_mem()), *w = BIO_new(BIO_s_mem());
+    if (!s || !r || !w) goto fail;
+    BIO_set_mem_eof_return(r, -1); /* empty means "not yet", not EOF */
+    BIO_set_mem_eof_return(w, -1);
+    SSL_set_bio(s, r, w);
+    r = w = NULL;
+    SSL_set_connect_state(s);
+    if (org->host_is_ip) {
+        if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), org->host) != 1) goto fail;
+    } else if (SSL_set_tlsext_host_name(s, org->host) != 1 || SSL_set1_host(s, org->host) != 1) {
+        goto fail;
+    }
+    f->conn.tls = s;
+    return 0;
+fail:
+    BIO_free(r);
+    BIO_free(w);
+    SSL_free(s);
+    return -ENOMEM;
+}
+
+/* Moves ciphertext waiting in the write BIO to obuf. True if there was some. */
+static bool he_fetch_tls_pull(he_cache_fetch_t *f)
+{
+    BIO *w = SSL_get_wbio(f->conn.tls);
+    int n;
+    if (BIO_ctrl_pending(w) == 0) return false;
+    n = BIO_read(w, f->obuf, sizeof(f->obuf));
+    if (n <= 0) return false;
+    f->olen = (size_t)n;
+    f->ooff = 0;
+    return true;
+}
+
+/* Ciphertext received: decrypt and feed what is there. */
+static void he_fetch_tls_recv(he_cache_fetch_t *f, const char *d, size_t n, uint64_t now_ms)
+{
+    SSL *s = f->conn.tls;
+    if (BIO_write(SSL_get_rbio(s), d, (int)n) != (int)n) {
+        he_fetch_fail(f, -ENOMEM, HE_CACHE_OERR_TLS);
+        return;
+    }
+    if (!f->hs_done) {
+        f->state = HE_FS_TLS;
+        return;
+    }
+    for (;;) {
+        int r = SSL_read(s, f->pbuf, sizeof(f->pbuf));
+        if (r > 0) {
+            if (he_fetch_feed(f, f->pbuf, (size_t)r, now_ms) != 0) return;
+            continue;
+        }
+        int e = SSL_get_error(s, r);
+        if (e == SSL_ERROR_WANT_READ) break;
+        if (e == SSL_ERROR_ZERO_RETURN) { /* close_notify */
+            if (he_cache_httpc_eof(&f->parser) == HE_CACHE_HTTPC_DONE)
+                he_fetch_finish(f, true, now_ms);
+            else if (!he_fetch_dead_pooled(f))
+                he_fetch_fail(f, -EPIPE, f->got_bytes ? HE_CACHE_OERR_TRUNCATED : HE_CACHE_OERR_IO);
+            return;
+        }
+        he_fetch_fail(f, -EPROTO, HE_CACHE_OERR_TLS);
+        return;
+    }
+    /* key updates and the like want to be answered */
+    if (he_fetch_tls_pull(f)) {
+        f->after_send = HE_FS_RECV;
+        f->state = HE_FS_SEND;
+    }
+}
+
+/* ---------------------------------------------------------------- steps */
+
+static uint64_t he_fetch_min_deadline(uint64_t a, uint64_t b)
+{
+    return a && (!b || a < b) ? a : b;
+}
+
+static int he_fetch_request(he_cache_fetch_t *f)
+{
+    const he_cache_origin_t *org = &f->o->org[f->origin];
+    char path[HE_CACHE_KEY_MAX + 512];
+    char req[HE_CACHE_KEY_MAX + 2048];
+    int n = he_cache_origin_path(org, f->target, path, sizeof(path));
+    if (n < 0) return n;
+    n = he_cache_httpc_request_method(req, sizeof(req), f->head ? "HEAD" : "GET", org->authority,
+                                      path, f->inm, f->ims);
+    if (n < 0) return n;
+    he_cache_httpc_init(&f->parser, f->head);
+    f->got_bytes = false;
+    if (f->st) {
+        f->st->origin_requests++;
+        if (f->reused) f->st->origin_reused++;
+    }
+    if (f->conn.tls) {
+        if (SSL_write(f->conn.tls, req, n) != n) return -EPROTO;
+        if (!he_fetch_tls_pull(f)) return -EPROTO;
+    } else {
+        memcpy(f->obuf, req, (size_t)n);
+        f->olen = (size_t)n;
+        f->ooff = 0;
+    }
+    f->after_send = HE_FS_RECV;
+    f->state = HE_FS_SEND;
+    return 0;
+}
+
+he_cache_io_op_t he_cache_fetch_next(he_cache_fetch_t *f, uint64_t now_ms, he_cache_io_t *io)
+{
+    const he_cache_origin_t *org;
+    int rc;
+    memset(io, 0, sizeof(*io));
+    io->fd = -1;
+    for (;;) {
+        org = &f->o->org[f->origin];
+        if (f->state != HE_FS_DONE && f->state != HE_FS_CLOSE && f->state != HE_FS_START &&
+            now_ms >= f->attempt_deadline) {
+            he_fetch_fail(f, -ETIMEDOUT, HE_CACHE_OERR_TIMEOUT_TOTAL);
+            continue;
+        }
+        switch (f->state) {
+        case HE_FS_START:
+            if (f->new_attempt) {
+                f->attempt_deadline = now_ms + f->total_ms;
+                f->new_attempt = false;
+            }
+            f->got_bytes = false;
+            if (!f->skip_pool && he_cache_pool_get(f->o, f->origin, now_ms, &f->conn)) {
+                f->reused = f->hs_done = true;
+                f->state = HE_FS_REQUEST;
+                continue;
+            }
+            f->reused = false;
+            f->state = HE_FS_SOCKET;
+            continue;
+        case HE_FS_SOCKET:
+            io->op = HE_CACHE_IO_SOCKET;
+            io->family = org->addr.ss_family;
+            break;
+        case HE_FS_CONNECT:
+            io->op = HE_CACHE_IO_CONNECT;
+            io->fd = f->conn.fd;
+            io->addr = (const struct sockaddr *)&org->addr;
+            io->addrlen = org->addrlen;
+            io->deadline_ms = he_fetch_min_deadline(now_ms + f->connect_ms, f->attempt_deadline);
+            break;
+        case HE_FS_TLS: {
+            int r = SSL_do_handshake(f->conn.tls), e;
+            if (r == 1) {
+                f->hs_done = true;
+                f->state = HE_FS_REQUEST;
+                continue;
+            }
+            e = SSL_get_error(f->conn.tls, r);
+            if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+                he_fetch_fail(f, -EPROTO, HE_CACHE_OERR_TLS);
+                continue;
+            }
+            if (he_fetch_tls_pull(f)) {
+                f->after_send = HE_FS_TLS;
+                f->state = HE_FS_SEND;
+            } else {
+                f->state = HE_FS_RECV;
+            }
+            continue;
+        }
+        case HE_FS_REQUEST:
+            if ((rc = he_fetch_request(f)) < 0) {
+                /* our own request cannot be built: no origin will do better */
+                f->attempt = f->attempts_max;
+                he_fetch_fail(f, rc, HE_CACHE_OERR_PROTOCOL);
+            }
+            continue;
+        case HE_FS_SEND:
+            if (f->ooff == f->olen) {
+                if (f->conn.tls && he_fetch_tls_pull(f)) continue;
+                f->state = f->after_send;
+                continue;
+            }
+            io->op = HE_CACHE_IO_SEND;
+            io->fd = f->conn.fd;
+            io->buf = f->obuf + f->ooff;
+            io->len = f->olen - f->ooff;
+            io->deadline_ms = he_fetch_min_deadline(now_ms + f->read_ms, f->attempt_deadline);
+            break;
+        case HE_FS_RECV:
+            io->op = HE_CACHE_IO_RECV;
+            io->fd = f->conn.fd;
+            io->buf = f->ibuf;
+            io->len = sizeof(f->ibuf);
+            io->deadline_ms = he_fetch_min_deadline(now_ms + f->read_ms, f->attempt_deadline);
+            break;
+        case HE_FS_CLOSE:
+            io->op = HE_CACHE_IO_CLOSE;
+            io->fd = f->conn.fd;
+            break;
+        default:
+            io->op = HE_CACHE_IO_DONE;
+            return io->op;
+        }
+        f->inflight = io->op;
+        f->op_deadline = io->deadline_ms;
+        f->op_expired = false;
+        return io->op;
+    }
+}
+
+static bool he_fetch_timed_out(he_cache_fetch_t *f, int res, uint64_t now_ms)
+{
+    if (res == -ETIME || res == -ETIMEDOUT) return true;
+    return res == -ECANCELED && (f->op_expired || (f->op_deadline && now_ms >= f->op_deadline));
+}
+
+static void he_fetch_timeout(he_cache_fetch_t *f, he_cache_io_op_t op, uint64_t now_ms)
+{
+    he_cache_oerr_t c = now_ms >= f->attempt_deadline ? HE_CACHE_OERR_TIMEOUT_TOTAL
+                        : op == HE_CACHE_IO_CONNECT   ? HE_CACHE_OERR_TIMEOUT_CONNECT
+                                                      : HE_CACHE_OERR_TIMEOUT_READ;
+    he_fetch_fail(f, -ETIMEDOUT, c);
+}
+
+void he_cache_fetch_complete(he_cache_fetch_t *f, int res, uint64_t now_ms)
+{
+    he_cache_io_op_t op = f->inflight;
+    f->inflight = HE_CACHE_IO_NONE;
+    switch (op) {
+    case HE_CACHE_IO_SOCKET:
+        if (res < 0) {
+            he_fetch_fail(f, res, HE_CACHE_OERR_CONNECT);
+            break;
+        }
+        f->conn.fd = res;
+        f->conn.tls = NULL;
+        f->state = HE_FS_CONNECT;
+        break;
+    case HE_CACHE_IO_CONNECT:
+        if (res < 0) {
+            if (he_fetch_timed_out(f, res, now_ms))
+                he_fetch_timeout(f, op, now_ms);
+            else
+                he_fetch_fail(f, res, HE_CACHE_OERR_CONNECT);
+            break;
+        }
+        if (f->o->org[f->origin].tls) {
+            if (he_fetch_tls_start(f) < 0) {
+                he_fetch_fail(f, -ENOMEM, HE_CACHE_OERR_TLS);
+                break;
+            }
+            f->hs_done = false;
+            f->state = HE_FS_TLS;
+        } else {
+            f->hs_done = true;
+            f->state = HE_FS_REQUEST;
+        }
+        break;
+    case HE_CACHE_IO_SEND:
+        if (res < 0) {
+            if (he_fetch_timed_out(f, res, now_ms))
+                he_fetch_timeout(f, op, now_ms);
+            else if ((res == -EPIPE || res == -ECONNRESET) && he_fetch_dead_pooled(f))
+                ;
+            else
+                he_fetch_fail(f, res, f->hs_done ? HE_CACHE_OERR_IO : HE_CACHE_OERR_TLS);
+            break;
+        }
+        f->ooff += (size_t)res;
+        break;
+    case HE_CACHE_IO_RECV:
+        if (res < 0) {
+            if (he_fetch_timed_out(f, res, now_ms))
+                he_fetch_timeout(f, op, now_ms);
+            else if (res == -ECONNRESET && he_fetch_dead_pooled(f))
+                ;
+            else
+                he_fetch_fail(f, res, f->hs_done ? HE_CACHE_OERR_IO : HE_CACHE_OERR_TLS);
+            break;
+        }
+        if (res == 0) {
+            if (!f->hs_done)
+                he_fetch_fail(f, -ECONNRESET, HE_CACHE_OERR_TLS);
+            else if (he_cache_httpc_eof(&f->parser) == HE_CACHE_HTTPC_DONE)
+                he_fetch_finish(f, true, now_ms); /* read-until-close body */
+            else if (!he_fetch_dead_pooled(f))
+                he_fetch_fail(f, -EPIPE, f->got_bytes ? HE_CACHE_OERR_TRUNCATED : HE_CACHE_OERR_IO);
+            break;
+        }
+        if (f->conn.tls)
+            he_fetch_tls_recv(f, f->ibuf, (size_t)res, now_ms);
+        else
+            he_fetch_feed(f, f->ibuf, (size_t)res, now_ms);
+        break;
+    case HE_CACHE_IO_CLOSE:
+        f->conn.fd = -1;
+        f->state = f->after_close;
+        break;
+    default:
+        break;
+    }
+}
+
+bool he_cache_fetch_expired(he_cache_fetch_t *f, uint64_t now_ms)
+{
+    if (f->inflight == HE_CACHE_IO_NONE || !f->op_deadline || now_ms < f->op_deadline) return false;
+    f->op_expired = true;
+    return true;
+}
+
+uint64_t he_cache_fetch_deadline(const he_cache_fetch_t *f)
+{
+    return f->inflight != HE_CACHE_IO_NONE ? f->op_deadline : 0;
+}
+
+int he_cache_fetch_result(const he_cache_fetch_t *f, he_cache_oerr_t *cause)
+{
+    if (cause) *cause = f->cause;
+    return f->state == HE_FS_DONE ? f->result : -EINPROGRESS;
+}
+
+unsigned he_cache_fetch_origin(const he_cache_fetch_t *f)
+{
+    return f->origin;
+}
+
+/* ---------------------------------------------------------------- io */
+
+void he_cache_io_prep(const he_cache_io_t *io, struct io_uring_sqe *sqe)
+{
+    switch (io->op) {
+    case HE_CACHE_IO_SOCKET:
+        io_uring_prep_socket(sqe, io->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, 0);
+        break;
+    case HE_CACHE_IO_CONNECT:
+        io_uring_prep_connect(sqe, io->fd, io->addr, io->addrlen);
+        break;
+    case HE_CACHE_IO_SEND:
+        io_uring_prep_send(sqe, io->fd, io->buf, io->len, MSG_NOSIGNAL);
+        break;
+    case HE_CACHE_IO_RECV:
+        io_uring_prep_recv(sqe, io->fd, io->buf, io->len, 0);
+        break;
+    case HE_CACHE_IO_CLOSE:
+        io_uring_prep_close(sqe, io->fd);
+        break;
+    default:
+        io_uring_prep_nop(sqe);
+        break;
+    }
+}
+
+/* Waits for ev on fd until the deadline: 0, or -ETIME. */
+static int he_io_wait(int fd, short ev, uint64_t deadline_ms, uint64_t now_ms)
+{
+    struct pollfd p = {.fd = fd, .events = ev};
+    int ms = !deadline_ms ? -1 : deadline_ms > now_ms ? (int)(deadline_ms - now_ms) : 0;
+    int rc;
+    do
+        rc = poll(&p, 1, ms);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0) return -errno;
+    return rc == 0 ? -ETIME : 0;
+}
+
+int he_cache_io_run_sync(const he_cache_io_t *io, uint64_t now_ms)
+{
+    ssize_t n;
+    int rc, err;
+    socklen_t el = sizeof(err);
+    switch (io->op) {
+    case HE_CACHE_IO_SOCKET:
+        rc = socket(io->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        return rc < 0 ? -errno : rc;
+    case HE_CACHE_IO_CONNECT:
+        if (connect(io->fd, io->addr, io->addrlen) == 0) return 0;
+        if (errno != EINPROGRESS) return -errno;
+        if ((rc = he_io_wait(io->fd, POLLOUT, io->deadline_ms, now_ms)) < 0) return rc;
+        if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0) return -errno;
+        return -err;
+    case HE_CACHE_IO_SEND:
+        for (;;) {
+            n = send(io->fd, io->buf, io->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n >= 0) return (int)n;
+            if (errno != EAGAIN && errno != EINTR) return -errno;
+            if ((rc = he_io_wait(io->fd, POLLOUT, io->deadline_ms, now_ms)) < 0) return rc;
+        }
+    case HE_CACHE_IO_RECV:
+        for (;;) {
+            n = recv(io->fd, io->buf, io->len, MSG_DONTWAIT);
+            if (n >= 0) return (int)n;
+            if (errno != EAGAIN && errno != EINTR) return -errno;
+            if ((rc = he_io_wait(io->fd, POLLIN, io->deadline_ms, now_ms)) < 0) return rc;
+        }
+    case HE_CACHE_IO_CLOSE:
+        close(io->fd);
+        return 0;
+    default:
+        return -EINVAL;
+    }
+}
+
+static uint64_t he_fetch_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int he_cache_fetch_run_sync(he_cache_fetch_t *f, uint64_t (*clock_ms)(void))
+{
+    he_cache_io_t io;
+    if (!clock_ms) clock_ms = he_fetch_clock;
+    while (he_cache_fetch_next(f, clock_ms(), &io) != HE_CACHE_IO_DONE) {
+        int res = he_cache_io_run_sync(&io, clock_ms());
+        he_cache_fetch_complete(f, res, clock_ms());
+    }
+    return he_cache_fetch_result(f, NULL);
+}

@@ -1,0 +1,266 @@
+/* Video-aware prefetch. A viewer that fetched segment N of a rendition will
+ * ask for N+1 in about one segment duration, so the cache fills N+1..N+k
+ * ahead of it. Where N sits is read from the rendition's media playlist,
+ * parsed with the one parser in segment/ from the cache's own copy and
+ * kept per rendition with its freshness; each segment's normalized path
+ * goes into one hash table, so a segment request costs one lookup, not a
+ * scan of the renditions.
+ *
+ * What a prefetch was worth is counted by the RAM tier: a prefetched
+ * object carries a mark that its first hit turns into "used" and its
+ * eviction without a hit into "wasted" (ram.c, evict.c); prefetch_issued
+ * is counted by the fill. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+
+#define HE__PF_BUCKETS 4096
+
+typedef struct he__pf_rend he__pf_rend_t;
+
+typedef struct he__pf_seg {
+    uint64_t hash; /* of path */
+    struct he__pf_seg *hnext;
+    he__pf_rend_t *r;
+    uint32_t index;
+    char *path;   /* normalized, as in keys; NULL: not prefetchable */
+    char *target; /* origin-form request-target */
+} he__pf_seg_t;
+
+struct he__pf_rend {
+    char *path;
+    uint64_t hash, body_hash;
+    int64_t fresh_until_ms;
+    uint64_t used; /* tick of last use, for LRU */
+    he__pf_seg_t *segs;
+    uint32_t nsegs;
+};
+
+struct he_cache_prefetch {
+    const he_conf_t *conf;
+    he__pf_rend_t *rends;
+    unsigned n, max;
+    uint64_t tick;
+    he__pf_seg_t *buckets[HE__PF_BUCKETS];
+};
+
+he_cache_prefetch_t *he_cache_prefetch_new(const he_conf_t *conf, unsigned max_renditions)
+{
+    he_cache_prefetch_t *p = calloc(1, sizeof(*p));
+    if (!p) return NULL;
+    p->conf = conf;
+    p->max = max_renditions ? max_renditions : 1;
+    p->rends = calloc(p->max, sizeof(*p->rends));
+    if (!p->rends) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void he_pf_unindex(he_cache_prefetch_t *p, he__pf_rend_t *r)
+{
+    for (uint32_t i = 0; i < r->nsegs; i++) {
+        he__pf_seg_t *s = &r->segs[i], **pp;
+        if (!s->path) continue;
+        for (pp = &p->buckets[s->hash % HE__PF_BUCKETS]; *pp; pp = &(*pp)->hnext)
+            if (*pp == s) {
+                *pp = s->hnext;
+                break;
+            }
+    }
+}
+
+static void he_pf_segs_free(he__pf_seg_t *segs, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        free(segs[i].path);
+        free(segs[i].target);
+    }
+    free(segs);
+}
+
+static void he_pf_rend_clear(he_cache_prefetch_t *p, he__pf_rend_t *r)
+{
+    he_pf_unindex(p, r);
+    he_pf_segs_free(r->segs, r->nsegs);
+    free(r->path);
+    memset(r, 0, sizeof(*r));
+}
+
+void he_cache_prefetch_free(he_cache_prefetch_t *p)
+{
+    if (!p) return;
+    for (unsigned i = 0; i < p->n; i++)
+        he_pf_rend_clear(p, &p->rends[i]);
+    free(p->rends);
+    free(p);
+}
+
+unsigned he_cache_prefetch_renditions(const he_cache_prefetch_t *p)
+{
+    return p->n;
+}
+
+static he__pf_rend_t *he_pf_find(he_cache_prefetch_t *p, const char *path, uint64_t h)
+{
+    for (unsigned i = 0; i < p->n; i++)
+        if (p->rends[i].hash == h && strcmp(p->rends[i].path, path) == 0) return &p->rends[i];
+    return NULL;
+}
+
+/* A slot for a new rendition: a free one, else the least recently used. */
+static he__pf_rend_t *he_pf_slot(he_cache_prefetch_t *p)
+{
+    he__pf_rend_t *v;
+    if (p->n < p->max) return &p->rends[p->n++];
+    v = &p->rends[0];
+    for (unsigned i = 1; i < p->n; i++)
+        if (p->rends[i].used < v->used) v = &p->rends[i];
+    he_pf_rend_clear(p, v);
+    return v;
+}
+
+/* Resolves a segment URI against the playlist: target and key path, or
+ * false when it is not ours to prefetch (another host, too long, bad). */
+static bool he_pf_resolve(const char *base, const char *uri, he__pf_seg_t *s)
+{
+    char t[HE_CACHE_KEY_MAX], path[HE_CACHE_KEY_MAX];
+    int tl = he_seg_uri_resolve(base, uri, t, sizeof(t)), pl;
+    if (tl <= 0 || t[0] != '/' || t[1] == '/') return false; /* absolute or scheme-relative */
+    pl = he_seg_url_normalize(t, (size_t)tl, path, sizeof(path));
+    if (pl <= 0) return false;
+    s->target = strdup(t);
+    s->path = strdup(path);
+    if (!s->target || !s->path) {
+        free(s->target);
+        free(s->path);
+        s->target = s->path = NULL;
+        return false;
+    }
+    s->hash = he_cache_hash(path, (size_t)pl);
+    return true;
+}
+
+int he_cache_prefetch_playlist(he_cache_prefetch_t *p, const char *path, const char *body,
+                               size_t len, int64_t fresh_until_ms)
+{
+    uint64_t h = he_cache_hash(path, strlen(path)), bh = he_cache_hash(body, len);
+    he__pf_rend_t *r = he_pf_find(p, path, h);
+    he_seg_playlist_t pl;
+    he__pf_seg_t *segs;
+    char err[128], base[HE_CACHE_KEY_MAX + 1];
+    if (r && r->body_hash == bh) {
+        r->fresh_until_ms = fresh_until_ms;
+        return 0;
+    }
+    if (strlen(path) + 2 > sizeof(base)) return -ENAMETOOLONG;
+    if (he_seg_playlist_parse(body, len, &pl, err, sizeof(err)) < 0) return -EINVAL;
+    if (pl.is_master) {
+        he_seg_playlist_free(&pl);
+        return -EINVAL;
+    }
+    segs = calloc(pl.nsegments ? pl.nsegments : 1, sizeof(*segs));
+    if (!segs) {
+        he_seg_playlist_free(&pl);
+        return -ENOMEM;
+    }
+    base[0] = '/';
+    strcpy(base + 1, path);
+    for (size_t i = 0; i < pl.nsegments; i++) {
+        segs[i].index = (uint32_t)i;
+        he_pf_resolve(base, pl.segments[i].uri, &segs[i]);
+    }
+    if (!r) {
+        char *pc = strdup(path);
+        if (!pc) {
+            he_pf_segs_free(segs, (uint32_t)pl.nsegments);
+            he_seg_playlist_free(&pl);
+            return -ENOMEM;
+        }
+        r = he_pf_slot(p);
+        r->path = pc;
+        r->hash = h;
+    } else {
+        he_pf_unindex(p, r);
+        he_pf_segs_free(r->segs, r->nsegs);
+    }
+    r->segs = segs;
+    r->nsegs = (uint32_t)pl.nsegments;
+    r->body_hash = bh;
+    r->fresh_until_ms = fresh_until_ms;
+    r->used = ++p->tick;
+    for (uint32_t i = 0; i < r->nsegs; i++) {
+        he__pf_seg_t *s = &segs[i];
+        s->r = r;
+        if (!s->path) continue;
+        s->hnext = p->buckets[s->hash % HE__PF_BUCKETS];
+        p->buckets[s->hash % HE__PF_BUCKETS] = s;
+    }
+    he_seg_playlist_free(&pl);
+    return 0;
+}
+
+int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o)
+{
+    const he_cache_key_t *k = he_cache_obj_key(o);
+    const he_cache_meta_t *m = he_cache_obj_meta(o);
+    uint64_t len = he_cache_obj_len(o), off = 0;
+    char path[HE_CACHE_KEY_MAX], *flat;
+    he_cache_fresh_t fr;
+    int rc;
+    if (!he_cache_obj_complete(o) || m->kind != HE_SEG_KIND_MEDIA || m->status != 200)
+        return -EINVAL;
+    memcpy(path, k->s, k->path_len);
+    path[k->path_len] = '\0';
+    flat = malloc(len ? len : 1);
+    if (!flat) return -ENOMEM;
+    while (off < len) {
+        const void *b;
+        size_t n = he_cache_obj_peek(o, off, &b, NULL);
+        if (!n) break;
+        memcpy(flat + off, b, n);
+        off += n;
+    }
+    he_cache_obj_fresh(o, &fr);
+    rc = he_cache_prefetch_playlist(p, path, flat, (size_t)off, fr.expires_ms);
+    free(flat);
+    return rc;
+}
+
+int he_cache_prefetch_next(he_cache_prefetch_t *p, const char *seg_path, int64_t wall_ms,
+                           he_cache_present_fn present, void *ctx, he_cache_prefetch_item_t *out,
+                           unsigned max, bool *playlist_stale)
+{
+    size_t pl = strlen(seg_path);
+    uint64_t h = he_cache_hash(seg_path, pl);
+    he__pf_seg_t *s = p->buckets[h % HE__PF_BUCKETS];
+    unsigned n = 0, k = p->conf->prefetch_segments;
+    he__pf_rend_t *r;
+    *playlist_stale = false;
+    for (; s; s = s->hnext)
+        if (s->hash == h && strcmp(s->path, seg_path) == 0) break;
+    if (!s) return 0;
+    r = s->r;
+    r->used = ++p->tick;
+    *playlist_stale = wall_ms >= r->fresh_until_ms;
+    for (uint32_t i = s->index + 1; i < r->nsegs && i <= s->index + k && n < max; i++) {
+        he__pf_seg_t *x = &r->segs[i];
+        he_cache_prefetch_item_t *it = &out[n];
+        if (!x->target) continue;
+        if (he_cache_key_make(p->conf, x->target, strlen(x->target), &it->key) < 0) continue;
+        if (present && present(ctx, &it->key)) continue;
+        strcpy(it->target, x->target);
+        n++;
+    }
+    return (int)n;
+}
+
+bool he_cache_present(void *ctx, const he_cache_key_t *key)
+{
+    he_cache_present_ctx_t *c = ctx;
+    return (c->fills && he_cache_fill_find(c->fills, key)) ||
+           he_cache_ram_contains(c->ram, c->node, key) || he_cache_store_contains(c->store, key);
+}
