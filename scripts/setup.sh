@@ -5,18 +5,22 @@
 #
 #   bash scripts/setup.sh           build + test dependencies
 #   bash scripts/setup.sh --bench   ... plus linux-perf (tests/bench/vs-nginx.sh PERF=1)
+#   bash scripts/setup.sh --ktls-vm ... plus QEMU and a static busybox, for the kTLS test in a VM
+#                                   (tests/integration/test_ktls_vm.py; skipped without them)
 set -euo pipefail
 
 BUILD_PKGS=(build-essential cmake pkg-config liburing-dev libuv1-dev libssl-dev
             libnuma-dev libyaml-dev node-llhttp clang python3)
-TEST_PKGS=(curl ffmpeg openssl nginx wrk procps)
+TEST_PKGS=(curl ffmpeg openssl nginx wrk procps testssl.sh prometheus chromium)
 BENCH_PKGS=(linux-perf)
+KTLS_VM_PKGS=(qemu-system-x86 busybox-static)
 
 want=("${BUILD_PKGS[@]}" "${TEST_PKGS[@]}")
 for arg in "$@"; do
     case "$arg" in
         --bench) want+=("${BENCH_PKGS[@]}") ;;
-        -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+        --ktls-vm) want+=("${KTLS_VM_PKGS[@]}") ;;
+        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
         *) echo "setup.sh: unknown option: $arg" >&2; exit 2 ;;
     esac
 done

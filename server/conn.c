@@ -11,6 +11,8 @@
 
 #include "server/log.h"
 #include "server/server.h"
+#include "server/tls.h"
+#include "server/cache_glue.h"
 
 /* Order matters only in that every list keeps a constant timeout, so
  * appending at the tail keeps each list sorted by deadline: expiry pops
@@ -24,6 +26,8 @@ static unsigned he_conn_timeout_ms(he_worker_t *w, enum he_timer_list list)
         return w->conf->keepalive_timeout_ms;
     case HE_TIMER_SEND:
         return w->conf->send_timeout_ms;
+    case HE_TIMER_TLS:
+        return w->conf->tls_handshake_timeout_ms ? w->conf->tls_handshake_timeout_ms : 10000;
     default:
         return 0;
     }
@@ -72,6 +76,14 @@ void he__conn_timers_expire(he_worker_t *w)
     for (int list = HE_TIMER_HEADER; list < HE_TIMER_COUNT; list++) {
         he_conn_t *c;
         while ((c = w->timers[list][0]) != NULL && c->deadline_ms <= w->now_ms) {
+            if (list == HE_TIMER_TLS) { /* a handshake that never completed */
+                w->stats.tls_handshake_errors++;
+                w->stats.tls_errors[HE_STATS_TLS_ERR_TRUNCATED]++;
+                c->tls->fatal = true;
+                he_log_debug("worker %u: TLS handshake timeout, closing fd %d", w->id, c->fd);
+                he__conn_close(w, c);
+                continue;
+            }
             w->stats.errors[cause[list]]++;
             he_log_debug("worker %u: %s timeout, closing fd %d", w->id,
                          list == HE_TIMER_HEADER ? "header"
@@ -83,7 +95,7 @@ void he__conn_timers_expire(he_worker_t *w)
     }
 }
 
-he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *peer)
+he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *peer, bool tls)
 {
     he_conn_t *c;
     int one = 1;
@@ -121,6 +133,10 @@ he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *p
         c->fixed = true;
     }
     he__http1_init(c);
+    if (tls) { /* the handshake comes first; requests arrive through SSL_read */
+        he__tls_conn_start(w, c);
+        return c;
+    }
     he__conn_arm_recv(w, c);
     he__conn_timer_set(w, c, HE_TIMER_HEADER);
     return c;
@@ -129,6 +145,10 @@ he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *p
 void he__conn_arm_recv(he_worker_t *w, he_conn_t *c)
 {
     struct io_uring_sqe *sqe;
+    if (c->tls) { /* never a ring recv: it would take ciphertext from OpenSSL */
+        he__tls_arm_read(w, c);
+        return;
+    }
     if (c->recv_armed || c->closing || c->peer_eof) return;
     sqe = he__worker_sqe(w);
     if (w->br) {
@@ -265,8 +285,10 @@ static void he_conn_free(he_worker_t *w, he_conn_t *c)
         io_uring_prep_files_update(sqe, &minus_one, 1, (int)c->slot);
         sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
     }
+    if (c->tls) he__tls_conn_free(w, c);
     close(c->fd);
     if (c->file) he_fcache_put(w->fcache, c->file);
+    if (w->cache) he__rcache_conn_free(w, c); /* leaves its fill, drops its object */
     free(c->in);
     free(c->rbuf);
     c->in = NULL;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -79,6 +80,7 @@ he_fcache_t *he_fcache_new(int root_fd, unsigned entries, unsigned valid_ms, boo
 static void he_fcache_destroy_entry(he_file_t *f)
 {
     if (f->fd >= 0) close(f->fd);
+    if (f->map) munmap(f->map, f->size);
     free(f->body);
     free(f->path);
     free(f);
@@ -300,4 +302,30 @@ void he_fcache_put(he_fcache_t *fc, he_file_t *f)
 {
     (void)fc;
     if (--f->refs == 0 && !f->cached) he_fcache_destroy_entry(f);
+}
+
+/* Userspace TLS encrypts file bodies from this mapping: one copy (the
+ * encryption) where pread + SSL_write would make two. The mapping lives as
+ * long as the entry, so a hot segment is mapped once per worker. */
+const char *he_fcache_map(he_fcache_t *fc, he_file_t *f, int *err)
+{
+    void *p;
+    (void)fc;
+    if (f->map) return f->map;
+    if (f->fd < 0 || f->size == 0) {
+        *err = -EINVAL;
+        return NULL;
+    }
+    p = mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->fd, 0);
+    if (p == MAP_FAILED) {
+        *err = -errno;
+        return NULL;
+    }
+    f->map = p;
+    return f->map;
+}
+
+void he_fcache_invalidate(he_fcache_t *fc, he_file_t *f)
+{
+    if (f->cached) he_fcache_remove(fc, f);
 }

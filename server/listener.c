@@ -2,7 +2,8 @@
  * SO_REUSEPORT group. A classic BPF program attached to the group picks the
  * socket of the worker on the CPU that received the packet, so once RX-queue
  * IRQs are pinned (docs/tuning.md) a worker serves exactly one NIC queue and
- * a connection never crosses CPUs. */
+ * a connection never crosses CPUs. TLS listeners (conf->tls_listen) are
+ * opened the same way after the plain ones. */
 #include <errno.h>
 #include <linux/filter.h>
 #include <netinet/in.h>
@@ -76,19 +77,32 @@ static int he_listener_socket(const he_conf_listen_t *l, char *err, size_t errle
     return fd;
 }
 
+const he_conf_listen_t *he__listener_conf(const he_server_t *s, unsigned li, bool *tls)
+{
+    unsigned nplain = s->nlisten - s->nlisten_tls;
+    if (tls) *tls = li >= nplain;
+    return li >= nplain ? &s->conf->tls_listen[li - nplain] : &s->conf->listen[li];
+}
+
+/* Plain listen addresses first, then the TLS ones; a TLS listener behaves
+ * like a plain one (same group, same steering) and differs only in what
+ * the worker does with an accepted socket. */
 int he__listeners_open(he_server_t *s, char *err, size_t errlen)
 {
     const he_conf_t *c = s->conf;
     unsigned n = s->nworkers;
 
-    s->listen_fds = malloc(sizeof(int) * c->nlisten * n);
+    s->nlisten_tls = s->tls ? c->ntls_listen : 0;
+    s->nlisten = c->nlisten + s->nlisten_tls;
+    s->listen_fds = malloc(sizeof(int) * s->nlisten * n + 1);
     if (!s->listen_fds) return -ENOMEM;
-    for (unsigned i = 0; i < c->nlisten * n; i++)
+    for (unsigned i = 0; i < s->nlisten * n; i++)
         s->listen_fds[i] = -1;
 
-    for (unsigned li = 0; li < c->nlisten; li++) {
+    for (unsigned li = 0; li < s->nlisten; li++) {
+        const he_conf_listen_t *l = he__listener_conf(s, li, NULL);
         for (unsigned k = 0; k < n; k++) {
-            int fd = he_listener_socket(&c->listen[li], err, errlen);
+            int fd = he_listener_socket(l, err, errlen);
             if (fd < 0) {
                 he__listeners_close(s);
                 return fd;
@@ -99,7 +113,7 @@ int he__listeners_open(he_server_t *s, char *err, size_t errlen)
                 if (rc < 0)
                     he_log_warn("listen %s: CPU steering program not attached (%s); the kernel's "
                                 "hash spreads connections instead",
-                                c->listen[li].text, strerror(-rc));
+                                l->text, strerror(-rc));
             }
         }
     }
@@ -109,7 +123,7 @@ int he__listeners_open(he_server_t *s, char *err, size_t errlen)
 void he__listeners_close(he_server_t *s)
 {
     if (!s->listen_fds) return;
-    for (unsigned i = 0; i < s->conf->nlisten * s->nworkers; i++)
+    for (unsigned i = 0; i < s->nlisten * s->nworkers; i++)
         if (s->listen_fds[i] >= 0) close(s->listen_fds[i]);
     free(s->listen_fds);
     s->listen_fds = NULL;

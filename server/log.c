@@ -1,5 +1,8 @@
 #include "server/log.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/time.h>
@@ -8,6 +11,8 @@
 
 volatile int he_log_level = HE_LOG_INFO;
 static volatile int he_log_fd = 2;
+static int he_log_stderr = -1; /* a copy of the original stderr */
+static char he_log_path[PATH_MAX];
 
 static const char *const he_log_names[] = {"error", "warn", "info", "debug"};
 
@@ -19,6 +24,47 @@ void he_log_set_fd(int fd)
 int he_log_get_fd(void)
 {
     return he_log_fd;
+}
+
+int he_log_open(const char *path)
+{
+    int src;
+
+    if (he_log_stderr < 0) {
+        int mine;
+        he_log_stderr = fcntl(2, F_DUPFD_CLOEXEC, 3);
+        mine = fcntl(2, F_DUPFD_CLOEXEC, 3);
+        if (he_log_stderr < 0 || mine < 0) {
+            int e = -errno;
+            if (he_log_stderr >= 0) close(he_log_stderr);
+            if (mine >= 0) close(mine);
+            he_log_stderr = -1;
+            return e;
+        }
+        he_log_fd = mine;
+    }
+    if (path[0]) {
+        src = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (src < 0) return -errno;
+    } else {
+        src = he_log_stderr;
+    }
+    if (dup3(src, he_log_fd, O_CLOEXEC) < 0) {
+        int e = -errno;
+        if (src != he_log_stderr) close(src);
+        return e;
+    }
+    if (src != he_log_stderr) close(src);
+    snprintf(he_log_path, sizeof(he_log_path), "%s", path);
+    return 0;
+}
+
+int he_log_reopen(void)
+{
+    char path[PATH_MAX];
+    if (!he_log_path[0]) return 0; /* stderr: nothing to reopen */
+    snprintf(path, sizeof(path), "%s", he_log_path);
+    return he_log_open(path);
 }
 
 void he_log_write(he_log_level_t level, const char *fmt, ...)

@@ -9,29 +9,25 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "server/control.h"
 #include "server/log.h"
-#include "server/server.h"
-
-#define HE_VERSION "0.1.0"
 
 static void he_usage(FILE *out)
 {
     fprintf(out, "usage: hlsedge [-c FILE] [-t] [-h] [-V]\n"
                  "  -c FILE  configuration file (YAML); built-in defaults when absent\n"
                  "  -t       check the configuration and exit (0 valid, 2 invalid)\n"
-                 "  -V       print the version\n");
+                 "  -V       print the version\n"
+                 "signals: TERM/INT drain and exit, HUP reloads FILE, USR1 reopens log files\n");
 }
 
 int main(int argc, char **argv)
 {
-    static he_conf_t conf;
-    static he_server_t server;
+    he_conf_t *conf;
     const char *file = NULL;
     char err[HE_CONF_ERR_MAX + 256];
-    char feat[512];
     bool test_only = false;
-    sigset_t sigs;
-    int opt, rc;
+    int opt;
 
     while ((opt = getopt(argc, argv, "c:thV")) != -1) {
         switch (opt) {
@@ -58,16 +54,23 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    he_conf_defaults(&conf);
-    if (file && he_conf_load(&conf, file, err, sizeof(err)) < 0) {
+    conf = malloc(sizeof(*conf));
+    if (!conf) {
+        fprintf(stderr, "hlsedge: out of memory\n");
+        return 1;
+    }
+    he_conf_defaults(conf);
+    if (file && he_conf_load(conf, file, err, sizeof(err)) < 0) {
         fprintf(stderr, "%s\n", err);
+        free(conf);
         return 2;
     }
     if (test_only) {
         printf("hlsedge: configuration %s is valid\n", file ? file : "(built-in defaults)");
+        free(conf);
         return 0;
     }
-    he_log_level = conf.log_level;
+    he_log_level = conf->log_level;
 
     /* Each connection is a descriptor: take the hard limit, like nginx's
      * worker_rlimit_nofile, and say so when it is still too low. */
@@ -78,54 +81,17 @@ int main(int argc, char **argv)
                 rl.rlim_cur = rl.rlim_max;
                 setrlimit(RLIMIT_NOFILE, &rl);
             }
-            if (rl.rlim_cur < (rlim_t)conf.max_connections + 64)
+            if (rl.rlim_cur < (rlim_t)conf->max_connections + 64)
                 he_log_warn("open-file limit %llu is below limits.max_connections %u: raise "
                             "ulimit -n (LimitNOFILE= under systemd)",
-                            (unsigned long long)rl.rlim_cur, conf.max_connections);
+                            (unsigned long long)rl.rlim_cur, conf->max_connections);
         }
     }
+    /* sendfile(2) to a socket the peer closed raises SIGPIPE; MSG_NOSIGNAL
+     * covers only send(). */
+    signal(SIGPIPE, SIG_IGN);
 
-    /* Signals go to this thread only; workers never see them. */
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGHUP);
-    sigaddset(&sigs, SIGUSR1);
-    sigaddset(&sigs, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-
-    rc = he_server_init(&server, &conf, err, sizeof(err));
-    if (rc < 0) {
-        he_log_error("%s", err);
-        he_server_free(&server);
-        return 1;
-    }
-    he_features_describe(&server.features, feat, sizeof(feat));
-    he_log_info("hlsedge %s: config %s, root %s, %u workers", HE_VERSION,
-                conf.file[0] ? conf.file : "(built-in defaults)", conf.root, server.nworkers);
-    he_log_info("kernel features: %s", feat);
-    rc = he_server_start(&server, err, sizeof(err));
-    if (rc < 0) {
-        he_log_error("%s", err);
-        he_server_drain(&server);
-        he_server_wait(&server);
-        he_server_free(&server);
-        return 1;
-    }
-    for (unsigned i = 0; i < conf.nlisten; i++)
-        he_log_info("listening on %s", conf.listen[i].text);
-
-    for (;;) {
-        int sig = sigwaitinfo(&sigs, NULL);
-        if (sig == SIGTERM || sig == SIGINT) {
-            he_log_info("%s: draining (up to %u ms)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-                        conf.drain_timeout_ms);
-            break;
-        }
-    }
-    he_server_drain(&server);
-    he_server_wait(&server);
-    he_server_free(&server);
-    he_log_info("stopped");
-    return 0;
+    /* The control thread's loop runs here, on the main thread; it starts
+     * the workers and returns the exit status after the drain. */
+    return he_control_main(conf);
 }

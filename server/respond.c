@@ -10,9 +10,12 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 
+#include "server/accesslog.h"
 #include "server/http_util.h"
 #include "server/log.h"
 #include "server/server.h"
+#include "server/tls.h"
+#include "server/cache_glue.h"
 
 /* Most a single sendfile may move before the worker looks at its other
  * connections again. */
@@ -79,8 +82,12 @@ static const char *he_respond_reason(int status)
         return "Range Not Satisfiable";
     case 431:
         return "Request Header Fields Too Large";
+    case 502:
+        return "Bad Gateway";
     case 503:
         return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
     default:
         return "Internal Server Error";
     }
@@ -133,19 +140,46 @@ static void he_respond_end(he_worker_t *w, he_conn_t *c, he_hbuf_t *b)
 
 /* ---------------------------------------------------------------- sending */
 
+/* The last byte of a response went to the kernel: account for it (the
+ * counters, both latency histograms, the access log record), then let the
+ * connection move on. */
 static void he_respond_finish(he_worker_t *w, he_conn_t *c)
 {
     he_stats_t *st = &w->stats;
+    uint32_t gen = c->gen;
     if (c->status >= 100 && c->status < 600) st->status_class[c->status / 100]++;
     st->bytes_out += c->bytes_sent;
     st->kind[c->file ? c->file->kind : HE_SEG_KIND_OTHER]++;
+    if (!w->stats_off || he_alog_ring_on(w->alog)) {
+        /* The batch's clock, like t_start_ns and t_first_byte_ns: one clock
+         * read per batch of completions, not per request. */
+        uint64_t now = he__batch_ns, t0 = c->req.t_start_ns;
+        uint64_t fb = c->t_first_byte_ns && c->t_first_byte_ns < now ? c->t_first_byte_ns : now;
+        uint64_t ttfb_us = 0, total_us = 0;
+        if (t0 && now >= t0) {
+            total_us = (now - t0) / 1000;
+            ttfb_us = fb >= t0 ? (fb - t0) / 1000 : 0;
+        }
+        if (!w->stats_off) {
+            he_hist_record(&st->ttfb, ttfb_us);
+            he_hist_record(&st->total, total_us);
+        }
+        if (he_alog_ring_on(w->alog)) he_alog_push(w, c, now, ttfb_us, total_us);
+    }
     if (c->file) {
         he_fcache_put(w->fcache, c->file);
         c->file = NULL;
     }
+    if (c->tls) he__tls_account(w, c);
     c->body_kind = HE_BODY_NONE;
     c->bytes_sent = 0;
     he__conn_response_done(w, c);
+    /* Retired by a reload while this response was under way: its header
+     * did not say Connection: close, so the connection stays for one more
+     * request, which will. (A pipelined response already started again
+     * does this when it finishes.) */
+    if (w->soft_drain && c->gen == gen && c->in_use && !c->closing && !c->busy)
+        c->close_after = true;
 }
 
 static void he_respond_submit_mem(he_worker_t *w, he_conn_t *c)
@@ -233,8 +267,27 @@ static void he_respond_sendfile(he_worker_t *w, he_conn_t *c)
     he_respond_send_error(w, c, -errno);
 }
 
+/* TLS without kTLS: SSL_write from the header, RAM bodies and the file's
+ * mapping (server/tls_conn.c). With kTLS the plain path below is used as
+ * is: the kernel encrypts what send and sendfile hand it. */
+static void he_respond_send_tls(he_worker_t *w, he_conn_t *c)
+{
+    int rc = he__tls_write_response(w, c);
+    if (rc == HE_TLS_DONE)
+        he_respond_finish(w, c);
+    else if (rc == HE_TLS_AGAIN)
+        he_respond_arm_pollout(w, c);
+    else if (rc < 0)
+        he_respond_send_error(w, c, rc);
+    /* HE_TLS_AGAIN_READ: the connection's read poll resumes it */
+}
+
 static void he_respond_send(he_worker_t *w, he_conn_t *c)
 {
+    if (he__tls_userspace(c)) {
+        he_respond_send_tls(w, c);
+        return;
+    }
     if (c->body_kind != HE_BODY_FILE) {
         he_respond_submit_mem(w, c);
         return;
@@ -362,7 +415,7 @@ void he__respond(he_worker_t *w, he_conn_t *c)
     uint64_t first = 0, last = 0;
     he_http_range_result_t range = HE_HTTP_RANGE_NONE;
     int len, err = 0;
-    bool hit;
+    bool hit, cache_skip;
 
     switch (r->method) {
     case HTTP_GET:
@@ -382,6 +435,15 @@ void he__respond(he_worker_t *w, he_conn_t *c)
     c->bytes_sent = 0;
     if (r->has_body) c->close_after = true;
     if (!r->keepalive) c->close_after = true;
+    /* the edge cache (respond_cache.c): set again by an origin-first
+     * fallback, which answers this request from root */
+    cache_skip = c->cache_skip;
+    c->cache_skip = false;
+    c->cache_st = 0;
+    if (r->method == HTTP_PURGE && w->cache) {
+        he__rcache_purge(w, c);
+        return;
+    }
 
     if (r->method != HTTP_GET && r->method != HTTP_HEAD && r->method != HTTP_OPTIONS) {
         he__respond_error(w, c, 405);
@@ -402,6 +464,7 @@ void he__respond(he_worker_t *w, he_conn_t *c)
         return;
     }
 
+    if (w->cache && w->cache->conf->origin_first && !cache_skip && he__rcache_respond(w, c)) return;
     f = he_fcache_get(w->fcache, path, (size_t)len, w->now_ms, &err, &hit);
     if (hit)
         w->stats.fcache_hits++;
@@ -412,6 +475,11 @@ void he__respond(he_worker_t *w, he_conn_t *c)
             he_log_info("worker %u: refused /%s: %s", w->id, path,
                         err == -EXDEV ? "resolves outside root" : strerror(-err));
             he__respond_error(w, c, 403);
+        } else if (err == -ENOENT && w->cache && !w->cache->conf->origin_first &&
+                   he__rcache_respond(w, c)) {
+            return; /* root-first: not in the library, so the cache or the origin */
+        } else if (err == -ENOENT && cache_skip) {
+            he__respond_error(w, c, 502); /* origin-first: neither the origin nor root */
         } else if (err == -ENOENT || err == -EISDIR) {
             he__respond_error(w, c, 404);
         } else {
@@ -492,5 +560,17 @@ void he__respond(he_worker_t *w, he_conn_t *c)
         c->body_kind = HE_BODY_NONE;
     else
         c->body_kind = f->body ? HE_BODY_MEM : HE_BODY_FILE;
+    he_respond_send(w, c);
+}
+
+/* For the cache's responses (respond_cache.c): the accounting and the
+ * memory/file send paths of this file. */
+void he__respond_finish(he_worker_t *w, he_conn_t *c)
+{
+    he_respond_finish(w, c);
+}
+
+void he__respond_send(he_worker_t *w, he_conn_t *c)
+{
     he_respond_send(w, c);
 }

@@ -3,13 +3,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "server/accesslog.h"
 #include "server/log.h"
 #include "server/server.h"
+#include "server/tls.h"
+#include "server/cache_glue.h"
 
 /* CPUs this process may run on, in order; worker i gets the i-th. */
 static int he_server_pick_cpus(const he_conf_t *conf, int *cpus, unsigned n, char *err,
@@ -73,19 +78,50 @@ int he_server_init(he_server_t *s, he_conf_t *conf, char *err, size_t errlen)
         w->id = i;
         w->cpu = conf->pin ? cpus[i] : -1;
         w->conf = conf;
-        w->wake_fd = -1;
+        atomic_store(&w->conf_next, conf);
+        atomic_store(&w->conf_ack, conf->generation);
         w->fixed_files = s->features.fixed_files;
+        /* Blocking, as the worker's ring reads it: a write would block only
+         * at a count of 2^64 - 2. */
+        w->wake_fd = eventfd(0, EFD_CLOEXEC);
+        w->alog = he_alog_ring_new(HE_ALOG_RING_RECORDS);
+        if (w->wake_fd < 0 || !w->alog) {
+            snprintf(err, errlen, "worker %u: %s", i,
+                     w->wake_fd < 0 ? strerror(errno) : "out of memory");
+            rc = -ENOMEM;
+        }
     }
     free(cpus);
+    if (rc < 0) return rc;
+    /* origin names resolve here (getaddrinfo), before anything binds */
+    rc = he__cache_server_init(s, err, errlen);
+    if (rc < 0) return rc;
+    /* TLS first: a bad certificate fails start-up before anything binds. */
+    rc = he__tls_server_init(s, err, errlen);
     if (rc < 0) return rc;
     return he__listeners_open(s, err, errlen);
 }
 
+/* Signals the control thread handles; workers block them. */
+static const int he_server_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE};
+
 int he_server_start(he_server_t *s, char *err, size_t errlen)
 {
+    sigset_t block, saved;
+
+    /* Workers inherit a mask without the control thread's signals, so a
+     * signal never interrupts a worker's io_uring_enter and is always
+     * handled on the control thread. */
+    sigemptyset(&block);
+    for (size_t j = 0; j < sizeof(he_server_signals) / sizeof(he_server_signals[0]); j++)
+        sigaddset(&block, he_server_signals[j]);
     for (unsigned i = 0; i < s->nworkers; i++) {
         he_worker_t *w = &s->workers[i];
-        int rc = pthread_create(&w->thread, NULL, he__worker_main, w);
+        int rc;
+        if (s->alog_notify) he_alog_ring_set_notify(w->alog, s->alog_notify);
+        pthread_sigmask(SIG_BLOCK, &block, &saved);
+        rc = pthread_create(&w->thread, NULL, he__worker_main, w);
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
         if (rc != 0) {
             snprintf(err, errlen, "worker %u: pthread_create: %s", i, strerror(rc));
             return -rc;
@@ -110,13 +146,40 @@ int he_server_start(he_server_t *s, char *err, size_t errlen)
 
 void he_server_drain(he_server_t *s)
 {
+    if (!s->workers) return;
     atomic_store(&s->draining, 1);
     for (unsigned i = 0; i < s->nworkers; i++)
-        if (s->workers[i].thread && s->workers[i].wake_fd >= 0) he__worker_wake(&s->workers[i]);
+        if (s->workers[i].thread) he__worker_wake(&s->workers[i]);
+}
+
+void he_server_retire(he_server_t *s)
+{
+    if (!s->workers) return;
+    atomic_store(&s->soft_drain, 1);
+    for (unsigned i = 0; i < s->nworkers; i++)
+        if (s->workers[i].thread) he__worker_wake(&s->workers[i]);
+}
+
+void he_server_publish_conf(he_server_t *s, he_conf_t *conf)
+{
+    s->conf = conf;
+    for (unsigned i = 0; i < s->nworkers; i++) {
+        atomic_store_explicit(&s->workers[i].conf_next, conf, memory_order_release);
+        if (s->workers[i].thread) he__worker_wake(&s->workers[i]);
+    }
+}
+
+bool he_server_exited(const he_server_t *s)
+{
+    if (!s->workers) return true;
+    for (unsigned i = 0; i < s->nworkers; i++)
+        if (s->workers[i].thread && !atomic_load(&s->workers[i].exited)) return false;
+    return true;
 }
 
 void he_server_wait(he_server_t *s)
 {
+    if (!s->workers) return;
     for (unsigned i = 0; i < s->nworkers; i++)
         if (s->workers[i].thread) {
             pthread_join(s->workers[i].thread, NULL);
@@ -128,6 +191,13 @@ void he_server_free(he_server_t *s)
 {
     he__listeners_close(s);
     if (s->root_fd >= 0) close(s->root_fd);
+    s->root_fd = -1;
+    for (unsigned i = 0; s->workers && i < s->nworkers; i++) {
+        if (s->workers[i].wake_fd >= 0) close(s->workers[i].wake_fd);
+        he_alog_ring_free(s->workers[i].alog);
+    }
+    he__tls_server_free(s); /* logs the TLS totals from the workers' counters */
+    he__cache_server_free(s); /* the shared tiers go with the last generation */
     free(s->workers);
     s->workers = NULL;
 }

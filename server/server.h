@@ -7,6 +7,9 @@
  *   fcache.c    per-worker cache of open files, stat results, small bodies
  *   listener.c  SO_REUSEPORT sockets and CPU steering
  *   probe.c     kernel feature probe
+ *
+ * The control thread (control*.c, admin.c, metrics.c, accesslog.c) talks to
+ * workers only through the atomics marked below and the wake eventfd.
  */
 #ifndef HE_SERVER_H
 #define HE_SERVER_H
@@ -67,8 +70,9 @@ typedef struct he_file {
     he_seg_kind_t kind;
     char etag[40];
     uint8_t etag_len;
-    char last_modified[30];
+    char last_modified[30]; /* IMF-fixdate of mtime, formatted once */
     char *body; /* whole body in memory for small playlists/keys, or NULL */
+    char *map;  /* whole file mapped read-only (userspace TLS sends from it), or NULL */
 } he_file_t;
 
 typedef struct he_fcache he_fcache_t;
@@ -81,6 +85,12 @@ void he_fcache_free(he_fcache_t *fc);
 he_file_t *he_fcache_get(he_fcache_t *fc, const char *path, size_t len, uint64_t now_ms, int *err,
                          bool *hit);
 void he_fcache_put(he_fcache_t *fc, he_file_t *f);
+/* The file's bytes mapped read-only, mapped on first use and unmapped with
+ * the entry; NULL for an empty file or when mmap fails (*err set). */
+const char *he_fcache_map(he_fcache_t *fc, he_file_t *f, int *err);
+/* Takes f out of the table (it is destroyed when its last user puts it):
+ * for an entry whose file changed in a way revalidation cannot see yet. */
+void he_fcache_invalidate(he_fcache_t *fc, he_file_t *f);
 
 /* ---------------------------------------------------------------- requests */
 
@@ -130,6 +140,7 @@ enum he_timer_list {
     HE_TIMER_HEADER,
     HE_TIMER_KEEPALIVE,
     HE_TIMER_SEND,
+    HE_TIMER_TLS, /* accept -> TLS handshake done (conf tls_handshake_timeout_ms) */
     HE_TIMER_COUNT
 };
 
@@ -178,16 +189,22 @@ typedef struct he_conn {
     struct msghdr msg;
 
     struct sockaddr_storage peer;
+    struct he_tls_conn *tls; /* NULL on plain connections; server/tls.h */
+    uint8_t cache_st; /* enum he_cache_st (server/cache_glue.h): access log cache field */
+    bool cache_skip;  /* origin-first fell back to root: do not ask the cache again */
+    bool cache_busy;  /* the response is the cache's (server/respond_cache.c) */
 } he_conn_t;
 
 /* ---------------------------------------------------------------- workers */
 
 typedef struct he_server he_server_t;
+typedef struct he_alog_ring he_alog_ring_t; /* server/accesslog.h */
 
 typedef struct he_listener {
     int fd;
     bool armed;
-    unsigned index; /* in conf->listen */
+    unsigned index; /* he__listener_conf(server, index) */
+    bool tls;       /* from conf->tls_listen: accepted connections speak TLS */
 } he_listener_t;
 
 typedef struct he_worker {
@@ -203,7 +220,7 @@ typedef struct he_worker {
     int wake_fd;      /* eventfd: messages from the control side */
     uint64_t wake_val;
 
-    he_listener_t listeners[HE_CONF_MAX_LISTEN];
+    he_listener_t listeners[2 * HE_CONF_MAX_LISTEN]; /* plain, then TLS */
     unsigned nlisteners;
 
     he_conn_t *conns;
@@ -229,11 +246,26 @@ typedef struct he_worker {
     char date[30]; /* IMF-fixdate, refreshed every tick */
     time_t date_sec;
 
-    bool draining;
+    bool draining;   /* shutdown: idle connections close now */
+    bool soft_drain; /* retired by a reload: each connection gets one more
+                      * response, announced with Connection: close */
     bool stop;
+    bool stats_off; /* HE_STATS_DISABLE=1: no latency histograms (cost measurement) */
     uint64_t drain_deadline_ms;
     int startup_err;
     atomic_int ready; /* 1 started, -1 failed */
+
+    /* Control thread -> worker. conf_next is the newest configuration for
+     * this worker; the worker switches w->conf between completions when
+     * woken and stores the generation it now serves in conf_ack, after
+     * which the control thread may free the previous one. */
+    _Atomic(const he_conf_t *) conf_next;
+    atomic_uint conf_ack;
+    /* Worker -> control thread. */
+    atomic_int exited;    /* the thread has left its loop and freed its ring */
+    atomic_int tid;       /* for per-thread CPU time in /proc/self/task */
+    he_alog_ring_t *alog; /* access log records; the control thread drains it */
+    struct he_wcache *cache; /* origins, fills, SSD writes; NULL without origin.urls */
 } he_worker_t;
 
 struct he_server {
@@ -242,9 +274,17 @@ struct he_server {
     he_worker_t *workers;
     unsigned nworkers;
     int root_fd;
-    /* listen sockets: [listen index][worker] */
+    /* listen sockets: [listen index][worker]; indexes 0..nlisten-1 are
+     * conf->listen then conf->tls_listen (the last nlisten_tls) */
     int *listen_fds;
-    atomic_int draining;
+    unsigned nlisten, nlisten_tls;
+    struct he_tls *tls; /* TLS contexts when tls_listen is set; server/tls.h */
+    atomic_int draining;   /* he_server_drain: stop, closing idle connections */
+    atomic_int soft_drain; /* he_server_retire: a reload replaced this generation */
+    atomic_int retiring;   /* listeners are being shut by the control thread:
+                            * an accept that fails is not re-armed */
+    void *alog_notify;     /* uv_async_t of the control thread, or NULL */
+    struct he_scache *cache; /* resolved origins + the shared tiers; server/cache_glue.c */
 };
 
 /* ---------------------------------------------------------------- user_data */
@@ -259,6 +299,9 @@ enum he_op {
     HE_OP_CANCEL,
     HE_OP_TICK,
     HE_OP_WAKE,
+    HE_OP_TLS_POLL, /* TLS connection: readiness for SSL_do_handshake / SSL_read */
+    HE_OP_CSEND,    /* cache body send / send_zc (+ its notification) / POLLOUT: respond_cache.c */
+    HE_OP_ORIGIN,   /* slot = job: origin fetch, SSD write or unlink op; origin_io.c */
 };
 
 static inline uint64_t he__ud(enum he_op op, uint32_t slot, uint32_t gen)
@@ -282,12 +325,13 @@ static inline uint32_t he__ud_gen(uint64_t ud)
 struct io_uring_sqe *he__worker_sqe(he_worker_t *w);
 void he__worker_sqe_conn(he_worker_t *w, struct io_uring_sqe *sqe, he_conn_t *c, enum he_op op);
 uint64_t he__now_ns(void);
-extern __thread uint64_t he__batch_ns;
+extern __thread uint64_t he__batch_ns; /* he__now_ns() when this batch was reaped */
 void *he__worker_main(void *arg);
 void he__worker_wake(he_worker_t *w);
 
 /* conn.c */
-he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *peer);
+/* tls: accepted on a TLS listener; the handshake starts before any recv. */
+he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *peer, bool tls);
 void he__conn_close(he_worker_t *w, he_conn_t *c);
 void he__conn_op_done(he_worker_t *w, he_conn_t *c);
 void he__conn_arm_recv(he_worker_t *w, he_conn_t *c);
@@ -315,11 +359,21 @@ void he__worker_refresh_date(he_worker_t *w);
 /* listener.c */
 int he__listeners_open(he_server_t *s, char *err, size_t errlen);
 void he__listeners_close(he_server_t *s);
+/* The address of listen index li (plain or TLS, see he_server_t). */
+const he_conf_listen_t *he__listener_conf(const he_server_t *s, unsigned li, bool *tls);
 
 /* server.c */
 int he_server_init(he_server_t *s, he_conf_t *conf, char *err, size_t errlen);
 int he_server_start(he_server_t *s, char *err, size_t errlen);
 void he_server_drain(he_server_t *s);
+/* Drains a generation replaced by a reload: connections stay open until
+ * their next response (sent with Connection: close) or the drain timeout.
+ * Call after its listeners stopped accepting. */
+void he_server_retire(he_server_t *s);
+/* Publishes a new configuration that needs no new sockets or threads. */
+void he_server_publish_conf(he_server_t *s, he_conf_t *conf);
+/* True once every worker thread has returned (he_server_wait won't block). */
+bool he_server_exited(const he_server_t *s);
 void he_server_wait(he_server_t *s);
 void he_server_free(he_server_t *s);
 

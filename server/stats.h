@@ -1,12 +1,13 @@
 /* Per-worker statistics. Each worker writes only its own he_stats_t (cache
- * line aligned, no atomics on the hot path); the control thread reads and
- * sums them. A torn read of a 64-bit counter cannot happen on x86-64 and
- * is harmless for monitoring elsewhere. */
+ * line aligned, plain stores, no atomics on the hot path); the control
+ * thread reads and sums them. Aligned 64-bit loads and stores do not tear
+ * on x86-64 and arm64, which is all monitoring needs. */
 #ifndef HE_STATS_H
 #define HE_STATS_H
 
 #include <stdint.h>
 
+#include "cache/cache.h"
 #include "segment/segment.h"
 
 typedef enum he_stats_method {
@@ -26,6 +27,46 @@ typedef enum he_stats_err {
     HE_STATS_ERR_COUNT
 } he_stats_err_t;
 
+/* Log-linear latency histogram (HdrHistogram-like): values in
+ * microseconds; each power-of-two range [2^k, 2^(k+1)) is split into
+ * HE_HIST_SUB linear buckets, so any recorded value is known to within
+ * 1/HE_HIST_SUB (3.1%). Values below HE_HIST_SUB us are exact. Covers up
+ * to 2^HE_HIST_MAX_EXP us (about 18 minutes); larger values land in the
+ * last bucket. See server/hist.c. */
+#define HE_HIST_SUB_BITS 5
+#define HE_HIST_SUB (1u << HE_HIST_SUB_BITS)
+#define HE_HIST_MAX_EXP 30
+#define HE_HIST_BUCKETS ((HE_HIST_MAX_EXP - HE_HIST_SUB_BITS + 2) * HE_HIST_SUB)
+
+typedef struct he_hist {
+    uint64_t count;
+    uint64_t sum_us;
+    uint64_t buckets[HE_HIST_BUCKETS];
+} he_hist_t;
+
+void he_hist_record(he_hist_t *h, uint64_t us);
+/* Bucket index of a value, and the [lo, hi] value range of a bucket. */
+unsigned he_hist_bucket(uint64_t us);
+void he_hist_bucket_range(unsigned b, uint64_t *lo, uint64_t *hi);
+/* Adds src into dst (the control thread sums workers this way). */
+void he_hist_merge(he_hist_t *dst, const he_hist_t *src);
+/* Value at quantile q (0..1): the upper bound of the bucket holding it. */
+uint64_t he_hist_quantile(const he_hist_t *h, double q);
+
+/* Why a TLS connection ended before or during its handshake
+ * (tls_errors[]; each also counts in tls_handshake_errors). */
+typedef enum he_stats_tls_err {
+    HE_STATS_TLS_ERR_PLAIN_HTTP = 0, /* plain HTTP sent to a TLS port (answered 400) */
+    HE_STATS_TLS_ERR_GARBAGE,        /* not a TLS record, or a malformed handshake message */
+    HE_STATS_TLS_ERR_TRUNCATED,      /* ClientHello/handshake cut short: EOF, reset or timeout */
+    HE_STATS_TLS_ERR_PROTOCOL,       /* no common version, suite, group or signature */
+    HE_STATS_TLS_ERR_OTHER,
+    HE_STATS_TLS_ERR_COUNT
+} he_stats_tls_err_t;
+
+/* Every field is a uint64_t counter, the histograms too: the control
+ * thread sums workers as arrays of uint64_t (he_metrics_stats_add), so a
+ * new counter needs no summing code, only its line in server/metrics.c. */
 typedef struct he_stats {
     uint64_t conn_accepted;
     uint64_t conn_refused;
@@ -37,6 +78,26 @@ typedef struct he_stats {
     uint64_t errors[HE_STATS_ERR_COUNT];
     uint64_t fcache_hits;
     uint64_t fcache_misses;
+
+    /* TLS (filled by the TLS listener) */
+    uint64_t tls_handshakes;
+    uint64_t tls_handshake_errors;
+    uint64_t tls_conn_ktls;      /* connections whose sends went through kTLS */
+    uint64_t tls_conn_userspace; /* connections on SSL_write */
+    uint64_t tls_bytes_ktls;
+    uint64_t tls_bytes_userspace;
+    uint64_t tls_resumed;            /* handshakes that resumed a session (ticket or cache) */
+    uint64_t tls_conn_ktls_fallback; /* kTLS was on but this cipher was not offloaded */
+    uint64_t tls_errors[HE_STATS_TLS_ERR_COUNT];
+
+    /* access log ring */
+    uint64_t log_dropped;
+
+    /* edge cache (server/cache_glue.h): zero without origin.urls */
+    he_cache_stats_t cache;
+
+    he_hist_t ttfb;  /* request parsed -> first response byte handed to the kernel */
+    he_hist_t total; /* request parsed -> last byte handed to the kernel */
 } __attribute__((aligned(64))) he_stats_t;
 
 #endif

@@ -15,6 +15,8 @@
 
 #include "server/log.h"
 #include "server/server.h"
+#include "server/tls.h"
+#include "server/cache_glue.h"
 
 #define HE_RING_ENTRIES 1024
 #define HE_RING_CQ_ENTRIES 16384
@@ -29,6 +31,9 @@ uint64_t he__now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Read once per batch of completions: every event in a batch happened by
+ * then, and clock reads were 2.5% of the playlist profile (read_tsc is
+ * slow on this paravirtualized clock). */
 __thread uint64_t he__batch_ns;
 
 struct io_uring_sqe *he__worker_sqe(he_worker_t *w)
@@ -153,6 +158,8 @@ static int he_worker_setup(he_worker_t *w)
     size_t n;
     int rc;
 
+    atomic_store(&w->tid, (int)gettid());
+    w->stats_off = getenv("HE_STATS_DISABLE") && strcmp(getenv("HE_STATS_DISABLE"), "1") == 0;
     if (w->cpu >= 0 && s->conf->pin) {
         cpu_set_t set;
         CPU_ZERO(&set);
@@ -215,13 +222,16 @@ static int he_worker_setup(he_worker_t *w)
 
     w->fcache = he_fcache_new(s->root_fd, s->conf->fd_cache_entries, s->conf->fd_cache_valid_ms,
                               f->openat2_beneath);
-    w->wake_fd = eventfd(0, EFD_CLOEXEC);
+    /* wake_fd is the server's (he_server_init): the control thread may
+     * write to it at any time, so it lives until after the join. */
     if (!w->fcache || w->wake_fd < 0) return -ENOMEM;
+    if ((rc = he__cache_worker_setup(w)) < 0) return rc; /* origins, fills: cache_glue.c */
 
-    n = s->conf->nlisten;
+    n = s->nlisten; /* plain, then TLS */
     for (unsigned li = 0; li < n; li++) {
         w->listeners[li].fd = s->listen_fds[li * s->nworkers + w->id];
         w->listeners[li].index = li;
+        he__listener_conf(s, li, &w->listeners[li].tls);
         he_worker_arm_accept(w, li);
     }
     w->nlisteners = (unsigned)n;
@@ -247,27 +257,38 @@ static void he_worker_refuse(he_worker_t *w, int fd)
 static void he_worker_on_accept(he_worker_t *w, struct io_uring_cqe *cqe)
 {
     unsigned li = he__ud_slot(cqe->user_data);
+    /* A retiring generation's listeners are shut down by the control
+     * thread; the accept then fails with -EINVAL, which is the end of it. */
+    bool retiring = atomic_load_explicit(&w->server->retiring, memory_order_relaxed);
     if (cqe->res >= 0) {
-        if (w->draining || w->nfree == 0) {
+        if ((w->draining || w->nfree == 0) && w->listeners[li].tls) {
+            close(cqe->res); /* no plain-text 503 for a TLS client */
+            w->stats.conn_refused++;
+        } else if (w->draining || w->nfree == 0) {
             he_worker_refuse(w, cqe->res);
         } else {
             struct sockaddr_storage peer;
             socklen_t plen = sizeof(peer);
+            he_conn_t *c;
             if (getpeername(cqe->res, (struct sockaddr *)&peer, &plen) < 0) plen = 0;
-            he__conn_new(w, cqe->res, plen ? &peer : NULL);
+            c = he__conn_new(w, cqe->res, plen ? &peer : NULL, w->listeners[li].tls);
             w->stats.conn_accepted++;
+            /* Accepted just before the listener was shut: serve one
+             * response, announced as the last. */
+            if (c && w->soft_drain) c->close_after = true;
         }
-    } else if (cqe->res != -ECANCELED && cqe->res != -EAGAIN) {
+    } else if (cqe->res != -ECANCELED && cqe->res != -EAGAIN && !retiring) {
         static __thread uint64_t last_warn_ms;
         if (w->now_ms - last_warn_ms > 1000) {
-            he_log_warn("worker %u: accept on %s: %s", w->id, w->conf->listen[li].text,
-                        strerror(-cqe->res));
+            he_log_warn("worker %u: accept on %s: %s", w->id,
+                        he__listener_conf(w->server, li, NULL)->text, strerror(-cqe->res));
             last_warn_ms = w->now_ms;
         }
     }
     if (!(cqe->flags & IORING_CQE_F_MORE)) {
         w->listeners[li].armed = false;
-        if (!w->draining && cqe->res != -ECANCELED) he_worker_arm_accept(w, li);
+        if (!w->draining && !w->soft_drain && !retiring && cqe->res != -ECANCELED)
+            he_worker_arm_accept(w, li);
     }
 }
 
@@ -326,7 +347,8 @@ static void he_worker_on_tick(he_worker_t *w)
     w->now_ms = he__now_ns() / 1000000;
     he__worker_refresh_date(w);
     he__conn_timers_expire(w);
-    if (w->draining && w->now_ms >= w->drain_deadline_ms && w->nconns) {
+    he__cache_tick(w);
+    if ((w->draining || w->soft_drain) && w->now_ms >= w->drain_deadline_ms && w->nconns) {
         he_log_warn("worker %u: drain timeout, closing %u connections", w->id, w->nconns);
         for (uint32_t i = 0; i < w->conn_cap; i++)
             if (w->conns[i].in_use) he__conn_close(w, &w->conns[i]);
@@ -334,29 +356,55 @@ static void he_worker_on_tick(he_worker_t *w)
     he_worker_arm_tick(w);
 }
 
-static void he_worker_start_drain(he_worker_t *w)
+/* hard: shutdown. Idle keep-alive connections close now, busy ones after
+ * their response (he__conn_response_done checks draining).
+ * soft: this generation was replaced by a reload. Closing an idle
+ * keep-alive connection races with a request the client may be sending,
+ * so instead every connection answers one more request, announcing
+ * Connection: close, then closes. A response already under way when the
+ * drain began did not announce it; he_respond_finish marks that
+ * connection after it. The drain timeout bounds both. */
+static void he_worker_start_drain(he_worker_t *w, bool hard)
 {
-    if (w->draining) return;
-    w->draining = true;
-    w->drain_deadline_ms = w->now_ms + w->conf->drain_timeout_ms;
-    for (unsigned li = 0; li < w->nlisteners; li++) {
-        if (w->listeners[li].armed) {
-            struct io_uring_sqe *sqe = he__worker_sqe(w);
-            io_uring_prep_cancel64(sqe, he__ud(HE_OP_ACCEPT, li, 0), 0);
-            sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+    if (w->draining || (!hard && w->soft_drain)) return;
+    if (!w->soft_drain) {
+        w->drain_deadline_ms = w->now_ms + w->conf->drain_timeout_ms;
+        for (unsigned li = 0; li < w->nlisteners; li++) {
+            if (w->listeners[li].armed) {
+                struct io_uring_sqe *sqe = he__worker_sqe(w);
+                io_uring_prep_cancel64(sqe, he__ud(HE_OP_ACCEPT, li, 0), 0);
+                sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+            }
         }
     }
-    /* Idle keep-alive connections close now; busy ones after their
-     * response (he__conn_response_done checks draining). */
-    for (uint32_t i = 0; i < w->conn_cap; i++) {
-        he_conn_t *c = &w->conns[i];
-        if (c->in_use && !c->busy) he__conn_close(w, c);
+    if (hard) {
+        w->draining = true;
+        for (uint32_t i = 0; i < w->conn_cap; i++) {
+            he_conn_t *c = &w->conns[i];
+            if (c->in_use && !c->busy) he__conn_close(w, c);
+        }
+    } else {
+        w->soft_drain = true;
+        for (uint32_t i = 0; i < w->conn_cap; i++) {
+            he_conn_t *c = &w->conns[i];
+            if (c->in_use && !c->busy) c->close_after = true;
+        }
     }
 }
 
+/* Messages from the control thread: a new configuration, a drain. Runs
+ * between completions, so nothing holds a pointer into the old config. */
 static void he_worker_on_wake(he_worker_t *w, struct io_uring_cqe *cqe)
 {
-    if (atomic_load(&w->server->draining)) he_worker_start_drain(w);
+    const he_conf_t *next = atomic_load_explicit(&w->conf_next, memory_order_acquire);
+    if (next && next != w->conf) {
+        w->conf = next;
+        atomic_store_explicit(&w->conf_ack, next->generation, memory_order_release);
+    }
+    if (atomic_load(&w->server->draining))
+        he_worker_start_drain(w, true);
+    else if (atomic_load(&w->server->soft_drain))
+        he_worker_start_drain(w, false);
     if (cqe->res >= 0 || cqe->res == -EINTR) he_worker_arm_wake(w);
 }
 
@@ -372,6 +420,9 @@ static void he_worker_dispatch(he_worker_t *w, struct io_uring_cqe *cqe)
         return;
     case HE_OP_WAKE:
         he_worker_on_wake(w, cqe);
+        return;
+    case HE_OP_ORIGIN: /* origin fetch, SSD write or unlink: origin_io.c */
+        he__oio_on_cqe(w, cqe);
         return;
     case HE_OP_CANCEL:
     case HE_OP_NONE:
@@ -399,6 +450,14 @@ static void he_worker_dispatch(he_worker_t *w, struct io_uring_cqe *cqe)
         break;
     case HE_OP_POLLOUT:
         if (!c->closing) he__respond_pollout(w, c, cqe->res);
+        he__conn_op_done(w, c);
+        break;
+    case HE_OP_CSEND: /* cache body: send, send_zc result or notification, POLLOUT */
+        he__rcache_on_cqe(w, c, cqe);
+        he__conn_op_done(w, c);
+        break;
+    case HE_OP_TLS_POLL:
+        if (!c->closing) he__tls_on_poll(w, c, cqe->res);
         he__conn_op_done(w, c);
         break;
     case HE_OP_FILES_UPDATE:
@@ -433,7 +492,7 @@ static void he_worker_loop(he_worker_t *w)
             count++;
         }
         io_uring_cq_advance(&w->ring, count);
-        if (w->draining && w->nconns == 0) w->stop = true;
+        if ((w->draining || w->soft_drain) && w->nconns == 0) w->stop = true;
     }
 }
 
@@ -442,9 +501,11 @@ static void he_worker_cleanup(he_worker_t *w)
     size_t cap = w->conn_cap;
     if (w->ring_ok) io_uring_queue_exit(&w->ring);
     w->ring_ok = false;
+    he__cache_worker_cleanup(w); /* nothing is in flight any more */
     for (size_t i = 0; w->conns && i < cap; i++) {
         he_conn_t *c = &w->conns[i];
         if (c->in_use) {
+            if (c->tls) he__tls_conn_free(w, c);
             close(c->fd);
             if (c->file) he_fcache_put(w->fcache, c->file);
             free(c->in);
@@ -459,7 +520,6 @@ static void he_worker_cleanup(he_worker_t *w)
     he_worker_free_mem(w, w->url_slab, (size_t)w->url_cap * cap);
     he_worker_free_mem(w, w->bufs, (size_t)w->nbufs * w->buf_size);
     if (w->br) munmap(w->br, HE_BUF_COUNT * sizeof(struct io_uring_buf));
-    if (w->wake_fd >= 0) close(w->wake_fd);
     w->conns = NULL;
 }
 
@@ -471,6 +531,7 @@ void *he__worker_main(void *arg)
     atomic_store(&w->ready, rc < 0 ? -1 : 1);
     if (rc == 0) he_worker_loop(w);
     he_worker_cleanup(w);
+    atomic_store(&w->exited, 1);
     return NULL;
 }
 

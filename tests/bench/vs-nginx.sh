@@ -5,6 +5,7 @@
 #   sudo bash tests/bench/vs-nginx.sh
 #   SERVERS=nginx DURATION=5s bash tests/bench/vs-nginx.sh
 #   PERF=1 bash tests/bench/vs-nginx.sh          + perf profiles per phase
+#   TLS=1 bash tests/bench/vs-nginx.sh           over HTTPS (see TLS below)
 #
 # Phases: "segments" (random .ts of the library) then "playlists" (random
 # .m3u8). Per server and phase it prints requests/s, GB/s, p99 latency and the
@@ -29,7 +30,12 @@
 #                            top-30 "perf report --no-children --sort dso,sym"
 #                            in OUT/perf-<server>-<phase>.txt (CPU numbers
 #                            then include the sampling overhead)
-# TLS is not benchmarked: hlsedge has no TLS listener configuration.
+#   TLS=1                    HTTPS: one ECDSA P-256 certificate for both servers,
+#                            TLS 1.2+1.3 with the same suites and server order
+#                            (TLS 1.3 AES-128-GCM is what wrk gets), session
+#                            tickets; nginx with sendfile on and ssl_buffer_size
+#                            at its default (16k); wrk with https URLs. Without
+#                            kTLS in the kernel both encrypt in userspace.
 # Loopback only; every wrk run is bounded by -d; servers are killed on exit.
 set -euo pipefail
 
@@ -48,6 +54,9 @@ CLIENT_CPU=${CLIENT_CPU:-1}
 LIBRARY=${LIBRARY:-demo/library}
 HLSEDGE=${HLSEDGE:-build/hlsedge}
 PERF=${PERF:-0}
+TLS=${TLS:-0}
+SCHEME=http
+[ "$TLS" = 1 ] && SCHEME=https
 OUT=${OUT:-var/bench/vs-nginx-$(date +%Y%m%d-%H%M%S)}
 CC_M3U8="no-cache"
 CC_TS="public, max-age=31536000, immutable"
@@ -65,7 +74,7 @@ ncpu=$(nproc --all)
 [ "$SERVER_CPU" -lt "$ncpu" ] && [ "$CLIENT_CPU" -lt "$ncpu" ] ||
     die "SERVER_CPU/CLIENT_CPU must be < $ncpu"
 [ "$SERVER_CPU" != "$CLIENT_CPU" ] || log "warning: server and client share CPU $SERVER_CPU"
-for t in wrk taskset curl python3; do
+for t in wrk taskset curl python3 $([ "$TLS" = 1 ] && echo openssl); do
     command -v "$t" >/dev/null || die "$t not found (run scripts/setup.sh)"
 done
 if [ "$PERF" = 1 ]; then command -v perf >/dev/null || die "perf not found (scripts/setup.sh --bench)"; fi
@@ -90,6 +99,29 @@ fi
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 TMP=$(mktemp -d /tmp/hlsedge-bench.XXXXXX)
+
+# TLS: one self-signed certificate for both servers; curl trusts it.
+CURL_TLS=()
+: >"$TMP/nginx-tls.conf"
+if [ "$TLS" = 1 ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+        -keyout "$TMP/tls.key" -out "$TMP/tls.crt" 2>/dev/null || die "openssl req failed"
+    cat "$TMP/tls.crt" "$TMP/tls.key" >"$TMP/tls.pem"
+    CURL_TLS=(--cacert "$TMP/tls.crt")
+    # The same policy as server/tls.c.
+    cat >"$TMP/nginx-tls.conf" <<EOF
+ssl_certificate $TMP/tls.crt;
+ssl_certificate_key $TMP/tls.key;
+ssl_protocols TLSv1.2 TLSv1.3;
+ssl_ciphers ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305;
+ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256;
+ssl_prefer_server_ciphers on;
+ssl_ecdh_curve X25519:prime256v1:secp384r1;
+ssl_session_cache shared:SSL:10m;
+ssl_session_tickets on;
+EOF
+fi
 
 (cd "$ROOT" && find . -name '*.ts' -type f | sed 's|^\.||' | sort) >"$OUT/paths-segments.txt"
 (cd "$ROOT" && find . -name '*.m3u8' -type f | sed 's|^\.||' | sort) >"$OUT/paths-playlists.txt"
@@ -158,8 +190,8 @@ wait_ready() { # wait_ready PORT PID
     local i code
     for ((i = 0; i < 100; i++)); do
         kill -0 "$2" 2>/dev/null || return 1
-        code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 \
-            "http://127.0.0.1:$1/master.m3u8" || true)
+        code=$(curl -s ${CURL_TLS[@]+"${CURL_TLS[@]}"} -o /dev/null -w '%{http_code}' --max-time 1 \
+            "$SCHEME://127.0.0.1:$1/master.m3u8" || true)
         [ "$code" = 200 ] && return 0
         sleep 0.1
     done
@@ -171,11 +203,15 @@ check_responses() { # check_responses SERVER PORT
     local p got
     for p in /master.m3u8 "$(sed -n 1p "$OUT/paths-playlists.txt")" \
         "$(sed -n 1p "$OUT/paths-segments.txt")" "$(tail -n 1 "$OUT/paths-segments.txt")"; do
-        curl -sf --max-time 10 -o "$TMP/check" "http://127.0.0.1:$2$p" ||
+        curl -sf ${CURL_TLS[@]+"${CURL_TLS[@]}"} --max-time 10 -o "$TMP/check" "$SCHEME://127.0.0.1:$2$p" ||
             die "$1: GET $p failed"
         cmp -s "$TMP/check" "$ROOT$p" || die "$1: GET $p: body differs from the file"
     done
-    got=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$2/no/such/file.ts")
+    got=$(curl -s ${CURL_TLS[@]+"${CURL_TLS[@]}"} -o /dev/null -w '%{http_code}' "$SCHEME://127.0.0.1:$2/no/such/file.ts")
+    if [ "$TLS" = 1 ]; then
+        echo "$1 TLS: $(openssl s_client -connect "127.0.0.1:$2" -brief </dev/null 2>&1 |
+            grep -E 'Protocol version|Ciphersuite' | tr '\n' ' ')" >>"$OUT/env.txt"
+    fi
     [ "$got" = 404 ] || die "$1: GET of a missing file answered $got, not 404"
 }
 
@@ -188,6 +224,7 @@ start_nginx() {
     sed -e "s|@USER_LINE@|$user_line|" -e "s|@CPU_MASK@|$(cpu_mask "$SERVER_CPU")|" \
         -e "s|@TMP@|$TMP|g" -e "s|@PORT@|$NGINX_PORT|g" -e "s|@ROOT@|$ROOT|g" \
         -e "s|@CC_M3U8@|$CC_M3U8|g" -e "s|@CC_TS@|$CC_TS|g" \
+        -e "s|@SSL@|$([ "$TLS" = 1 ] && echo " ssl")|g" \
         "$BENCH_DIR/nginx.conf.in" >"$conf"
     cp "$conf" "$OUT/nginx.conf"
     nginx -t -q -e "$TMP/nginx-error.log" -p "$TMP" -c "$conf" ||
@@ -203,10 +240,17 @@ start_nginx() {
 start_hlsedge() {
     local conf="$TMP/hlsedge.yaml"
     port_free "$HLSEDGE_PORT" || die "port $HLSEDGE_PORT is in use"
-    sed -e "s|@CPU@|$SERVER_CPU|g" -e "s|@PORT@|$HLSEDGE_PORT|g" -e "s|@ROOT@|$ROOT|g" \
+    local plain_port=$HLSEDGE_PORT
+    # TLS: HTTPS on the port, plain HTTP moved out of the way
+    [ "$TLS" = 1 ] && plain_port=$((HLSEDGE_PORT + 1000))
+    sed -e "s|@CPU@|$SERVER_CPU|g" -e "s|@PORT@|$plain_port|g" -e "s|@ROOT@|$ROOT|g" \
         -e "s|@MAX_CONNS@|$((CONNS * 4 > 4096 ? CONNS * 4 : 4096))|g" \
         -e "s|@CC_M3U8@|$CC_M3U8|g" -e "s|@CC_TS@|$CC_TS|g" \
         "$BENCH_DIR/hlsedge.yaml.in" >"$conf"
+    if [ "$TLS" = 1 ]; then
+        printf 'tls:\n  listen: ["127.0.0.1:%s"]\n  certificates: ["%s"]\n' \
+            "$HLSEDGE_PORT" "$TMP/tls.pem" >>"$conf"
+    fi
     cp "$conf" "$OUT/hlsedge.yaml"
     "$HLSEDGE" -t -c "$conf" >"$TMP/hlsedge-t.log" 2>&1 ||
         die "hlsedge -t failed: $(cat "$TMP/hlsedge-t.log")"
@@ -228,7 +272,7 @@ stop_server() { # stop_server NAME
 
 run_wrk() { # run_wrk DURATION PATHS_FILE LOG
     taskset -c "$CLIENT_CPU" wrk -t "$THREADS" -c "$CONNS" -d "$1" --timeout 10s --latency \
-        -s "$BENCH_DIR/random-paths.lua" "http://127.0.0.1:$PORT" -- "$2" >"$3" 2>&1 &
+        -s "$BENCH_DIR/random-paths.lua" "$SCHEME://127.0.0.1:$PORT" -- "$2" >"$3" 2>&1 &
     WRK_PID=$!
     local rc=0
     wait "$WRK_PID" || rc=$?
@@ -282,6 +326,7 @@ measure() { # measure SERVER PHASE
     echo "servers: $SERVERS, one worker on CPU $SERVER_CPU"
     echo "library: $ROOT ($nseg segments, $npl playlists, $lib_bytes bytes)"
     echo "perf: $PERF"
+    echo "tls: $TLS$([ "$TLS" = 1 ] && echo " (ECDSA P-256; kernel tls ULP: $(grep -qw tls /proc/sys/net/ipv4/tcp_available_ulp 2>/dev/null && echo yes || echo no))")"
 } >"$OUT/env.txt"
 : >"$OUT/raw.tsv"
 

@@ -5,6 +5,7 @@ Each test module defines functions named test_*; run_tests() runs them in
 order, prints one line per test and a closing 'N passed, N failed' line.
 """
 
+import atexit
 import hashlib
 import os
 import random
@@ -13,6 +14,7 @@ import resource
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -23,6 +25,103 @@ SRC = os.environ.get("HE_SRC") or os.path.abspath(os.path.join(os.path.dirname(_
 BIN = os.environ.get("HE_BIN") or os.path.join(SRC, "build", "hlsedge")
 
 RENDITIONS = ["288p", "360p", "576p", "720p", "1080p"]
+
+# HE_TLS=1 runs a suite over HTTPS: Server() then listens with TLS on its
+# port (plus a plain listener elsewhere), and Conn() / connect() speak TLS.
+TLS = os.environ.get("HE_TLS") == "1"
+TLS_NAME = "hlsedge.test"  # in the default certificate, with localhost and 127.0.0.1
+_CERTS = None
+
+
+def make_certs(d=None):
+    """A test CA and two leaf certificates made with the openssl CLI, each
+    PEM file holding the certificate, the CA and the key (hlsedge's format):
+      default: RSA 2048 for hlsedge.test, localhost, 127.0.0.1
+      b:       EC P-256 for b.test and *.b.test
+    Returns {"dir", "ca", "default", "b"}; made once per process."""
+    global _CERTS
+    if _CERTS and d is None:
+        return _CERTS
+    if d is None:
+        d = tempfile.mkdtemp(prefix="he-certs-")
+        atexit.register(shutil.rmtree, d, True)
+    os.makedirs(d, exist_ok=True)
+
+    def ossl(*args):
+        subprocess.run(["openssl"] + list(args), check=True, capture_output=True, timeout=60)
+
+    ca_key, ca = os.path.join(d, "ca.key"), os.path.join(d, "ca.crt")
+    ossl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "30",
+         "-subj", "/CN=hlsedge test CA", "-keyout", ca_key, "-out", ca)
+    out = {"dir": d, "ca": ca}
+    leaves = {"default": (["-newkey", "rsa:2048"], "/CN=hlsedge.test",
+                          "DNS:hlsedge.test,DNS:localhost,IP:127.0.0.1,IP:::1"),
+              "b": (["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"], "/CN=b.test",
+                    "DNS:b.test,DNS:*.b.test")}
+    for name, (key_args, subj, san) in leaves.items():
+        key, csr, crt, ext = (os.path.join(d, name + x) for x in (".key", ".csr", ".crt", ".ext"))
+        ossl("req", *key_args, "-nodes", "-subj", subj, "-keyout", key, "-out", csr)
+        with open(ext, "w") as f:
+            f.write("subjectAltName=%s\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n"
+                    "extendedKeyUsage=serverAuth\n" % san)
+        ossl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-days", "30",
+             "-extfile", ext, "-out", crt)
+        pem = os.path.join(d, name + ".pem")
+        with open(pem, "wb") as f:
+            for part in (crt, ca, key):
+                with open(part, "rb") as g:
+                    f.write(g.read())
+        out[name] = pem
+    if _CERTS is None:
+        _CERTS = out
+    return out
+
+
+def client_context(ca=None, minimum=None, maximum=None):
+    """An ssl client context trusting the test CA (hostname checked)."""
+    ctx = ssl.create_default_context(cafile=ca or make_certs()["ca"])
+    if minimum:
+        ctx.minimum_version = minimum
+    if maximum:
+        ctx.maximum_version = maximum
+    return ctx
+
+
+def connect(port, host="127.0.0.1", timeout=10, family=socket.AF_INET, rcvbuf=None, tls=None,
+            server_hostname=TLS_NAME, context=None, session=None):
+    """A connected socket (TLS-wrapped when tls, default: HE_TLS)."""
+    tls = TLS if tls is None else tls
+    s = socket.socket(family, socket.SOCK_STREAM)
+    if rcvbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.settimeout(timeout)
+    s.connect((host, port))
+    if tls:
+        s = (context or client_context()).wrap_socket(s, server_hostname=server_hostname, session=session)
+    return s
+
+
+def half_close(sock):
+    """shutdown(SHUT_WR) of the TCP connection, also under TLS (Python's
+    SSLSocket.shutdown would drop the TLS layer)."""
+    socket.socket.shutdown(sock, socket.SHUT_WR)
+
+
+def recv_nb(sock, n=1 << 20):
+    """Non-blocking read: bytes, b"" at EOF, None when nothing is ready.
+    Under TLS it drains every record already read from the socket, which
+    select() cannot see."""
+    out = b""
+    while True:
+        try:
+            d = sock.recv(n)
+        except (ssl.SSLWantReadError, BlockingIOError):
+            return out or None
+        if not d:
+            return out or b""
+        out += d
+        if not isinstance(sock, ssl.SSLSocket):
+            return out
 
 
 def raise_nofile():
@@ -110,10 +209,10 @@ class Response:
 class Conn:
     """A raw HTTP/1.1 client connection that reads responses exactly."""
 
-    def __init__(self, port, host="127.0.0.1", timeout=10, family=socket.AF_INET):
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect((host, port))
+    def __init__(self, port, host="127.0.0.1", timeout=10, family=socket.AF_INET, tls=None,
+                 server_hostname=TLS_NAME, context=None, session=None):
+        self.sock = connect(port, host, timeout, family, tls=tls, server_hostname=server_hostname,
+                            context=context, session=session)
         self.buf = b""
 
     def send(self, data):
@@ -165,7 +264,7 @@ class Conn:
                     return True
         except (socket.timeout, TimeoutError):
             return False
-        except ConnectionResetError:
+        except (ConnectionResetError, ssl.SSLError):
             return True
 
     def close(self):
@@ -175,14 +274,33 @@ class Conn:
 class Server:
     """Runs hlsedge on a generated config; stop() checks it exits 0."""
 
-    def __init__(self, root, extra="", workers=1, env=None, listen=None, admin=False):
+    def __init__(self, root, extra="", workers=1, env=None, listen=None, admin=False, tls=None, tls_extra="",
+                 certs=None):
+        """tls (default: HE_TLS): the listen addresses (port) speak TLS and
+        a plain listener goes on plain_port; tls_extra: more lines for the
+        tls: section ("  ktls: false\n"); certs: PEM paths (default: the
+        make_certs() pair)."""
         self.dir = tempfile.mkdtemp(prefix="he-srv-")
         self.port = free_port()
         self.listen = listen or ["127.0.0.1:%d" % self.port]
         self.admin_port = free_port() if admin else 0
         self.conf = os.path.join(self.dir, "hlsedge.yaml")
+        self.tls = TLS if tls is None else tls
+        self.plain_port = self.port
+        plain = self.listen
+        if self.tls:
+            self.plain_port = free_port()
+            plain = ["127.0.0.1:%d" % self.plain_port]
+            if certs is None:
+                c = make_certs()
+                certs = [c["default"], c["b"]]
+            self.certs = certs
         with open(self.conf, "w") as f:
-            f.write("listen: [%s]\n" % ", ".join('"%s"' % l for l in self.listen))
+            f.write("listen: [%s]\n" % ", ".join('"%s"' % l for l in plain))
+            if self.tls:
+                f.write("tls:\n  listen: [%s]\n" % ", ".join('"%s"' % l for l in self.listen))
+                f.write("  certificates: [%s]\n" % ", ".join('"%s"' % c for c in certs))
+                f.write(tls_extra)
             f.write("workers: %d\n" % workers)
             f.write("root: %s\n" % root)
             f.write('admin:\n  listen: "%s"\n' % ("127.0.0.1:%d" % self.admin_port if admin else "off"))
@@ -219,7 +337,15 @@ class Server:
             return f.read().decode("utf-8", "replace")
 
     def conn(self, **kw):
+        kw.setdefault("tls", self.tls)
         return Conn(self.port, **kw)
+
+    def url(self, path):
+        """For curl: https:// with the test CA under TLS."""
+        return "%s://127.0.0.1:%d%s" % ("https" if self.tls else "http", self.port, path)
+
+    def curl_args(self):
+        return ["--cacert", make_certs()["ca"]] if self.tls else []
 
     def get(self, path, headers=None, method="GET"):
         c = self.conn()

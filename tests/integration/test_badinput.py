@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Server, expect, expect_eq, make_library, run_tests  # noqa: E402
+from he import Server, connect, expect, expect_eq, half_close, make_library, run_tests  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-bad-")
 ROOT = make_library(os.path.join(TMP, "lib"), big_mb=1)
@@ -101,13 +101,13 @@ def test_half_close_and_resets():
     # a client that sends a request and half-closes still gets its answer
     c = SRV.conn()
     c.send(b"GET /master.m3u8 HTTP/1.1\r\nHost: x\r\n\r\n")
-    c.sock.shutdown(socket.SHUT_WR)
+    half_close(c.sock)
     r = c.read_response()
     expect_eq(r.status, 200)
     c.close()
     # a client that resets mid-response does not hurt the server
     for _ in range(20):
-        s = socket.create_connection(("127.0.0.1", SRV.port))
+        s = connect(SRV.port)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         s.sendall(b"GET /misc/big.ts HTTP/1.1\r\nHost: x\r\n\r\n")
         s.recv(100)

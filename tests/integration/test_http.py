@@ -43,7 +43,7 @@ def test_segments_byte_identical():
 
 
 def test_curl_sha256():
-    out = subprocess.run(["curl", "-sf", "http://127.0.0.1:%d/1080p/seg_00000.ts" % SRV.port],
+    out = subprocess.run(["curl", "-sf"] + SRV.curl_args() + [SRV.url("/1080p/seg_00000.ts")],
                          capture_output=True, check=True).stdout
     expect_eq(sha256(out), sha256(lib("1080p/seg_00000.ts")), "curl body")
 

@@ -1,0 +1,441 @@
+/* The admin HTTP/1.1 server: libuv streams, llhttp parsing, a route table.
+ * It serves operators and scrapers, a handful of requests per second, so
+ * it favours simple over fast: every response is built whole in memory and
+ * written with one uv_write. */
+#include "server/admin.h"
+
+#include <errno.h>
+#include <llhttp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/log.h"
+
+#define HE_ADMIN_MAX_ROUTES 32
+#define HE_ADMIN_MAX_CONNS 128
+#define HE_ADMIN_URL_MAX 4096
+#define HE_ADMIN_HEAD_MAX 16384
+#define HE_ADMIN_BODY_MAX (1u << 20)
+
+typedef struct he_admin_route {
+    char method[16];
+    char path[128];
+    he_admin_handler_fn fn;
+    void *ctx;
+} he_admin_route_t;
+
+static he_admin_route_t he_admin_routes[HE_ADMIN_MAX_ROUTES];
+static unsigned he_admin_nroutes;
+
+typedef struct he_admin_conn {
+    uv_tcp_t tcp;
+    he_admin_t *admin;
+    llhttp_t parser;
+    char url[HE_ADMIN_URL_MAX + 1];
+    size_t url_len;
+    char *body;
+    size_t body_len, body_cap;
+    size_t head_bytes;
+    int err_status; /* 413, 414 or 431 found by a callback */
+    bool closing;
+    bool close_after; /* a response said Connection: close */
+    uint64_t last_ms;
+    struct he_admin_conn *prev, *next;
+} he_admin_conn_t;
+
+struct he_admin {
+    uv_tcp_t listener;
+    uv_loop_t *loop;
+    he_admin_conn_t *conns;
+    unsigned nconns;
+    bool stopping;
+    bool listener_closed;
+    char text[64];
+    char rbuf[65536]; /* reads are parsed before the next one arrives */
+};
+
+typedef struct he_admin_write {
+    uv_write_t req;
+    he_admin_conn_t *conn;
+    char *hdr;
+    char *body;
+    bool free_body;
+    bool close;
+} he_admin_write_t;
+
+int he_admin_route_add(const char *method, const char *path, he_admin_handler_fn fn, void *ctx)
+{
+    he_admin_route_t *r;
+    for (unsigned i = 0; i < he_admin_nroutes; i++) {
+        r = &he_admin_routes[i];
+        if (strcmp(r->method, method) == 0 && strcmp(r->path, path) == 0) {
+            r->fn = fn; /* a second registration replaces the first */
+            r->ctx = ctx;
+            return 0;
+        }
+    }
+    if (he_admin_nroutes == HE_ADMIN_MAX_ROUTES) return -ENOSPC;
+    if (strlen(method) >= sizeof(r->method) || strlen(path) >= sizeof(r->path)) return -EINVAL;
+    r = &he_admin_routes[he_admin_nroutes++];
+    snprintf(r->method, sizeof(r->method), "%s", method);
+    snprintf(r->path, sizeof(r->path), "%s", path);
+    r->fn = fn;
+    r->ctx = ctx;
+    return 0;
+}
+
+void he_admin_resp_text(he_admin_resp_t *resp, int status, const char *text)
+{
+    resp->status = status;
+    resp->type = "text/plain; charset=utf-8";
+    resp->body = (char *)text;
+    resp->len = strlen(text);
+    resp->body_static = true;
+}
+
+static const char *he_admin_reason(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 400:
+        return "Bad Request";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return status < 500 ? "Error" : "Internal Server Error";
+    }
+}
+
+/* ---------------------------------------------------------------- connections */
+
+static void he_admin_maybe_free(he_admin_t *a)
+{
+    if (a->stopping && a->listener_closed && a->nconns == 0) free(a);
+}
+
+static void he_admin_on_conn_closed(uv_handle_t *h)
+{
+    he_admin_conn_t *c = h->data;
+    he_admin_t *a = c->admin;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        a->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    a->nconns--;
+    free(c->body);
+    free(c);
+    he_admin_maybe_free(a);
+}
+
+static void he_admin_conn_close(he_admin_conn_t *c)
+{
+    if (c->closing) return;
+    c->closing = true;
+    uv_close((uv_handle_t *)&c->tcp, he_admin_on_conn_closed);
+}
+
+static void he_admin_on_write(uv_write_t *req, int status)
+{
+    he_admin_write_t *w = (he_admin_write_t *)req;
+    free(w->hdr);
+    if (w->free_body) free(w->body);
+    if (status < 0 || w->close) he_admin_conn_close(w->conn);
+    free(w);
+}
+
+static void he_admin_send(he_admin_conn_t *c, he_admin_resp_t *resp, bool head, bool close,
+                          const char *extra)
+{
+    he_admin_write_t *w = calloc(1, sizeof(*w));
+    uv_buf_t bufs[2];
+    int n, rc;
+
+    if (!w || !(w->hdr = malloc(512 + strlen(extra)))) {
+        free(w);
+        if (!resp->body_static) free(resp->body);
+        he_admin_conn_close(c);
+        return;
+    }
+    n = snprintf(w->hdr, 512 + strlen(extra),
+                 "HTTP/1.1 %d %s\r\nServer: hlsedge\r\nContent-Type: %s\r\n"
+                 "Content-Length: %zu\r\nCache-Control: no-store\r\n%sConnection: %s\r\n\r\n",
+                 resp->status, he_admin_reason(resp->status),
+                 resp->type ? resp->type : "text/plain; charset=utf-8", resp->len, extra,
+                 close ? "close" : "keep-alive");
+    w->conn = c;
+    w->body = resp->body;
+    w->free_body = !resp->body_static;
+    w->close = close;
+    bufs[0] = uv_buf_init(w->hdr, (unsigned)n);
+    bufs[1] = uv_buf_init(resp->body, (unsigned)resp->len);
+    rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, head || resp->len == 0 ? 1 : 2,
+                  he_admin_on_write);
+    if (rc < 0) {
+        free(w->hdr);
+        if (w->free_body) free(w->body);
+        free(w);
+        he_admin_conn_close(c);
+        return;
+    }
+    if (close) c->close_after = true;
+}
+
+/* Finds the route and answers; close: after this response. */
+static void he_admin_dispatch(he_admin_conn_t *c, bool close)
+{
+    const char *method = llhttp_method_name((llhttp_method_t)llhttp_get_method(&c->parser));
+    bool head = strcmp(method, "HEAD") == 0;
+    he_admin_resp_t resp;
+    he_admin_req_t req;
+    char allow[128] = "", extra[160] = "";
+    char *q;
+
+    c->url[c->url_len] = 0;
+    q = strchr(c->url, '?');
+    if (q) *q++ = 0;
+    memset(&req, 0, sizeof(req));
+    req.method = head ? "GET" : method;
+    req.path = c->url;
+    req.query = q ? q : "";
+    req.body = c->body ? c->body : "";
+    req.body_len = c->body_len;
+    memset(&resp, 0, sizeof(resp));
+
+    for (unsigned i = 0; i < he_admin_nroutes; i++) {
+        he_admin_route_t *r = &he_admin_routes[i];
+        if (strcmp(r->path, req.path) != 0) continue;
+        if (strcmp(r->method, req.method) == 0) {
+            r->fn(r->ctx, &req, &resp);
+            if (!resp.status) resp.status = 200;
+            he_admin_send(c, &resp, head, close, "");
+            return;
+        }
+        if (strlen(allow) + strlen(r->method) + 8 < sizeof(allow)) {
+            if (allow[0]) strcat(allow, ", ");
+            strcat(allow, r->method);
+            if (strcmp(r->method, "GET") == 0) strcat(allow, ", HEAD");
+        }
+    }
+    if (allow[0]) {
+        snprintf(extra, sizeof(extra), "Allow: %s\r\n", allow);
+        he_admin_resp_text(&resp, 405, "method not allowed\n");
+    } else {
+        he_admin_resp_text(&resp, 404, "not found\n");
+    }
+    he_admin_send(c, &resp, head, close, extra);
+}
+
+#define HE_ADMIN_CONN(p) ((he_admin_conn_t *)(p)->data)
+
+static int he_admin_on_message_begin(llhttp_t *p)
+{
+    he_admin_conn_t *c = HE_ADMIN_CONN(p);
+    c->url_len = 0;
+    c->body_len = 0;
+    c->head_bytes = 0;
+    c->err_status = 0;
+    return 0;
+}
+
+static int he_admin_on_url(llhttp_t *p, const char *at, size_t n)
+{
+    he_admin_conn_t *c = HE_ADMIN_CONN(p);
+    if (c->url_len + n > HE_ADMIN_URL_MAX) {
+        c->err_status = 414;
+        return HPE_USER;
+    }
+    memcpy(c->url + c->url_len, at, n);
+    c->url_len += n;
+    return 0;
+}
+
+static int he_admin_on_header(llhttp_t *p, const char *at, size_t n)
+{
+    he_admin_conn_t *c = HE_ADMIN_CONN(p);
+    c->head_bytes += n + 4;
+    if (c->head_bytes > HE_ADMIN_HEAD_MAX) {
+        c->err_status = 431;
+        return HPE_USER;
+    }
+    return 0;
+}
+
+static int he_admin_on_body(llhttp_t *p, const char *at, size_t n)
+{
+    he_admin_conn_t *c = HE_ADMIN_CONN(p);
+    if (c->body_len + n > HE_ADMIN_BODY_MAX) {
+        c->err_status = 413;
+        return HPE_USER;
+    }
+    if (c->body_len + n + 1 > c->body_cap) {
+        size_t cap = c->body_cap ? c->body_cap : 4096;
+        char *nb;
+        while (cap < c->body_len + n + 1)
+            cap *= 2;
+        nb = realloc(c->body, cap);
+        if (!nb) {
+            c->err_status = 413;
+            return HPE_USER;
+        }
+        c->body = nb;
+        c->body_cap = cap;
+    }
+    memcpy(c->body + c->body_len, at, n);
+    c->body_len += n;
+    c->body[c->body_len] = 0;
+    return 0;
+}
+
+static int he_admin_on_message_complete(llhttp_t *p)
+{
+    he_admin_conn_t *c = HE_ADMIN_CONN(p);
+    bool close = !llhttp_should_keep_alive(p) || c->admin->stopping;
+    he_admin_dispatch(c, close);
+    /* Stop at a response that closes: whatever follows is not answered. */
+    return close ? HPE_PAUSED : 0;
+}
+
+static const llhttp_settings_t *he_admin_settings(void)
+{
+    static llhttp_settings_t s;
+    static bool init;
+    if (!init) {
+        llhttp_settings_init(&s);
+        s.on_message_begin = he_admin_on_message_begin;
+        s.on_url = he_admin_on_url;
+        s.on_header_field = he_admin_on_header;
+        s.on_header_value = he_admin_on_header;
+        s.on_body = he_admin_on_body;
+        s.on_message_complete = he_admin_on_message_complete;
+        init = true;
+    }
+    return &s;
+}
+
+static void he_admin_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    he_admin_conn_t *c = h->data;
+    *buf = uv_buf_init(c->admin->rbuf, sizeof(c->admin->rbuf));
+}
+
+static void he_admin_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    he_admin_conn_t *c = s->data;
+    llhttp_errno_t e;
+
+    if (nread < 0) {
+        he_admin_conn_close(c);
+        return;
+    }
+    if (nread == 0 || c->closing || c->close_after) return;
+    c->last_ms = uv_now(c->admin->loop);
+    e = llhttp_execute(&c->parser, buf->base, (size_t)nread);
+    if (e == HPE_OK) return;
+    if (e == HPE_PAUSED) { /* answered with Connection: close */
+        uv_read_stop(s);
+        return;
+    }
+    {
+        he_admin_resp_t resp;
+        int status = c->err_status ? c->err_status : 400;
+        he_admin_resp_text(&resp, status, status == 400 ? "bad request\n" : "request too large\n");
+        uv_read_stop(s);
+        he_admin_send(c, &resp, false, true, "");
+    }
+}
+
+static void he_admin_on_connection(uv_stream_t *server, int status)
+{
+    he_admin_t *a = server->data;
+    he_admin_conn_t *c;
+
+    if (status < 0) return;
+    c = calloc(1, sizeof(*c));
+    if (!c) return;
+    c->admin = a;
+    uv_tcp_init(a->loop, &c->tcp);
+    c->tcp.data = c;
+    c->next = a->conns;
+    if (a->conns) a->conns->prev = c;
+    a->conns = c;
+    a->nconns++;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || a->nconns > HE_ADMIN_MAX_CONNS ||
+        a->stopping) {
+        he_admin_conn_close(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    llhttp_init(&c->parser, HTTP_REQUEST, he_admin_settings());
+    c->parser.data = c;
+    c->last_ms = uv_now(a->loop);
+    if (uv_read_start((uv_stream_t *)&c->tcp, he_admin_alloc, he_admin_on_read) < 0)
+        he_admin_conn_close(c);
+}
+
+/* ---------------------------------------------------------------- listener */
+
+int he_admin_start(he_admin_t **out, uv_loop_t *loop, const he_conf_listen_t *addr, char *err,
+                   size_t errlen)
+{
+    he_admin_t *a = calloc(1, sizeof(*a));
+    int rc;
+
+    *out = NULL;
+    if (!a) {
+        snprintf(err, errlen, "admin: out of memory");
+        return -ENOMEM;
+    }
+    a->loop = loop;
+    snprintf(a->text, sizeof(a->text), "%s", addr->text);
+    uv_tcp_init(loop, &a->listener);
+    a->listener.data = a;
+    rc = uv_tcp_bind(&a->listener, (const struct sockaddr *)&addr->addr, 0);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&a->listener, 128, he_admin_on_connection);
+    if (rc < 0) {
+        snprintf(err, errlen, "admin listen %s: %s", addr->text, uv_strerror(rc));
+        he_admin_stop(a);
+        return rc;
+    }
+    *out = a;
+    return 0;
+}
+
+static void he_admin_on_listener_closed(uv_handle_t *h)
+{
+    he_admin_t *a = h->data;
+    a->listener_closed = true;
+    he_admin_maybe_free(a);
+}
+
+void he_admin_stop(he_admin_t *a)
+{
+    if (!a || a->stopping) return;
+    a->stopping = true;
+    for (he_admin_conn_t *c = a->conns; c; c = c->next)
+        he_admin_conn_close(c);
+    uv_close((uv_handle_t *)&a->listener, he_admin_on_listener_closed);
+}
+
+void he_admin_sweep(he_admin_t *a, uint64_t now_ms, uint64_t idle_ms)
+{
+    if (!a) return;
+    for (he_admin_conn_t *c = a->conns; c; c = c->next)
+        if (!c->closing && now_ms - c->last_ms > idle_ms) he_admin_conn_close(c);
+}

@@ -1,0 +1,304 @@
+/* Origin fetches, SSD writes and unlinks on the worker's ring.
+ *
+ * Each is a job in a per-worker table; its ring operations carry
+ * user_data HE_OP_ORIGIN | job index | job generation, and worker.c hands
+ * their completions here. One operation is in flight per job (the cache's
+ * state machines want exactly that), and a job is freed only when none is.
+ *
+ * Timeouts: the fetch keeps the deadline of its operation in flight; the
+ * worker's 100 ms tick asks he_cache_fetch_expired and cancels the
+ * operation, whose -ECANCELED completion then counts as a timeout. That
+ * costs no linked SQE per operation, and 100 ms is well inside the
+ * configured origin timeouts (seconds).
+ *
+ * socket(2) and close(2) of origin connections run directly: they never
+ * block and are cheaper than a ring round trip. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/cache_glue.h"
+#include "server/log.h"
+
+static he_ojob_t *he_oio_job_new(he_wcache_t *wc, uint32_t *idx)
+{
+    he_ojob_t *j;
+    if (wc->nfree_jobs == 0) {
+        uint32_t n = wc->njobs ? wc->njobs * 2 : 64;
+        he_ojob_t *t = realloc(wc->jobs, sizeof(*t) * n);
+        uint32_t *f;
+        if (!t) return NULL;
+        wc->jobs = t;
+        f = realloc(wc->free_jobs, sizeof(*f) * n);
+        if (!f) return NULL;
+        wc->free_jobs = f;
+        memset(t + wc->njobs, 0, sizeof(*t) * (n - wc->njobs));
+        for (uint32_t i = n; i > wc->njobs; i--)
+            wc->free_jobs[wc->nfree_jobs++] = i - 1;
+        wc->njobs = n;
+    }
+    *idx = wc->free_jobs[--wc->nfree_jobs];
+    j = &wc->jobs[*idx];
+    j->gen++;
+    j->inflight = j->cancel_sent = false;
+    j->fetch = NULL;
+    j->fill = NULL;
+    j->sw = NULL;
+    return j;
+}
+
+static void he_oio_job_free(he_wcache_t *wc, uint32_t idx)
+{
+    wc->jobs[idx].type = HE_OJOB_FREE;
+    wc->free_jobs[wc->nfree_jobs++] = idx;
+}
+
+static void he_oio_submit(he_worker_t *w, he_ojob_t *j, uint32_t idx, struct io_uring_sqe *sqe)
+{
+    sqe->user_data = he__ud(HE_OP_ORIGIN, idx, j->gen);
+    j->inflight = true;
+    j->cancel_sent = false;
+}
+
+/* ---------------------------------------------------------------- SSD */
+
+static void he_oio_unlink_next(he_worker_t *w)
+{
+    he_wcache_t *wc = w->cache;
+    struct io_uring_sqe *sqe;
+    he_ojob_t *j;
+    uint32_t idx;
+    if (!wc->store || wc->unlink_busy || wc->exiting) return;
+    sqe = he__worker_sqe(w);
+    if (he_cache_store_unlink_step(wc->store, sqe) != HE_CACHE_AGAIN ||
+        !(j = he_oio_job_new(wc, &idx))) {
+        io_uring_prep_nop(sqe);
+        sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+        return;
+    }
+    j->type = HE_OJOB_UNLINK;
+    wc->unlink_busy = true;
+    he_oio_submit(w, j, idx, sqe);
+}
+
+/* Runs a writer until it needs the ring or ends. */
+static void he_oio_swrite_drive(he_worker_t *w, he_ojob_t *j, uint32_t idx)
+{
+    he_wcache_t *wc = w->cache;
+    struct io_uring_sqe *sqe = he__worker_sqe(w);
+    int rc = he_cache_swrite_step(j->sw, sqe);
+    if (rc == HE_CACHE_AGAIN) {
+        he_oio_submit(w, j, idx, sqe);
+        return;
+    }
+    io_uring_prep_nop(sqe);
+    sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+    he_cache_swrite_free(j->sw);
+    he_oio_job_free(wc, idx);
+    he_oio_unlink_next(w); /* a write may have evicted files */
+}
+
+void he__oio_pull_writes(he_worker_t *w)
+{
+    he_wcache_t *wc = w->cache;
+    he_cache_swrite_t *sw;
+    if (!wc->store || wc->exiting) return;
+    while ((sw = he_cache_fills_next_write(wc->fills)) != NULL) {
+        uint32_t idx;
+        he_ojob_t *j = he_oio_job_new(wc, &idx);
+        if (!j) {
+            he_cache_swrite_free(sw);
+            return;
+        }
+        j->type = HE_OJOB_SWRITE;
+        j->sw = sw;
+        he_oio_swrite_drive(w, j, idx);
+    }
+}
+
+/* ---------------------------------------------------------------- fetches */
+
+static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
+{
+    he_wcache_t *wc = w->cache;
+    he_cache_oerr_t cause = HE_CACHE_OERR_IO;
+    he_cache_fill_t *fill = j->fill;
+    he_cache_obj_t *o;
+    int res = he_cache_fetch_result(j->fetch, &cause);
+
+    he_cache_fetch_free(j->fetch);
+    he_oio_job_free(wc, idx);
+    o = he_cache_fill_obj(fill);
+    if (o) he_cache_obj_ref(o);
+    he_cache_fill_end(fill, res, cause, he__cache_wall_ms(w));
+    if (o) {
+        /* a media playlist filled: remember where its segments are */
+        if (res == 0 && he_cache_obj_complete(o) &&
+            he_cache_obj_meta(o)->kind == HE_SEG_KIND_MEDIA && he_cache_obj_meta(o)->status == 200)
+            he_cache_prefetch_playlist_obj(wc->pf, o);
+        he_cache_obj_unref(o);
+    }
+    he__oio_pull_writes(w);
+}
+
+/* j is looked up again after every call into the fetch: its sink runs
+ * waiters' callbacks, which may start jobs and move the table. */
+static void he_oio_fetch_drive(he_worker_t *w, uint32_t idx)
+{
+    for (;;) {
+        he_ojob_t *j = &w->cache->jobs[idx];
+        he_cache_io_t io;
+        he_cache_io_op_t op = he_cache_fetch_next(j->fetch, w->now_ms, &io);
+        struct io_uring_sqe *sqe;
+        int res;
+
+        switch (op) {
+        case HE_CACHE_IO_DONE:
+        case HE_CACHE_IO_NONE:
+            he_oio_fetch_done(w, j, idx);
+            return;
+        case HE_CACHE_IO_SOCKET:
+            res = socket(io.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            he_cache_fetch_complete(j->fetch, res < 0 ? -errno : res, w->now_ms);
+            continue;
+        case HE_CACHE_IO_CLOSE:
+            close(io.fd);
+            he_cache_fetch_complete(j->fetch, 0, w->now_ms);
+            continue;
+        default:
+            sqe = he__worker_sqe(w);
+            he_cache_io_prep(&io, sqe);
+            he_oio_submit(w, j, idx, sqe);
+            return;
+        }
+    }
+}
+
+int he__oio_fetch_start(he_worker_t *w, he_cache_fill_t *f, const char *target,
+                        he_cache_obj_t *stale)
+{
+    he_wcache_t *wc = w->cache;
+    he_cache_fetch_req_t req;
+    he_cache_sink_t sink = he_cache_fill_sink(f);
+    he_ojob_t *j;
+    uint32_t idx;
+
+    memset(&req, 0, sizeof(req));
+    req.path = target;
+    if (stale) he_cache_fetch_req_validators(&req, stale);
+    j = he_oio_job_new(wc, &idx);
+    if (!j) return -ENOMEM;
+    j->fetch = he_cache_fetch_new(wc->origins, wc->conf, &req, &sink, w->now_ms, wc->st);
+    if (!j->fetch) {
+        he_oio_job_free(wc, idx);
+        return -ENOMEM;
+    }
+    j->type = HE_OJOB_FETCH;
+    j->fill = f;
+    he_oio_fetch_drive(w, idx);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- completions */
+
+void he__oio_on_cqe(he_worker_t *w, struct io_uring_cqe *cqe)
+{
+    he_wcache_t *wc = w->cache;
+    uint32_t idx = he__ud_slot(cqe->user_data);
+    he_ojob_t *j;
+
+    if (!wc || idx >= wc->njobs || wc->jobs[idx].gen != he__ud_gen(cqe->user_data) ||
+        !wc->jobs[idx].inflight) {
+        he_log_error("worker %u: stale origin completion job %u", w->id, idx);
+        return;
+    }
+    j = &wc->jobs[idx];
+    j->inflight = false;
+    switch (j->type) {
+    case HE_OJOB_FETCH:
+        he_cache_fetch_complete(j->fetch, cqe->res, w->now_ms);
+        he_oio_fetch_drive(w, idx);
+        break;
+    case HE_OJOB_SWRITE:
+        he_cache_swrite_complete(j->sw, cqe->res, wc->st);
+        he_oio_swrite_drive(w, j, idx);
+        break;
+    case HE_OJOB_UNLINK:
+        he_oio_job_free(wc, idx);
+        wc->unlink_busy = false;
+        he_oio_unlink_next(w);
+        break;
+    default:
+        break;
+    }
+}
+
+void he__oio_tick(he_worker_t *w)
+{
+    he_wcache_t *wc = w->cache;
+    for (uint32_t i = 0; i < wc->njobs; i++) {
+        he_ojob_t *j = &wc->jobs[i];
+        if (j->type != HE_OJOB_FETCH || !j->inflight || j->cancel_sent) continue;
+        if (he_cache_fetch_expired(j->fetch, w->now_ms)) {
+            struct io_uring_sqe *sqe = he__worker_sqe(w);
+            io_uring_prep_cancel64(sqe, he__ud(HE_OP_ORIGIN, i, j->gen), 0);
+            sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+            j->cancel_sent = true;
+        }
+    }
+    he__oio_pull_writes(w);
+    he_oio_unlink_next(w);
+}
+
+/* The ring is gone (io_uring_queue_exit): nothing is in flight any more.
+ * Fetches end as failures (their waiters are being closed anyway). */
+void he__oio_cleanup(he_worker_t *w)
+{
+    he_wcache_t *wc = w->cache;
+    for (uint32_t i = 0; i < wc->njobs; i++) {
+        he_ojob_t *j = &wc->jobs[i];
+        switch (j->type) {
+        case HE_OJOB_FETCH:
+            he_cache_fetch_free(j->fetch);
+            he_cache_fill_end(j->fill, -ECANCELED, HE_CACHE_OERR_IO, he__cache_wall_ms(w));
+            break;
+        case HE_OJOB_SWRITE:
+            he_cache_swrite_free(j->sw);
+            break;
+        default:
+            break;
+        }
+        j->type = HE_OJOB_FREE;
+    }
+    /* queued writes: their objects are released by he_cache_fills_free */
+}
+
+/* ---------------------------------------------------------------- prefetch */
+
+void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key)
+{
+    he_wcache_t *wc = w->cache;
+    he_cache_present_ctx_t pc = {wc->ram, wc->node, wc->store, wc->fills};
+    he_cache_prefetch_item_t *items;
+    char path[HE_CACHE_KEY_MAX];
+    bool stale = false;
+    int n;
+
+    if (!wc->conf->prefetch_segments || w->draining || w->soft_drain) return;
+    memcpy(path, key->s, key->path_len);
+    path[key->path_len] = 0;
+    items = malloc(sizeof(*items) * 8);
+    if (!items) return;
+    n = he_cache_prefetch_next(wc->pf, path, he__cache_wall_ms(w), he_cache_present, &pc, items, 8,
+                               &stale);
+    for (int i = 0; i < n; i++) {
+        bool created;
+        he_cache_fill_t *f =
+            he_cache_fill_join(wc->fills, &items[i].key, NULL, NULL, true, &created);
+        if (f && created && he__oio_fetch_start(w, f, items[i].target, NULL) < 0)
+            he_cache_fill_end(f, -ENOMEM, HE_CACHE_OERR_IO, he__cache_wall_ms(w));
+    }
+    free(items);
+}

@@ -1,0 +1,117 @@
+/* server/tls: TLS termination.
+ *
+ *   tls.c       server side: one SSL_CTX per certificate (SNI picks one),
+ *               protocol and suite policy, ALPN, OCSP stapling, session
+ *               tickets with rotating keys shared by every worker, the
+ *               session cache, reload, and the description for the log and
+ *               /stats.
+ *   tls_conn.c  one connection: first-byte check, non-blocking handshake
+ *               driven by polls on the worker's ring, SSL_read into the HTTP
+ *               parser, and SSL_write of responses when the kernel does not
+ *               encrypt (no kTLS).
+ *
+ * After the handshake a connection either has kTLS for sending (the kernel
+ * encrypts: respond.c's plain send/sendfile path runs unchanged) or sends
+ * through SSL_write from the header buffer, RAM bodies and a read-only
+ * mapping of the file (one copy: the encryption). Requests are always read
+ * with SSL_read (OpenSSL 3.0 has no kTLS receive for TLS 1.3), so TLS
+ * connections never get a ring recv: it would take ciphertext from under
+ * OpenSSL. */
+#ifndef HE_TLS_H
+#define HE_TLS_H
+
+#include <openssl/ssl.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "server/server.h"
+
+typedef struct he_tls he_tls_t;
+typedef struct he_tls_set he_tls_set_t;
+
+/* ---------------------------------------------------------------- server */
+
+/* Builds the contexts for conf->tls_certs. Returns 0, or a negative errno
+ * with a message in err naming the file and what is wrong with it. */
+int he_tls_new(he_tls_t **out, const he_conf_t *conf, const he_features_t *f, unsigned nworkers,
+               char *err, size_t errlen);
+void he_tls_free(he_tls_t *tls);
+
+/* Re-reads every certificate, key and OCSP file of conf and, if all load,
+ * swaps them in for new handshakes (handshakes already under way finish on
+ * the old ones, which are freed with their last connection). On any error
+ * the old ones stay, the return is negative and err says why. Thread-safe;
+ * meant for the control thread on SIGHUP. */
+int he_tls_reload(he_tls_t *tls, const he_conf_t *conf, char *err, size_t errlen);
+
+/* A JSON object for /stats: configuration in use (listeners, certificates
+ * and their names, kTLS state and why, tickets, cache) and counters summed
+ * over the workers. {"enabled":false} without TLS listeners. */
+void he_tls_describe(const he_server_t *s, char *buf, size_t cap);
+
+/* One line: "kTLS: on", "kTLS: off (kernel has no tls ULP)", ... */
+const char *he_tls_ktls_state(const he_tls_t *tls);
+
+/* Called by server.c: he_tls_new for s->conf when it has TLS listeners,
+ * and the start-up log lines; and the matching free, which logs the TLS
+ * totals of the run. */
+int he__tls_server_init(he_server_t *s, char *err, size_t errlen);
+void he__tls_server_free(he_server_t *s);
+
+/* ---------------------------------------------------------------- internal */
+
+/* Clock for ticket key rotation, in ms; tests replace it. */
+extern uint64_t (*he__tls_clock_ms)(void);
+
+/* A new server-side SSL on the worker's current contexts, with a reference
+ * on them (*set) that he__tls_set_release drops. */
+SSL *he__tls_ssl_new(he_tls_t *tls, unsigned worker, he_tls_set_t **set);
+void he__tls_set_release(he_tls_set_t *set);
+/* Whether SSL_OP_ENABLE_KTLS was set on the contexts of set. */
+bool he__tls_set_ktls(const he_tls_set_t *set);
+/* A per-worker 16 KiB buffer for header + first body bytes in one record. */
+char *he__tls_stage(he_tls_t *tls, unsigned worker);
+#define HE_TLS_STAGE 16384
+
+/* ---------------------------------------------------------------- connection */
+
+enum he_tls_state { HE_TLS_PEEK = 0, HE_TLS_HANDSHAKE, HE_TLS_OPEN };
+
+typedef struct he_tls_conn {
+    SSL *ssl;
+    he_tls_set_t *set;
+    uint8_t state;         /* enum he_tls_state */
+    bool poll_armed;       /* a HE_OP_TLS_POLL is in flight */
+    bool ktls_tx;          /* the kernel encrypts sends: respond.c's plain path */
+    bool ktls_rx;          /* the kernel decrypts (TLS 1.2); SSL_read still reads */
+    bool write_wants_read; /* SSL_write said WANT_READ: resume from the read side */
+    bool read_wants_write; /* SSL_read said WANT_WRITE: the poll waits for POLLOUT */
+    bool fatal;            /* no close_notify: the session is broken */
+} he_tls_conn_t;
+
+/* Results of he__tls_write_response besides a negative errno. */
+enum { HE_TLS_DONE = 0, HE_TLS_AGAIN = 1, HE_TLS_AGAIN_READ = 2 };
+
+/* On accept from a TLS listener: creates the SSL and starts the handshake
+ * (under the TLS handshake timer). The connection may be closed on return. */
+void he__tls_conn_start(he_worker_t *w, he_conn_t *c);
+/* Readiness for the handshake or for reading (HE_OP_TLS_POLL). */
+void he__tls_on_poll(he_worker_t *w, he_conn_t *c, int res);
+/* he__conn_arm_recv for TLS connections: a poll for input once open. */
+void he__tls_arm_read(he_worker_t *w, he_conn_t *c);
+/* Sends what is left of the response (header, then body) with SSL_write.
+ * HE_TLS_DONE: all sent; HE_TLS_AGAIN: wait for POLLOUT and call again;
+ * HE_TLS_AGAIN_READ: the read side resumes it; or a negative errno. */
+int he__tls_write_response(he_worker_t *w, he_conn_t *c);
+/* At the end of a response: adds its bytes to the kTLS or userspace total. */
+void he__tls_account(he_worker_t *w, he_conn_t *c);
+/* Sends close_notify when the session is healthy, frees the SSL. */
+void he__tls_conn_free(he_worker_t *w, he_conn_t *c);
+
+/* True when responses on c go through SSL_write (TLS without kTLS). */
+static inline bool he__tls_userspace(const he_conn_t *c)
+{
+    return c->tls && !c->tls->ktls_tx;
+}
+
+#endif
