@@ -248,7 +248,10 @@ static void he_respond_sendfile(he_worker_t *w, he_conn_t *c)
     if (want > HE_SENDFILE_CHUNK) want = HE_SENDFILE_CHUNK;
     n = sendfile(c->fd, c->file->fd, &off, (size_t)want);
     if (n > 0) {
-        if (!c->t_first_byte_ns) c->t_first_byte_ns = he__batch_ns;
+        /* Often the same batch that parsed the request: the batch clock
+         * would say 0 us. One clock read per file response is nothing
+         * next to its sendfile. */
+        if (!c->t_first_byte_ns) c->t_first_byte_ns = he__now_ns();
         c->body_off += (uint64_t)n;
         c->bytes_sent += (uint64_t)n;
         he__conn_timer_set(w, c, HE_TIMER_SEND);
