@@ -15,6 +15,9 @@ total_pass=0 total_fail=0 total_skip=0
 results=()
 
 bash scripts/setup.sh || { echo "test: setup.sh failed" >&2; exit 1; }
+# QEMU and busybox for the kTLS proof in a VM (about a minute in all); the
+# test skips itself where they cannot be installed.
+bash scripts/setup.sh --ktls-vm || echo "test: kTLS VM packages unavailable; test_ktls_vm will skip" >&2
 
 # Counts passed/failed/skipped from ctest's JUnit report into p/f/s.
 count_junit() {
