@@ -1,8 +1,13 @@
-/* Access log. Workers never write the log themselves: each appends fixed-
- * size records to its own single-producer single-consumer ring, and the
- * control thread formats a batch of them and writes it with one write(2).
- * A full ring drops the record and counts it (he_stats_t.log_dropped); a
- * worker never waits for the disk or for the control thread. */
+/* Access log. Workers never write the log themselves: each appends a
+ * record to its own single-producer single-consumer ring, and the control
+ * thread formats a batch of them and writes it with one write(2). A full
+ * ring drops the record and counts it (he_stats_t.log_dropped); a worker
+ * never waits for the disk or for the control thread.
+ *
+ * Records have variable length (a fixed part and the request target), so
+ * the ring holds thousands of them in a few hundred KiB that stay in
+ * cache: a record costs the worker about as much as the copy of its
+ * bytes. */
 #ifndef HE_ACCESSLOG_H
 #define HE_ACCESSLOG_H
 
@@ -15,57 +20,62 @@
 
 #include "conf/conf.h"
 
-/* Records per worker ring (a power of two): 2 MiB of address space, paged
- * in only once the access log is on. At the control thread's 100 ms drain
- * interval this absorbs 40k requests/s per worker even without the early
- * wake-up below. */
-#define HE_ALOG_RING_RECORDS 4096
-/* The producer wakes the control thread (uv_async_send) once every this
- * many records, so a busy worker is drained before its ring fills. */
-#define HE_ALOG_NOTIFY_EVERY 512
+/* Bytes per worker ring (a power of two), paged in only once the access
+ * log is on: about 8,000 playlist requests. The control thread drains
+ * every 100 ms and whenever a producer has written another
+ * HE_ALOG_NOTIFY_BYTES (one uv_async_send), so a ring fills only when the
+ * control thread cannot keep up. */
+#define HE_ALOG_RING_BYTES (1u << 20)
+#define HE_ALOG_NOTIFY_BYTES (1u << 17)
 
 enum he_alog_tls { HE_ALOG_TLS_NONE = 0, HE_ALOG_TLS_USERSPACE, HE_ALOG_TLS_KTLS };
 
-#define HE_ALOG_TARGET_MAX 438 /* 512-byte records; cache[] took two bytes */
+/* Longer request targets are cut (and end in "..." in the log). */
+#define HE_ALOG_TARGET_MAX 2048
 
-/* One request, 512 bytes, as the worker saw it. Times are monotonic; the
- * control thread converts them to wall-clock time when it formats. */
+/* One request as the worker saw it. Times are monotonic; the control
+ * thread converts them to wall-clock time when it formats. */
 typedef struct he_alog_rec {
+    uint32_t size; /* of the record, target included, a multiple of 8; 0: the
+                    * rest of the ring is unused, the next record is at its start */
+    uint16_t target_len;
+    uint16_t status;
     uint64_t end_ns;     /* CLOCK_MONOTONIC at the last byte */
     uint64_t bytes_sent; /* header + body */
     uint64_t body_bytes;
     uint32_t duration_us;
     uint32_t ttfb_us;
-    uint16_t status;
     uint16_t worker;
-    uint16_t port; /* client port, host order */
-    uint16_t target_len;
+    uint16_t port;  /* client port, host order */
     uint8_t family; /* AF_INET, AF_INET6, 0 = unknown */
     uint8_t method; /* llhttp_method_t */
     uint8_t http_major, http_minor;
-    uint8_t tls;       /* enum he_alog_tls (filled by the TLS listener) */
+    uint8_t tls;       /* enum he_alog_tls */
     uint8_t truncated; /* the target was longer than HE_ALOG_TARGET_MAX */
-    char cache[12];    /* cache status: "-", "HIT-RAM" ... "REVALIDATED" (server/cache_glue.h) */
+    uint8_t cache;     /* enum he_cache_st (server/cache_glue.h), named when formatted */
+    uint8_t pad;
     uint8_t addr[16];
-    char target[HE_ALOG_TARGET_MAX];
+    char target[]; /* target_len bytes */
 } he_alog_rec_t;
 
-_Static_assert(sizeof(he_alog_rec_t) == 512, "access log record size");
+_Static_assert(sizeof(he_alog_rec_t) % 8 == 0, "records stay 8-byte aligned");
 
 typedef struct he_alog_ring {
     /* written by the producer only */
-    _Alignas(64) atomic_uint head;
-    unsigned tail_seen; /* the producer's last look at tail */
+    _Alignas(64) atomic_uint head; /* bytes ever written, modulo 2^32 */
+    unsigned tail_seen;            /* the producer's last look at tail */
+    unsigned skip;                 /* reserved: bytes left unused at the ring's end */
     /* written by the consumer only */
     _Alignas(64) atomic_uint tail;
     /* read-mostly */
     _Alignas(64) atomic_int enabled; /* the control thread has a log open */
-    unsigned mask;
+    unsigned size, mask;
     void *notify; /* uv_async_t *, or NULL */
-    _Alignas(64) he_alog_rec_t recs[];
+    _Alignas(64) char data[];
 } he_alog_ring_t;
 
-he_alog_ring_t *he_alog_ring_new(unsigned records);
+/* bytes: a power of two, at least 4 KiB. */
+he_alog_ring_t *he_alog_ring_new(unsigned bytes);
 void he_alog_ring_free(he_alog_ring_t *r);
 void he_alog_ring_set_notify(he_alog_ring_t *r, void *uv_async);
 
@@ -74,10 +84,11 @@ static inline bool he_alog_ring_on(const he_alog_ring_t *r)
     return r && atomic_load_explicit(&r->enabled, memory_order_relaxed);
 }
 
-/* Worker side: reserves the next record, or NULL when the ring is full
- * (the caller counts the drop); he_alog_commit publishes it. */
-he_alog_rec_t *he_alog_reserve(he_alog_ring_t *r);
-void he_alog_commit(he_alog_ring_t *r);
+/* Worker side: reserves a record for a target of target_len bytes (at
+ * most HE_ALOG_TARGET_MAX), or NULL when the ring is full (the caller
+ * counts the drop); he_alog_commit publishes it. */
+he_alog_rec_t *he_alog_reserve(he_alog_ring_t *r, size_t target_len);
+void he_alog_commit(he_alog_ring_t *r, he_alog_rec_t *rec);
 
 struct he_worker;
 struct he_conn;
@@ -96,8 +107,12 @@ typedef struct he_alog {
     uint64_t written; /* records */
     uint64_t write_errors;
     int64_t real_minus_mono_ns; /* refreshed at every drain */
-    time_t tcache_sec;
-    char tcache[40];
+    time_t tcache_sec;          /* the second tcache spells */
+    char tcache[40];            /* "[30/Nov/2025:10:14:15 +0000]" or "2025-11-30T10:14:15." */
+    size_t tcache_len;
+    uint8_t acache_key[17]; /* family and address of the last client */
+    char acache[48];        /* ... as text */
+    size_t acache_len;
 } he_alog_t;
 
 void he_alog_init(he_alog_t *a);

@@ -141,6 +141,7 @@ static void he_respond_end(he_worker_t *w, he_conn_t *c, he_hbuf_t *b)
         he_hb_lit(b, "\r\n");
     }
     c->hdr_len = (uint32_t)b->len;
+    c->head_len = (uint16_t)b->len; /* for the access log's body bytes */
     c->hdr_sent = 0;
 }
 

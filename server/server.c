@@ -84,7 +84,7 @@ int he_server_init(he_server_t *s, he_conf_t *conf, char *err, size_t errlen)
         /* Blocking, as the worker's ring reads it: a write would block only
          * at a count of 2^64 - 2. */
         w->wake_fd = eventfd(0, EFD_CLOEXEC);
-        w->alog = he_alog_ring_new(HE_ALOG_RING_RECORDS);
+        w->alog = he_alog_ring_new(HE_ALOG_RING_BYTES);
         if (w->wake_fd < 0 || !w->alog) {
             snprintf(err, errlen, "worker %u: %s", i,
                      w->wake_fd < 0 ? strerror(errno) : "out of memory");

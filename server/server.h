@@ -179,6 +179,7 @@ typedef struct he_conn {
     /* response */
     char *hdr; /* HE_CONN_HDR_CAP bytes in the worker's slab */
     uint32_t hdr_len, hdr_sent;
+    uint16_t head_len; /* the header alone (hdr may carry a small body after it) */
     uint8_t body_kind;
     he_file_t *file;
     uint64_t body_off, body_end; /* [off, end) still to send */

@@ -67,7 +67,7 @@ wait_quiet() { # no other process above 15% CPU, 85% idle, three 2 s looks in a 
     local waited=0 i busy a b idle tot k
     while [ "$waited" -lt 900 ]; do
         for i in 1 2 3; do
-            busy=$(ps -eo pcpu=,comm= --sort=-pcpu | awk '$1 > 15' | grep -v -E ' (ps|awk)$' | head -1)
+            busy=$(ps -eo pcpu=,comm= --sort=-pcpu | awk '$1 > 15 && $2 != "ps" && $2 != "awk"' | head -1)
             [ -n "$busy" ] && break
             read -r -a a <<<"$(head -1 /proc/stat)"; sleep 2; read -r -a b <<<"$(head -1 /proc/stat)"
             idle=$((b[4] - a[4])); tot=0

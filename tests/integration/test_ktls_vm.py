@@ -26,7 +26,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from he import BIN, SRC, expect, expect_eq, make_certs, run_tests  # noqa: E402
+from he import BIN, SRC, expect, expect_eq, make_certs  # noqa: E402
 
 RUN_SH = os.environ.get("KTLS_VM_RUN") or os.path.join(SRC, "..", "shared", "tools", "ktls-vm", "run.sh")
 SUITES = 3 * 3  # TLS 1.3 x3, TLS 1.2 RSA x3, TLS 1.2 ECDSA x3
@@ -82,6 +82,10 @@ def stage(d):
             f.write(CONF % on)
 
 
+class Skip(Exception):
+    pass
+
+
 def test_ktls_in_vm():
     d = tempfile.mkdtemp(prefix="he-ktls-vm-")
     try:
@@ -93,6 +97,11 @@ def test_ktls_in_vm():
                            capture_output=True, text=True, errors="replace", timeout=900)
         took = time.time() - t0
         out = r.stdout
+        if r.returncode == 125 and "KTLS_VM_READY" not in out:
+            # the VM could not be prepared or booted (no apt lists for the
+            # kernel download, no tls module): an environment problem
+            print("  VM setup failed, skipped:\n" + "\n".join(r.stderr.strip().splitlines()[-5:]))
+            raise Skip()
         print("  VM run: %.1f s (exit %d)" % (took, r.returncode), flush=True)
         for line in (r.stderr.strip().splitlines()[-3:]):
             print("  " + line)
@@ -159,7 +168,19 @@ def main():
     if why:
         print("skipped: " + why)
         return 77
-    return run_tests(globals())
+    try:
+        test_ktls_in_vm()
+    except Skip:
+        return 77
+    except Exception:
+        import traceback
+        traceback.print_exc()
+        print("FAIL test_ktls_in_vm")
+        print("0 passed, 1 failed")
+        return 1
+    print("PASS test_ktls_in_vm")
+    print("1 passed, 0 failed")
+    return 0
 
 
 if __name__ == "__main__":
