@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "server/accesslog.h"
+#include "server/hbuf.h"
 #include "server/http_util.h"
 #include "server/log.h"
 #include "server/server.h"
@@ -26,40 +27,6 @@
  * 0.13-0.14, 64 KiB 0.15-0.16. TCP_CORK around the body helped at 4 MiB
  * (0.39-0.40) but not at 256 KiB (0.14-0.17), so it is not used. */
 #define HE_SENDFILE_CHUNK (256u << 10)
-
-typedef struct he_hbuf {
-    char *p;
-    size_t len, cap;
-    bool overflow;
-} he_hbuf_t;
-
-static void he_hb_mem(he_hbuf_t *b, const char *s, size_t n)
-{
-    if (b->len + n > b->cap) {
-        b->overflow = true;
-        return;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
-
-#define he_hb_lit(b, s) he_hb_mem(b, s, sizeof(s) - 1)
-
-static void he_hb_str(he_hbuf_t *b, const char *s)
-{
-    he_hb_mem(b, s, strlen(s));
-}
-
-static void he_hb_u64(he_hbuf_t *b, uint64_t v)
-{
-    char tmp[24];
-    int i = sizeof(tmp);
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    he_hb_mem(b, tmp + i, sizeof(tmp) - (size_t)i);
-}
 
 static const char *he_respond_reason(int status)
 {

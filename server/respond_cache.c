@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "server/hbuf.h"
 #include "server/cache_glue.h"
 #include "server/http_util.h"
 #include "server/log.h"
@@ -59,40 +60,6 @@ static inline he_cconn_t *he_rc_cc(he_worker_t *w, he_conn_t *c)
 }
 
 /* ---------------------------------------------------------------- heads */
-
-typedef struct he_rhb {
-    char *p;
-    size_t len, cap;
-    bool overflow;
-} he_rhb_t;
-
-static void he_rhb_mem(he_rhb_t *b, const char *s, size_t n)
-{
-    if (b->len + n > b->cap) {
-        b->overflow = true;
-        return;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
-
-#define he_rhb_lit(b, s) he_rhb_mem(b, s, sizeof(s) - 1)
-
-static void he_rhb_str(he_rhb_t *b, const char *s)
-{
-    he_rhb_mem(b, s, strlen(s));
-}
-
-static void he_rhb_u64(he_rhb_t *b, uint64_t v)
-{
-    char tmp[24];
-    int i = sizeof(tmp);
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    he_rhb_mem(b, tmp + i, sizeof(tmp) - (size_t)i);
-}
 
 static const char *he_rc_reason(int status)
 {
@@ -167,68 +134,68 @@ typedef struct he_rc_head {
 
 static bool he_rc_head(he_worker_t *w, he_conn_t *c, const he_rc_head_t *h)
 {
-    he_rhb_t b = {c->hdr, 0, HE_CONN_HDR_CAP, false};
+    he_hbuf_t b = {c->hdr, 0, HE_CONN_HDR_CAP, false};
     const char *cc = w->conf->cache_control[h->type];
 
     c->status = h->status;
-    he_rhb_lit(&b, "HTTP/1.1 ");
-    he_rhb_u64(&b, (uint64_t)h->status);
-    he_rhb_lit(&b, " ");
-    he_rhb_str(&b, he_rc_reason(h->status));
-    he_rhb_lit(&b, "\r\nServer: hlsedge\r\nDate: ");
-    he_rhb_mem(&b, w->date, 29);
-    he_rhb_lit(&b, "\r\n");
+    he_hb_lit(&b, "HTTP/1.1 ");
+    he_hb_u64(&b, (uint64_t)h->status);
+    he_hb_lit(&b, " ");
+    he_hb_str(&b, he_rc_reason(h->status));
+    he_hb_lit(&b, "\r\nServer: hlsedge\r\nDate: ");
+    he_hb_mem(&b, w->date, 29);
+    he_hb_lit(&b, "\r\n");
     if (w->conf->cors_allow_origin[0]) {
-        he_rhb_lit(&b, "Access-Control-Allow-Origin: ");
-        he_rhb_str(&b, w->conf->cors_allow_origin);
-        he_rhb_lit(&b,
+        he_hb_lit(&b, "Access-Control-Allow-Origin: ");
+        he_hb_str(&b, w->conf->cors_allow_origin);
+        he_hb_lit(&b,
                    "\r\nAccess-Control-Expose-Headers: Content-Length, Content-Range, ETag\r\n");
     }
     if (h->status != 304) {
-        he_rhb_lit(&b, "Content-Type: ");
-        he_rhb_str(&b, h->ctype && h->ctype[0] ? h->ctype : he_seg_type_mime(h->type));
-        he_rhb_lit(&b, "\r\nContent-Length: ");
-        he_rhb_u64(&b, h->clen);
-        he_rhb_lit(&b, "\r\n");
+        he_hb_lit(&b, "Content-Type: ");
+        he_hb_str(&b, h->ctype && h->ctype[0] ? h->ctype : he_seg_type_mime(h->type));
+        he_hb_lit(&b, "\r\nContent-Length: ");
+        he_hb_u64(&b, h->clen);
+        he_hb_lit(&b, "\r\n");
     }
-    if (h->status == 200 || h->status == 206) he_rhb_lit(&b, "Accept-Ranges: bytes\r\n");
+    if (h->status == 200 || h->status == 206) he_hb_lit(&b, "Accept-Ranges: bytes\r\n");
     if (h->range) {
-        he_rhb_lit(&b, "Content-Range: bytes ");
-        he_rhb_u64(&b, h->first);
-        he_rhb_lit(&b, "-");
-        he_rhb_u64(&b, h->last);
-        he_rhb_lit(&b, "/");
-        he_rhb_u64(&b, h->size);
-        he_rhb_lit(&b, "\r\n");
+        he_hb_lit(&b, "Content-Range: bytes ");
+        he_hb_u64(&b, h->first);
+        he_hb_lit(&b, "-");
+        he_hb_u64(&b, h->last);
+        he_hb_lit(&b, "/");
+        he_hb_u64(&b, h->size);
+        he_hb_lit(&b, "\r\n");
     } else if (h->status == 416) {
-        he_rhb_lit(&b, "Content-Range: bytes */");
-        he_rhb_u64(&b, h->size);
-        he_rhb_lit(&b, "\r\n");
+        he_hb_lit(&b, "Content-Range: bytes */");
+        he_hb_u64(&b, h->size);
+        he_hb_lit(&b, "\r\n");
     }
     if (h->status < 300 || h->status == 304) {
         if (h->lm && h->lm[0]) {
-            he_rhb_lit(&b, "Last-Modified: ");
-            he_rhb_str(&b, h->lm);
-            he_rhb_lit(&b, "\r\n");
+            he_hb_lit(&b, "Last-Modified: ");
+            he_hb_str(&b, h->lm);
+            he_hb_lit(&b, "\r\n");
         }
         if (h->etag && h->etag[0]) {
-            he_rhb_lit(&b, "ETag: ");
-            he_rhb_str(&b, h->etag);
-            he_rhb_lit(&b, "\r\n");
+            he_hb_lit(&b, "ETag: ");
+            he_hb_str(&b, h->etag);
+            he_hb_lit(&b, "\r\n");
         }
         if (cc[0]) {
-            he_rhb_lit(&b, "Cache-Control: ");
-            he_rhb_str(&b, cc);
-            he_rhb_lit(&b, "\r\n");
+            he_hb_lit(&b, "Cache-Control: ");
+            he_hb_str(&b, cc);
+            he_hb_lit(&b, "\r\n");
         }
     }
     if (c->close_after || w->draining) {
         c->close_after = true;
-        he_rhb_lit(&b, "Connection: close\r\n\r\n");
+        he_hb_lit(&b, "Connection: close\r\n\r\n");
     } else if (c->req.http_major == 1 && c->req.http_minor == 0) {
-        he_rhb_lit(&b, "Connection: keep-alive\r\n\r\n");
+        he_hb_lit(&b, "Connection: keep-alive\r\n\r\n");
     } else {
-        he_rhb_lit(&b, "\r\n");
+        he_hb_lit(&b, "\r\n");
     }
     c->hdr_len = (uint32_t)b.len;
     c->hdr_sent = 0;
