@@ -100,6 +100,11 @@ typedef struct he_cache_stats {
     uint64_t store_writes; /* objects renamed into place */
     uint64_t store_write_bytes;
     uint64_t disk_errors[HE_CACHE_DERR_COUNT];
+    /* RAM-tier zero-copy sends, by what the kernel's notification said:
+     * zc_copied ones were copied after all (loopback, or a device without
+     * scatter-gather/checksum offload), and cost more than a plain send */
+    uint64_t zc_sends;
+    uint64_t zc_copied;
 } __attribute__((aligned(64))) he_cache_stats_t;
 
 const char *he_cache_oerr_name(he_cache_oerr_t e);

@@ -247,6 +247,7 @@ int he__cache_worker_setup(he_worker_t *w)
     /* Zero-copy sends from the node arena: registered once as fixed
      * buffer 0, so SEND_ZC does not pin pages per operation. */
     wc->zc = w->server->features.send_zc && !getenv("HE_CACHE_NO_ZC");
+    wc->zc_usage = w->server->features.zc_report_usage;
     if (wc->zc) {
         struct iovec iov;
         void *base = NULL;

@@ -61,6 +61,8 @@ typedef struct he_cconn {
     bool finish_wait;         /* everything sent; waiting for notifications */
     bool copy_mode;           /* userspace TLS: send a copy once complete */
     bool prefetch_after;      /* a segment: prefetch the next ones when served */
+    bool zc_copies;           /* the kernel copied a zero-copy send on this
+                               * connection: plain sends until it closes */
     struct iovec iov[HE_CC_IOV];
     struct msghdr msg;
 } he_cconn_t;
@@ -90,6 +92,7 @@ typedef struct he_wcache {
     int node;             /* RAM tier partition of this worker */
     bool fixed_buf;       /* the node arena is registered as fixed buffer 0 */
     bool zc;              /* send_zc available */
+    bool zc_usage;        /* notifications report whether the kernel copied */
     bool exiting;         /* cleanup: notifications change nothing */
     int64_t wall_off_ms;  /* wall clock - monotonic clock, refreshed per tick */
     he_cconn_t *cc;       /* per connection slot */

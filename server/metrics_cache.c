@@ -40,6 +40,9 @@ static const he_mc_counter_t he_mc_counters[] = {
     {"prefetch_wasted", "Prefetched objects evicted without a request.", HE_MC(prefetch_wasted)},
     {"store_writes", "Objects written to the SSD tier.", HE_MC(store_writes)},
     {"store_write_bytes", "Bytes written to the SSD tier.", HE_MC(store_write_bytes)},
+    {"zc_sends", "RAM-tier bodies sent zero-copy (IORING_OP_SEND_ZC), notified.", HE_MC(zc_sends)},
+    {"zc_copied", "Zero-copy sends the kernel reported as copied after all (loopback, no offload).",
+     HE_MC(zc_copied)},
 };
 
 #define HE_MC_N (sizeof(he_mc_counters) / sizeof(he_mc_counters[0]))

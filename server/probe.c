@@ -103,6 +103,29 @@ static void he_probe_ring(he_features_t *f)
         if (ls >= 0) close(ls);
     }
     f->recv_multishot = f->buf_ring && f->multishot_accept;
+
+    /* REPORT_USAGE: a kernel without it rejects the flag at prep
+     * (-EINVAL); one with it gets as far as the socket, which for AF_UNIX
+     * cannot do zero-copy (-EOPNOTSUPP). Either way nothing is sent. */
+    if (f->send_zc) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0) {
+            static const char byte = 0;
+            struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+            struct io_uring_cqe *cqe = NULL;
+            struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+            io_uring_prep_send_zc(sqe, sv[0], &byte, 1, MSG_NOSIGNAL, 0);
+            sqe->ioprio |= HE_SEND_ZC_REPORT_USAGE;
+            sqe->user_data = 2;
+            io_uring_submit(&ring);
+            while (io_uring_wait_cqe_timeout(&ring, &cqe, &ts) == 0 && cqe) {
+                if (!(cqe->flags & IORING_CQE_F_NOTIF)) f->zc_report_usage = cqe->res != -EINVAL;
+                io_uring_cqe_seen(&ring, cqe); /* and a notification, if one follows */
+            }
+            close(sv[0]);
+            close(sv[1]);
+        }
+    }
     io_uring_queue_exit(&ring);
 }
 
@@ -161,6 +184,7 @@ void he_features_probe(he_features_t *f)
     HE_PROBE_OFF(buf_ring);
     HE_PROBE_OFF(fixed_files);
     HE_PROBE_OFF(send_zc);
+    HE_PROBE_OFF(zc_report_usage);
     HE_PROBE_OFF(openat2_beneath);
     HE_PROBE_OFF(reuseport_cbpf);
     HE_PROBE_OFF(ktls);
@@ -168,15 +192,18 @@ void he_features_probe(he_features_t *f)
     if (he_probe_disabled("numa")) f->numa_nodes = 0;
     if (!f->single_issuer) f->defer_taskrun = false;
     if (!f->buf_ring) f->recv_multishot = false;
+    if (!f->send_zc) f->zc_report_usage = false;
 }
 
 void he_features_describe(const he_features_t *f, char *out, size_t cap)
 {
     snprintf(out, cap,
              "single_issuer=%d defer_taskrun=%d coop_taskrun=%d multishot_accept=%d "
-             "recv_multishot=%d buf_ring=%d fixed_files=%d send_zc=%d openat2_beneath=%d "
+             "recv_multishot=%d buf_ring=%d fixed_files=%d send_zc=%d zc_report_usage=%d "
+             "openat2_beneath=%d "
              "reuseport_cbpf=%d ktls=%d numa_nodes=%d",
              f->single_issuer, f->defer_taskrun, f->coop_taskrun, f->multishot_accept,
-             f->recv_multishot, f->buf_ring, f->fixed_files, f->send_zc, f->openat2_beneath,
+             f->recv_multishot, f->buf_ring, f->fixed_files, f->send_zc, f->zc_report_usage,
+             f->openat2_beneath,
              f->reuseport_cbpf, f->ktls, f->numa_nodes);
 }

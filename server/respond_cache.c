@@ -53,6 +53,11 @@
 enum { HE_CC_OP_NONE = 0, HE_CC_OP_SEND, HE_CC_OP_ZC, HE_CC_OP_POLL };
 
 static uint64_t he_rc_zc_min = HE_CC_ZC_MIN_DEFAULT;
+/* Stop zero-copy on a connection once the kernel says it copied (the
+ * route's device cannot do it: loopback, veth, no scatter-gather): a
+ * copied SEND_ZC costs more than a plain send (docs/performance.md).
+ * HE_CACHE_ZC_ADAPT=0 keeps zero-copy on, for measuring that cost. */
+static bool he_rc_zc_adapt = true;
 
 static inline he_cconn_t *he_rc_cc(he_worker_t *w, he_conn_t *c)
 {
@@ -326,7 +331,7 @@ static void he_rc_pump(he_worker_t *w, he_conn_t *c)
         if (cc->failed) he__conn_close(w, c); /* the client sees a short body */
         return;                               /* more comes with the next DATA */
     }
-    if (hrem == 0 && w->cache->fixed_buf && !c->tls) {
+    if (w->cache->fixed_buf && !c->tls && !cc->zc_copies && cc->off < avail) {
         const void *p, *q;
         int64_t fo, fq;
         size_t n = he_cache_obj_peek(cc->obj, cc->off, &p, &fo), m;
@@ -339,9 +344,21 @@ static void he_rc_pump(he_worker_t *w, he_conn_t *c)
             n += m;
         }
         if (n > HE_CC_MAX_SEND) n = HE_CC_MAX_SEND;
+        if (fo >= 0 && n >= he_rc_zc_min && hrem) {
+            /* the header alone first: gathered with the body it would
+             * take the first MiB along as a copy */
+            sqe = he__worker_sqe(w);
+            io_uring_prep_send(sqe, c->fd, c->hdr + c->hdr_sent, hrem, MSG_NOSIGNAL | MSG_MORE);
+            he__worker_sqe_conn(w, sqe, c, HE_OP_CSEND);
+            cc->op = HE_CC_OP_SEND;
+            return;
+        }
         if (fo >= 0 && n >= he_rc_zc_min) {
             sqe = he__worker_sqe(w);
             io_uring_prep_send_zc_fixed(sqe, c->fd, (void *)p, n, MSG_NOSIGNAL, 0, 0);
+            /* the notification says whether the kernel copied after all:
+             * counted, so an operator sees whether zero-copy happens */
+            if (w->cache->zc_usage) sqe->ioprio |= HE_SEND_ZC_REPORT_USAGE;
             he__worker_sqe_conn(w, sqe, c, HE_OP_CSEND);
             c->inflight++; /* the notification */
             cc->zc_pending++;
@@ -393,6 +410,11 @@ void he__rcache_on_cqe(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe)
     if (!w->cache) return;
     cc = he_rc_cc(w, c);
     if (cqe->flags & IORING_CQE_F_NOTIF) {
+        w->stats.cache.zc_sends++;
+        if ((uint32_t)res & HE_NOTIF_USAGE_ZC_COPIED) {
+            w->stats.cache.zc_copied++;
+            cc->zc_copies = he_rc_zc_adapt;
+        }
         cc->zc_pending--;
         if (!cc->zc_pending && cc->finish_wait && !c->closing) he_rc_finish(w, c);
         return;
@@ -813,6 +835,7 @@ void he__rcache_conn_free(he_worker_t *w, he_conn_t *c)
     he_rc_release(w, c);
     cc->op = HE_CC_OP_NONE;
     cc->zc_pending = 0;
+    cc->zc_copies = false; /* the next connection may take another route */
 }
 
 /* ---------------------------------------------------------------- PURGE */
@@ -845,4 +868,6 @@ __attribute__((constructor)) static void he_rc_init(void)
 {
     const char *e = getenv("HE_CACHE_ZC_MIN");
     if (e && *e) he_rc_zc_min = strtoull(e, NULL, 0);
+    e = getenv("HE_CACHE_ZC_ADAPT");
+    if (e && strcmp(e, "0") == 0) he_rc_zc_adapt = false;
 }

@@ -29,6 +29,10 @@
 
 /* ---------------------------------------------------------------- features */
 
+/* Linux 6.2 uapi; liburing 2.3's copy of io_uring.h predates them */
+#define HE_SEND_ZC_REPORT_USAGE (1U << 3)
+#define HE_NOTIF_USAGE_ZC_COPIED (1U << 31)
+
 typedef struct he_features {
     bool single_issuer;    /* IORING_SETUP_SINGLE_ISSUER */
     bool defer_taskrun;    /* IORING_SETUP_DEFER_TASKRUN */
@@ -38,6 +42,7 @@ typedef struct he_features {
     bool buf_ring;         /* IORING_REGISTER_PBUF_RING */
     bool fixed_files;      /* sparse registered file table + FILES_UPDATE */
     bool send_zc;          /* IORING_OP_SEND_ZC */
+    bool zc_report_usage;  /* IORING_SEND_ZC_REPORT_USAGE (6.2): notifications say "copied" */
     bool openat2_beneath;  /* openat2(RESOLVE_BENEATH) */
     bool reuseport_cbpf;   /* SO_ATTACH_REUSEPORT_CBPF */
     bool ktls;             /* tls ULP available */

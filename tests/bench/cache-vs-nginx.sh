@@ -8,8 +8,14 @@
 #      that the origin sends at RATE bytes/s; hlsedge (coalesced fill) vs
 #      nginx proxy_cache + proxy_cache_lock: origin requests, time to last
 #      byte of the waiters (median, max).
-# Servers on SERVER_CPU, clients on CLIENT_CPU, all under chrt -f 10 when
-# allowed. RUNS runs each; the medians are printed.
+#   hlsedge also serves the files themselves from root (sendfile, no cache:
+#   the same mechanism as nginx), to tell the server from the path apart.
+#   RAM hits run twice for hlsedge: as configured (send_zc for spans of
+#   256 KiB and more) and with plain sends only (HE_CACHE_ZC_MIN above any
+#   object); /metrics says how many zero-copy sends the kernel copied.
+# Servers on SERVER_CPU, clients on CLIENT_CPU, all under chrt -r 10 when
+# allowed (round-robin: under chrt -f wrk's threads can starve each other).
+# RUNS runs each; the medians are printed.
 #   tests/bench/cache-vs-nginx.sh [build/hlsedge]
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,7 +25,7 @@ SERVER_CPU=${SERVER_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1}
 RUNS=${RUNS:-3} DURATION=${DURATION:-10} CONNS=${CONNS:-50}
 NSEG=${NSEG:-20} SEG_KB=${SEG_KB:-2048}
 CLIENTS=${CLIENTS:-200} SEG_MB=${SEG_MB:-4} RATE=${RATE:-8388608}
-HPORT=${HPORT:-18580} NPORT=${NPORT:-18581} OPORT=${OPORT:-18582}
+HPORT=${HPORT:-18580} NPORT=${NPORT:-18581} OPORT=${OPORT:-18582} APORT=${APORT:-18583}
 BENCH_NAME=cache-vs-nginx
 # shellcheck source=tests/bench/lib.sh
 . "$BENCH_DIR/lib.sh"
@@ -36,7 +42,7 @@ cleanup() {
 trap cleanup EXIT
 
 FIFO=""
-chrt -f 10 true 2>/dev/null && FIFO="chrt -f 10"
+chrt -r 10 true 2>/dev/null && FIFO="chrt -r 10"
 
 for ((i = 0; i < NSEG; i++)); do
     head -c $((SEG_KB * 1024)) /dev/urandom >"$ROOT/vod/seg_$i.ts"
@@ -49,10 +55,10 @@ $FIFO taskset -c "$CLIENT_CPU" python3 "$REPO/tests/integration/origin.py" --por
 ORIGIN_PID=$!
 for ((i = 0; i < 50; i++)); do curl -sf "http://127.0.0.1:$OPORT/_stats" >/dev/null && break; sleep 0.1; done
 
-start_he() {
+start_he() { # [ENV=VALUE ...] for hlsedge; HE_ROOT: serve that root, sendfile
     cat >"$TMP/he.yaml" <<EOF
 listen: ["127.0.0.1:$HPORT"]
-root: $TMP/empty
+root: ${HE_ROOT:-$TMP/empty}
 workers: 1
 cpus: [$SERVER_CPU]
 cache:
@@ -60,12 +66,14 @@ cache:
   ram_object_max: 64m
   admission: false
   prefetch: 0
+admin:
+  listen: "127.0.0.1:$APORT"
 origin:
   urls: ["http://127.0.0.1:$OPORT"]
   read_timeout: 30s
   total_timeout: 120s
 EOF
-    $FIFO taskset -c "$SERVER_CPU" "$HLSEDGE" -c "$TMP/he.yaml" >"$TMP/he.log" 2>&1 &
+    env "$@" $FIFO taskset -c "$SERVER_CPU" "$HLSEDGE" -c "$TMP/he.yaml" >"$TMP/he.log" 2>&1 &
     SRV=$!
     for ((i = 0; i < 50; i++)); do curl -s -o /dev/null "http://127.0.0.1:$HPORT/" && return; sleep 0.1; done
     bench_die "hlsedge did not start: $(tail -3 "$TMP/he.log")"
@@ -92,9 +100,11 @@ error_log $TMP/nginx-error.log warn;
 events { worker_connections 16384; use epoll; multi_accept on; }
 http {
     default_type application/octet-stream;
-    access_log off; sendfile on; tcp_nopush on; tcp_nodelay on;
+    # tuned as in nginx.conf.in (vs-nginx.sh), 256k chunks included
+    access_log off; sendfile on; sendfile_max_chunk 256k; tcp_nopush on; tcp_nodelay on;
     keepalive_requests 1000000;
-    open_file_cache max=10000 inactive=60s;
+    open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s;
+    open_file_cache_min_uses 1; open_file_cache_errors on;
     proxy_cache_path $TMP/nginx-cache levels=1:2 keys_zone=c:10m max_size=2g;
     proxy_temp_path $TMP/proxy;
     server { listen 127.0.0.1:$NPORT backlog=4096; location / { $loc } }
@@ -153,12 +163,26 @@ origin_count() {
         python3 -c "import json,sys; print(json.load(sys.stdin)['requests'].get(sys.argv[1], 0))" "$1"
 }
 
+zc_counts() { # "sent N copied M" from hlsedge's /metrics
+    curl -s "http://127.0.0.1:$APORT/metrics" | awk '
+        /^hlsedge_cache_zc_sends_total/ { s += $NF }
+        /^hlsedge_cache_zc_copied_total/ { c += $NF }
+        END { printf "sent %d copied %d", s, c }'
+}
+
 median() { sort -g | awk '{a[NR] = $1} END { print a[int((NR + 1) / 2)] }'; }
 
 : >"$TMP/res"
 for ((r = 1; r <= RUNS; r++)); do
+    HE_ROOT=$ROOT start_he # the same files as nginx, by sendfile (no cache)
+    echo "he_file $(hit_run "$HPORT")" >>"$TMP/res"
+    stop_pid "$SRV"
+    start_he HE_CACHE_ZC_MIN=$((1 << 40))
+    echo "he_hit_send $(hit_run "$HPORT")" >>"$TMP/res"
+    stop_pid "$SRV"
     start_he
     echo "he_hit $(hit_run "$HPORT")" >>"$TMP/res"
+    echo "zero-copy sends (run $r): $(zc_counts)" >&2
     b=$(burst_run "$HPORT" /vod/cold.ts)
     echo "he_burst $(origin_count /vod/cold.ts) $b" >>"$TMP/res"
     stop_pid "$SRV"
@@ -172,7 +196,7 @@ for ((r = 1; r <= RUNS; r++)); do
     SRV=""
 done
 cat "$TMP/res" >&2
-for k in he_hit ng_hit; do
+for k in he_hit he_hit_send he_file ng_hit; do
     printf '%-8s GB/CPU-s %s  p99 ms %s  req/s %s\n' "$k" \
         "$(awk -v k=$k '$1 == k { print $2 }' "$TMP/res" | median)" \
         "$(awk -v k=$k '$1 == k { print $3 }' "$TMP/res" | median)" \
