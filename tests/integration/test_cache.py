@@ -13,7 +13,8 @@ origin (origin.py):
   - a live playlist changing every 2 s is never served more than one
     target duration old;
   - purge: POST /purge on the admin listener (body or ?path=) and
-    `PURGE <path>` on the viewer port remove an object from both tiers.
+    `PURGE <path>` on the viewer port remove an object from both tiers;
+  - a request that falls back to the other source is counted once.
 
 Written against the intended behaviour before the server's data path uses
 the cache: when a path absent from root is not fetched from origin.urls,
@@ -23,6 +24,7 @@ import hashlib
 import http.client
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, expect_eq, run_tests  # noqa: E402
-from he_admin import wait_for  # noqa: E402
+from he_admin import metrics_text, stats, wait_for  # noqa: E402
 from origin import Origin  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-cache-")
@@ -48,12 +50,12 @@ def blob(n, seed):
     return bytes(out[:n])
 
 
-def cache_conf(origin, ssd=None, extra_cache="", extra_origin=""):
-    y = "cache:\n  ram_size: 64m\n  prefetch: 0\n  admission: false\n"
+def cache_conf(origin, ssd=None, extra_cache="", extra_origin="", prefetch=0, sources="root-first"):
+    y = "cache:\n  ram_size: 64m\n  prefetch: %d\n  admission: false\n" % prefetch
     if ssd:
         y += '  ssd: ["%s"]\n' % ssd
     y += extra_cache
-    y += 'origin:\n  urls: ["%s"]\n  sources: root-first\n  retries: 0\n  connect_timeout: 1s\n' % origin.url
+    y += 'origin:\n  urls: ["%s"]\n  sources: %s\n  retries: 0\n  connect_timeout: 1s\n' % (origin.url, sources)
     y += "  read_timeout: 5s\n  total_timeout: 30s\n" + extra_origin
     return y
 
@@ -265,6 +267,33 @@ def test_purge_both_tiers():
             fetched(4)
             st, _, _, _ = get(srv.admin_port, "/purge?path=/purge/none.ts", method="POST")
             expect(st in (200, 204, 404), "purging nothing answered %r" % st)
+
+
+def test_fallback_counted_once():
+    """A request answered by the second source is one request in the
+    counters: origin-first falling back to root (origin down), and
+    root-first going to the origin."""
+    path = "/fallback/local.ts"
+    os.makedirs(os.path.join(ROOT, "fallback"), exist_ok=True)
+    with open(os.path.join(ROOT, path[1:]), "wb") as f:
+        f.write(b"from root")
+    with Origin(files={"/fallback/remote.ts": b"from origin"}) as o:
+        o.down()
+        with server(o, admin=True, sources="origin-first") as srv:
+            st, _, body, ok = get(srv.port, path)
+            expect(st == 200 and body == b"from root", "origin-first fell back to root: %r" % st)
+            r = wait_for(lambda: (lambda s: s if s["responses"]["2xx"] == 1 else None)(stats(srv)), 5,
+                         "the response counted")
+            expect_eq(r["requests"]["GET"], 1, "origin-first -> root: GET requests")
+            expect_eq(r["requests"]["total"], 1, "origin-first -> root: requests")
+        o.up()
+        with server(o, admin=True) as srv:
+            st, _, body, ok = get(srv.port, "/fallback/remote.ts")
+            expect(st == 200 and body == b"from origin", "root-first went to the origin")
+            r = wait_for(lambda: (lambda s: s if s["responses"]["2xx"] == 1 else None)(stats(srv)), 5,
+                         "the response counted")
+            expect_eq(r["requests"]["GET"], 1, "root-first -> origin: GET requests")
+            expect_eq(r["requests"]["total"], 1, "root-first -> origin: requests")
 
 
 if __name__ == "__main__":
