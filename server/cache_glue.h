@@ -127,6 +127,12 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c);
 void he__rcache_on_cqe(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe);
 void he__rcache_conn_free(he_worker_t *w, he_conn_t *c);
 void he__rcache_purge(he_worker_t *w, he_conn_t *c);
+/* Sending c's SSD-tier file failed on the file's side (a read error, or a
+ * file that shrank: -EBADMSG): the store counts it, logs it once per cause
+ * and drops the entry, so the next request refills from the origin. */
+void he__rcache_file_error(he_worker_t *w, he_conn_t *c, int err);
+/* True for a sendfile errno that comes from the file, not the socket. */
+bool he__rcache_disk_errno(int err);
 
 /* origin_io.c */
 int he__oio_fetch_start(he_worker_t *w, he_cache_fill_t *f, const char *target,

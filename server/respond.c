@@ -234,6 +234,7 @@ static void he_respond_sendfile(he_worker_t *w, he_conn_t *c)
     }
     if (n == 0) { /* the file shrank under us: the length we promised is a lie */
         he_log_warn("worker %u: %s shrank while sending, closing", w->id, c->file->path);
+        if (c->file->ssd) he__rcache_file_error(w, c, -EBADMSG);
         he__conn_close(w, c);
         return;
     }
@@ -241,6 +242,7 @@ static void he_respond_sendfile(he_worker_t *w, he_conn_t *c)
         he_respond_arm_pollout(w, c);
         return;
     }
+    if (c->file->ssd && he__rcache_disk_errno(-errno)) he__rcache_file_error(w, c, -errno);
     he_respond_send_error(w, c, -errno);
 }
 

@@ -725,6 +725,7 @@ static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *
     }
     f->fd = fd;
     f->refs = 1;
+    f->ssd = true;
     f->size = hit->body_off + hit->body_len;
     f->type = type;
     f->kind = (he_seg_kind_t)hit->meta.kind;
@@ -747,6 +748,33 @@ static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *
     if (status == 200 && hit->meta.kind == HE_SEG_KIND_SEGMENT) he__oio_prefetch(w, key);
     he__respond_send(w, c);
     return true;
+}
+
+bool he__rcache_disk_errno(int err)
+{
+    switch (-err) {
+    case EIO:
+    case ENODATA:
+    case ESTALE:
+    case ENXIO:
+    case EOVERFLOW:
+    case EBADMSG:
+        return true;
+    default:
+        return false; /* the socket's (EPIPE, ECONNRESET, ...) or ours */
+    }
+}
+
+void he__rcache_file_error(he_worker_t *w, he_conn_t *c, int err)
+{
+    he_cache_key_t *key;
+    if (!w->cache || !w->cache->store) return;
+    /* the request is still c's (the next is parsed after this one ends),
+     * so its key is the one the hit was found under */
+    key = malloc(sizeof(*key));
+    if (key && he_cache_key_make(w->cache->conf, c->url, c->req.url_len, key) == 0)
+        he_cache_store_error(w->cache->store, key, err, w->cache->st);
+    free(key);
 }
 
 /* ---------------------------------------------------------------- entry */

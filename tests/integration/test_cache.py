@@ -14,6 +14,8 @@ origin (origin.py):
     target duration old;
   - purge: POST /purge on the admin listener (body or ?path=) and
     `PURGE <path>` on the viewer port remove an object from both tiers;
+  - a store file truncated under a running sendfile: the client sees a
+    short body, the store counts and logs the disk error, drops the entry;
   - a request that falls back to the other source is counted once.
 
 Written against the intended behaviour before the server's data path uses
@@ -267,6 +269,64 @@ def test_purge_both_tiers():
             fetched(4)
             st, _, _, _ = get(srv.admin_port, "/purge?path=/purge/none.ts", method="POST")
             expect(st in (200, 204, 404), "purging nothing answered %r" % st)
+
+
+def _fill_store(o, store, path, data):
+    """Fills path once and waits for its file in the SSD tier."""
+    srv = server(o, ssd=store + ":64m").start()
+    try:
+        st, _, body, ok = get(srv.port, path)
+        expect(st == 200 and ok and body == data, "first fetch")
+        wait_for(lambda: any(f.endswith(".obj") for _, _, fs in os.walk(store) for f in fs), 10,
+                 "the object written to the SSD tier")
+    finally:
+        srv.stop()
+
+
+def test_ssd_file_shrinks_mid_send():
+    """The store file is truncated while a slow client is being sent it:
+    sendfile comes back short, the connection closes, and the store is
+    told: a disk error (corrupt) counted and logged once, the entry dropped
+    (the next request goes to the origin)."""
+    data = blob(16 << 20, 7)  # more than the socket buffers hold
+    store = os.path.join(TMP, "ssd-shrink")
+    os.makedirs(store, exist_ok=True)
+    with Origin(files={"/shrink/seg.ts": data}) as o:
+        _fill_store(o, store, "/shrink/seg.ts", data)
+        objs = [os.path.join(d, f) for d, _, fs in os.walk(store) for f in fs if f.endswith(".obj")]
+        expect_eq(len(objs), 1, "store files")
+        srv = server(o, admin=True, ssd=store + ":64m").start()
+        log = ""
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+            s.settimeout(20)
+            s.connect(("127.0.0.1", srv.port))
+            s.sendall(b"GET /shrink/seg.ts HTTP/1.1\r\nHost: t\r\n\r\n")
+            got = s.recv(65536)
+            expect(got.startswith(b"HTTP/1.1 200"), "an SSD hit started")
+            time.sleep(0.3)  # the server is blocked on a full socket now
+            os.truncate(objs[0], 0)
+            try:
+                while True:
+                    d = s.recv(1 << 20)
+                    if not d:
+                        break
+                    got += d
+            except (ConnectionError, socket.timeout):
+                pass
+            s.close()
+            head, _, body = got.partition(b"\r\n\r\n")
+            expect(len(body) < len(data), "the client saw a short body (%d bytes)" % len(body))
+            expect(data.startswith(body), "the bytes that came were right")
+            wait_for(lambda: stats(srv)["cache"]["disk_errors"]["corrupt"] == 1, 5,
+                     "the disk error counted")
+            st, _, body, ok = get(srv.port, "/shrink/seg.ts", timeout=60)
+            expect(st == 200 and ok and body == data, "served again, from the origin")
+            expect_eq(o.count("/shrink/seg.ts"), 2, "origin requests: the entry was dropped")
+        finally:
+            log = srv.stop()
+        expect_eq(log.count("disk error (corrupt)"), 1, "logged once")
 
 
 def test_fallback_counted_once():
