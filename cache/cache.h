@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "conf/conf.h"
 #include "segment/segment.h"
@@ -100,6 +101,7 @@ typedef struct he_cache_stats {
     uint64_t store_writes; /* objects renamed into place */
     uint64_t store_write_bytes;
     uint64_t disk_errors[HE_CACHE_DERR_COUNT];
+    uint64_t promotions; /* SSD hits copied into the RAM tier */
 } __attribute__((aligned(64))) he_cache_stats_t;
 
 const char *he_cache_oerr_name(he_cache_oerr_t e);
@@ -228,6 +230,13 @@ int he_cache_obj_append(he_cache_obj_t *o, const void *p, size_t n, he_cache_sta
  * object; then commit what was written. 0 on -ENOMEM. */
 size_t he_cache_obj_space(he_cache_obj_t *o, void **p, he_cache_stats_t *st);
 void he_cache_obj_commit(he_cache_obj_t *o, size_t n);
+/* The same for a vectored read: up to max iovecs covering want bytes of
+ * space from the end of the object (chunks allocated as needed, adjacent
+ * ones merged). Returns the count (0 on -ENOMEM); commit what was read. */
+unsigned he_cache_obj_space_iov(he_cache_obj_t *o, struct iovec *iov, unsigned max, uint64_t want,
+                                he_cache_stats_t *st);
+/* The largest object he_cache_ram_insert publishes. */
+uint64_t he_cache_ram_object_max(const he_cache_ram_t *ram);
 void he_cache_obj_set_meta(he_cache_obj_t *o, const he_cache_meta_t *m);
 /* Marks the object complete: its bytes never change again. */
 void he_cache_obj_finish(he_cache_obj_t *o);
@@ -296,6 +305,7 @@ typedef struct he_cache_store_hit {
     char path[48];     /* "ab/cd/abcdef0123456789.obj" */
     uint64_t body_off; /* sendfile from here */
     uint64_t body_len;
+    bool revisit; /* hit before since it was stored or the SIEVE hand passed */
     he_cache_meta_t meta;
 } he_cache_store_hit_t;
 

@@ -66,7 +66,7 @@ typedef struct he_cconn {
 } he_cconn_t;
 
 /* A ring job that is not a connection (origin_io.c). */
-enum { HE_OJOB_FREE = 0, HE_OJOB_FETCH, HE_OJOB_SWRITE, HE_OJOB_UNLINK };
+enum { HE_OJOB_FREE = 0, HE_OJOB_FETCH, HE_OJOB_SWRITE, HE_OJOB_UNLINK, HE_OJOB_PROMOTE };
 
 typedef struct he_ojob {
     uint32_t gen;
@@ -76,6 +76,11 @@ typedef struct he_ojob {
     he_cache_fetch_t *fetch;
     he_cache_fill_t *fill;
     he_cache_swrite_t *sw;
+    /* a promotion: an SSD object read into a RAM object */
+    he_cache_obj_t *obj;
+    int fd;
+    uint64_t off, left; /* file offset of the next read, bytes still to read */
+    struct iovec *iov;
 } he_ojob_t;
 
 typedef struct he_wcache {
@@ -143,6 +148,10 @@ void he__oio_pull_writes(he_worker_t *w);
 void he__oio_cleanup(he_worker_t *w);
 /* A segment was served from the cache: fill the next ones. */
 void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key);
+/* An SSD hit worth keeping in RAM: reads the file's body (fd is dup'ed)
+ * into a RAM object on the ring and publishes it. */
+void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_store_hit_t *hit,
+                     int fd);
 
 /* metrics_cache.c */
 void he__metrics_cache_prom(const he_metrics_snap_t *s, he_mbuf_t *b);

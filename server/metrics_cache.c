@@ -40,6 +40,7 @@ static const he_mc_counter_t he_mc_counters[] = {
     {"prefetch_wasted", "Prefetched objects evicted without a request.", HE_MC(prefetch_wasted)},
     {"store_writes", "Objects written to the SSD tier.", HE_MC(store_writes)},
     {"store_write_bytes", "Bytes written to the SSD tier.", HE_MC(store_write_bytes)},
+    {"promotions", "SSD hits copied into the RAM tier.", HE_MC(promotions)},
 };
 
 #define HE_MC_N (sizeof(he_mc_counters) / sizeof(he_mc_counters[0]))

@@ -695,8 +695,9 @@ static void he_rc_refresh(he_worker_t *w, he_conn_t *c, const he_cache_key_t *ke
 
 /* ---------------------------------------------------------------- SSD */
 
+/* promote: the copy is fresh, so a RAM copy of it may serve the next hits */
 static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key,
-                            const he_cache_store_hit_t *hit)
+                            const he_cache_store_hit_t *hit, bool promote)
 {
     he_wcache_t *wc = w->cache;
     he_seg_type_t type = he_seg_type_from_path(key->s, key->path_len);
@@ -746,6 +747,9 @@ static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *
     if (status == 304 || status == 416 || c->req.method == HTTP_HEAD) c->body_end = c->body_off;
     c->body_kind = c->body_end > c->body_off ? HE_BODY_FILE : HE_BODY_NONE;
     if (status == 200 && hit->meta.kind == HE_SEG_KIND_SEGMENT) he__oio_prefetch(w, key);
+    /* the second hit (SIEVE's visited bit) moves it up: before the send,
+     * which may end the response and close fd */
+    if (promote && hit->revisit && hit->meta.status == 200) he__oio_promote(w, key, hit, fd);
     he__respond_send(w, c);
     return true;
 }
@@ -821,7 +825,7 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
                 wc->st->stale_serves++;
                 he_rc_refresh(w, c, key, NULL);
             }
-            if (he_rc_serve_ssd(w, c, key, &hit)) {
+            if (he_rc_serve_ssd(w, c, key, &hit, fs == HE_CACHE_FRESH)) {
                 if (fs == HE_CACHE_STALE_REVALIDATE) c->cache_st = HE_CST_STALE;
                 free(key);
                 return true;

@@ -14,6 +14,7 @@ origin (origin.py):
     target duration old;
   - purge: POST /purge on the admin listener (body or ?path=) and
     `PURGE <path>` on the viewer port remove an object from both tiers;
+  - an SSD hit hit again is promoted into RAM (served from RAM after);
   - a store file truncated under a running sendfile: the client sees a
     short body, the store counts and logs the disk error, drops the entry;
   - a request that falls back to the other source is counted once.
@@ -281,6 +282,35 @@ def _fill_store(o, store, path, data):
                  "the object written to the SSD tier")
     finally:
         srv.stop()
+
+
+def test_ssd_hit_promoted_to_ram():
+    """After a restart (RAM empty) an object is served from SSD; the second
+    SSD hit copies it into RAM (hlsedge_cache_promotions_total), and the
+    next hit is a RAM hit."""
+    data = blob(700000, 6)
+    store = os.path.join(TMP, "ssd-promote")
+    os.makedirs(store, exist_ok=True)
+    with Origin(files={"/promote/seg.ts": data}) as o:
+        _fill_store(o, store, "/promote/seg.ts", data)
+        with server(o, admin=True, ssd=store + ":64m") as srv:
+            def tiers():
+                c = stats(srv)["cache"]
+                return c["tiers"]["ram"]["hits"], c["tiers"]["ssd"]["hits"], c["promotions"]
+
+            for i in (1, 2):
+                st, _, body, ok = get(srv.port, "/promote/seg.ts")
+                expect(st == 200 and ok and body == data, "SSD hit %d body" % i)
+                wait_for(lambda: tiers()[1] == i, 5, "SSD hit %d counted" % i)
+            expect_eq(tiers()[0], 0, "RAM hits before the promotion")
+            wait_for(lambda: tiers()[2] == 1, 5, "one promotion after the second SSD hit")
+            for i in (1, 2):
+                st, _, body, ok = get(srv.port, "/promote/seg.ts")
+                expect(st == 200 and ok and body == data, "RAM hit %d body" % i)
+            wait_for(lambda: tiers()[0] == 2, 5, "RAM hits after the promotion")
+            expect_eq(tiers()[1:], (2, 1), "SSD hits and promotions afterwards")
+            expect("hlsedge_cache_promotions_total{" in metrics_text(srv), "promotions in /metrics")
+            expect_eq(o.count("/promote/seg.ts"), 1, "origin requests")
 
 
 def test_ssd_file_shrinks_mid_send():
