@@ -628,7 +628,10 @@ he_cache_swrite_t *he_cache_fills_next_write(he_cache_fills_t *fs);
  *                                &present_ctx, items, 8, &stale);
  *     for each item: he_cache_fill_join(fills, &item.key, NULL, NULL, true, &created)
  *                    and, if created, a fetch of item.target into its sink;
- *     if stale (and no fill of the playlist runs): refresh the playlist.
+ *     if stale: he_cache_prefetch_refresh(pf, seg path, &item) and a fill of
+ *                    item (joined if one runs); when a playlist fill ends,
+ *                    he_cache_prefetch_take_pending gives the segment to
+ *                    prefetch after again, now from the fresh copy.
  * and whenever a media playlist is served or filled:
  *     he_cache_prefetch_playlist_obj(pf, obj)   (or _playlist with the bytes)
  * One he_cache_prefetch_t per worker, like the fills table; not shared. */
@@ -677,6 +680,18 @@ int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o);
 int he_cache_prefetch_next(he_cache_prefetch_t *p, const char *seg_path, int64_t wall_ms,
                            he_cache_present_fn present, void *ctx, he_cache_prefetch_item_t *out,
                            unsigned max, bool *playlist_stale);
+/* The rendition of seg_path has an expired playlist (_next said
+ * playlist_stale): writes the playlist's key and origin-form target into
+ * out, so the worker fills it like a miss (coalesced with any fill of that
+ * key), and remembers seg_path until the fresh copy is parsed. 0, or
+ * -ENOENT (a segment of no known playlist), -ENAMETOOLONG, -ENOMEM. */
+int he_cache_prefetch_refresh(he_cache_prefetch_t *p, const char *seg_path,
+                              he_cache_prefetch_item_t *out);
+/* After a fresh copy of playlist_path was given to _playlist(_obj): the
+ * segment whose prefetch waited on it, into out (its key path). Returns 1
+ * (and forgets it), 0 when none waits, or -ENAMETOOLONG. */
+int he_cache_prefetch_take_pending(he_cache_prefetch_t *p, const char *playlist_path, char *out,
+                                   size_t cap);
 /* Renditions remembered now (tests, /stats). */
 unsigned he_cache_prefetch_renditions(const he_cache_prefetch_t *p);
 

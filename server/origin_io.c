@@ -234,6 +234,24 @@ void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_s
 
 /* ---------------------------------------------------------------- fetches */
 
+static void he_oio_prefetch(he_worker_t *w, const char *path, bool refresh);
+
+/* A fresh copy of a media playlist was parsed: the prefetch that waited
+ * for it (he_oio_playlist_refresh) goes on from it. */
+static void he_oio_prefetch_pending(he_worker_t *w, he_cache_obj_t *playlist)
+{
+    const he_cache_key_t *k = he_cache_obj_key(playlist);
+    char *path = malloc(2 * HE_CACHE_KEY_MAX), *seg = path + HE_CACHE_KEY_MAX;
+
+    if (!path) return;
+    memcpy(path, k->s, k->path_len);
+    path[k->path_len] = 0;
+    if (he_cache_prefetch_take_pending(w->cache->pf, path, seg, HE_CACHE_KEY_MAX) == 1 &&
+        w->cache->conf->prefetch_segments && !w->draining && !w->soft_drain)
+        he_oio_prefetch(w, seg, false);
+    free(path);
+}
+
 static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
 {
     he_wcache_t *wc = w->cache;
@@ -250,8 +268,9 @@ static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
     if (o) {
         /* a media playlist filled: remember where its segments are */
         if (res == 0 && he_cache_obj_complete(o) &&
-            he_cache_obj_meta(o)->kind == HE_SEG_KIND_MEDIA && he_cache_obj_meta(o)->status == 200)
-            he_cache_prefetch_playlist_obj(wc->pf, o);
+            he_cache_obj_meta(o)->kind == HE_SEG_KIND_MEDIA &&
+            he_cache_obj_meta(o)->status == 200 && he_cache_prefetch_playlist_obj(wc->pf, o) == 0)
+            he_oio_prefetch_pending(w, o);
         he_cache_obj_unref(o);
     }
     he__oio_pull_writes(w);
@@ -399,18 +418,36 @@ void he__oio_cleanup(he_worker_t *w)
 
 /* ---------------------------------------------------------------- prefetch */
 
-void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key)
+/* The rendition's playlist expired: one fill of it, like a miss (joined
+ * if a viewer's fill of it runs); he_oio_fetch_done prefetches after
+ * seg_path again once the fresh copy is parsed. */
+static void he_oio_playlist_refresh(he_worker_t *w, const char *seg_path)
+{
+    he_wcache_t *wc = w->cache;
+    he_cache_prefetch_item_t *it = malloc(sizeof(*it));
+    he_cache_fill_t *f;
+    bool created;
+
+    if (!it) return;
+    if (he_cache_prefetch_refresh(wc->pf, seg_path, it) == 0) {
+        f = he_cache_fill_join(wc->fills, &it->key, NULL, NULL, false, &created);
+        if (f && created && he__oio_fetch_start(w, f, it->target, NULL) < 0)
+            he_cache_fill_end(f, -ENOMEM, HE_CACHE_OERR_IO, he__cache_wall_ms(w));
+    }
+    free(it);
+}
+
+/* refresh: the playlist may be fetched again if it expired (not when this
+ * runs because a fresh copy just arrived: an origin that sends playlists
+ * already expired must not make this loop) */
+static void he_oio_prefetch(he_worker_t *w, const char *path, bool refresh)
 {
     he_wcache_t *wc = w->cache;
     he_cache_present_ctx_t pc = {wc->ram, wc->node, wc->store, wc->fills};
     he_cache_prefetch_item_t *items;
-    char path[HE_CACHE_KEY_MAX];
     bool stale = false;
     int n;
 
-    if (!wc->conf->prefetch_segments || w->draining || w->soft_drain) return;
-    memcpy(path, key->s, key->path_len);
-    path[key->path_len] = 0;
     items = malloc(sizeof(*items) * 8);
     if (!items) return;
     n = he_cache_prefetch_next(wc->pf, path, he__cache_wall_ms(w), he_cache_present, &pc, items, 8,
@@ -423,4 +460,16 @@ void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key)
             he_cache_fill_end(f, -ENOMEM, HE_CACHE_OERR_IO, he__cache_wall_ms(w));
     }
     free(items);
+    if (stale && refresh) he_oio_playlist_refresh(w, path);
+}
+
+void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key)
+{
+    he_wcache_t *wc = w->cache;
+    char path[HE_CACHE_KEY_MAX];
+
+    if (!wc->conf->prefetch_segments || w->draining || w->soft_drain) return;
+    memcpy(path, key->s, key->path_len);
+    path[key->path_len] = 0;
+    he_oio_prefetch(w, path, true);
 }

@@ -17,6 +17,7 @@ origin (origin.py):
   - an SSD hit hit again is promoted into RAM (served from RAM after);
   - a store file truncated under a running sendfile: the client sees a
     short body, the store counts and logs the disk error, drops the entry;
+  - prefetch refreshes an expired live playlist and prefetches from it;
   - a request that falls back to the other source is counted once.
 
 Written against the intended behaviour before the server's data path uses
@@ -357,6 +358,29 @@ def test_ssd_file_shrinks_mid_send():
         finally:
             log = srv.stop()
         expect_eq(log.count("disk error (corrupt)"), 1, "logged once")
+
+
+def test_prefetch_refreshes_expired_playlist():
+    """A viewer at the live edge of an expired cached playlist: prefetch
+    fetches the playlist again (one fill) and prefetches the segment the
+    fresh copy has next, before anyone asks for it."""
+    with Origin() as o:
+        lv = o.live("/live/pf", period=2.0, window=3, target=2, seg_size=2000,
+                    cache_control="max-age=1")
+        with server(o, prefetch=2) as srv:
+            st, _, body, ok = get(srv.port, "/live/pf/index.m3u8")
+            expect(st == 200 and ok, "playlist")
+            last = [l for l in body.decode().split() if l.startswith("seg_")][-1]
+            n = int(last[4:-3])
+            # the cached copy expires and the origin adds segment n+1
+            wait_for(lambda: lv.seq() + lv.window - 1 > n, 5, "the origin's next segment")
+            time.sleep(0.3)
+            expect_eq(o.count("/live/pf/index.m3u8"), 1, "playlist fetches before")
+            st, _, _, ok = get(srv.port, "/live/pf/%s" % last)
+            expect(st == 200 and ok, "the edge segment")
+            wait_for(lambda: o.count("/live/pf/seg_%d.ts" % (n + 1)) == 1, 5,
+                     "segment %d prefetched from the refreshed playlist" % (n + 1))
+            expect_eq(o.count("/live/pf/index.m3u8"), 2, "one refresh of the playlist")
 
 
 def test_fallback_counted_once():
