@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "conf/conf.h"
 #include "segment/segment.h"
@@ -105,6 +106,7 @@ typedef struct he_cache_stats {
      * scatter-gather/checksum offload), and cost more than a plain send */
     uint64_t zc_sends;
     uint64_t zc_copied;
+    uint64_t promotions; /* SSD hits copied into the RAM tier */
 } __attribute__((aligned(64))) he_cache_stats_t;
 
 const char *he_cache_oerr_name(he_cache_oerr_t e);
@@ -233,6 +235,13 @@ int he_cache_obj_append(he_cache_obj_t *o, const void *p, size_t n, he_cache_sta
  * object; then commit what was written. 0 on -ENOMEM. */
 size_t he_cache_obj_space(he_cache_obj_t *o, void **p, he_cache_stats_t *st);
 void he_cache_obj_commit(he_cache_obj_t *o, size_t n);
+/* The same for a vectored read: up to max iovecs covering want bytes of
+ * space from the end of the object (chunks allocated as needed, adjacent
+ * ones merged). Returns the count (0 on -ENOMEM); commit what was read. */
+unsigned he_cache_obj_space_iov(he_cache_obj_t *o, struct iovec *iov, unsigned max, uint64_t want,
+                                he_cache_stats_t *st);
+/* The largest object he_cache_ram_insert publishes. */
+uint64_t he_cache_ram_object_max(const he_cache_ram_t *ram);
 void he_cache_obj_set_meta(he_cache_obj_t *o, const he_cache_meta_t *m);
 /* Marks the object complete: its bytes never change again. */
 void he_cache_obj_finish(he_cache_obj_t *o);
@@ -301,6 +310,7 @@ typedef struct he_cache_store_hit {
     char path[48];     /* "ab/cd/abcdef0123456789.obj" */
     uint64_t body_off; /* sendfile from here */
     uint64_t body_len;
+    bool revisit; /* hit before since it was stored or the SIEVE hand passed */
     he_cache_meta_t meta;
 } he_cache_store_hit_t;
 
@@ -623,7 +633,10 @@ he_cache_swrite_t *he_cache_fills_next_write(he_cache_fills_t *fs);
  *                                &present_ctx, items, 8, &stale);
  *     for each item: he_cache_fill_join(fills, &item.key, NULL, NULL, true, &created)
  *                    and, if created, a fetch of item.target into its sink;
- *     if stale (and no fill of the playlist runs): refresh the playlist.
+ *     if stale: he_cache_prefetch_refresh(pf, seg path, &item) and a fill of
+ *                    item (joined if one runs); when a playlist fill ends,
+ *                    he_cache_prefetch_take_pending gives the segment to
+ *                    prefetch after again, now from the fresh copy.
  * and whenever a media playlist is served or filled:
  *     he_cache_prefetch_playlist_obj(pf, obj)   (or _playlist with the bytes)
  * One he_cache_prefetch_t per worker, like the fills table; not shared. */
@@ -672,6 +685,18 @@ int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o);
 int he_cache_prefetch_next(he_cache_prefetch_t *p, const char *seg_path, int64_t wall_ms,
                            he_cache_present_fn present, void *ctx, he_cache_prefetch_item_t *out,
                            unsigned max, bool *playlist_stale);
+/* The rendition of seg_path has an expired playlist (_next said
+ * playlist_stale): writes the playlist's key and origin-form target into
+ * out, so the worker fills it like a miss (coalesced with any fill of that
+ * key), and remembers seg_path until the fresh copy is parsed. 0, or
+ * -ENOENT (a segment of no known playlist), -ENAMETOOLONG, -ENOMEM. */
+int he_cache_prefetch_refresh(he_cache_prefetch_t *p, const char *seg_path,
+                              he_cache_prefetch_item_t *out);
+/* After a fresh copy of playlist_path was given to _playlist(_obj): the
+ * segment whose prefetch waited on it, into out (its key path). Returns 1
+ * (and forgets it), 0 when none waits, or -ENAMETOOLONG. */
+int he_cache_prefetch_take_pending(he_cache_prefetch_t *p, const char *playlist_path, char *out,
+                                   size_t cap);
 /* Renditions remembered now (tests, /stats). */
 unsigned he_cache_prefetch_renditions(const he_cache_prefetch_t *p);
 

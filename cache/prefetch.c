@@ -31,6 +31,7 @@ typedef struct he__pf_seg {
 
 struct he__pf_rend {
     char *path;
+    char *pending; /* a segment waiting for a fresh copy of this playlist */
     uint64_t hash, body_hash;
     int64_t fresh_until_ms;
     uint64_t used; /* tick of last use, for LRU */
@@ -87,6 +88,7 @@ static void he_pf_rend_clear(he_cache_prefetch_t *p, he__pf_rend_t *r)
     he_pf_unindex(p, r);
     he_pf_segs_free(r->segs, r->nsegs);
     free(r->path);
+    free(r->pending);
     memset(r, 0, sizeof(*r));
 }
 
@@ -256,6 +258,52 @@ int he_cache_prefetch_next(he_cache_prefetch_t *p, const char *seg_path, int64_t
         n++;
     }
     return (int)n;
+}
+
+static he__pf_seg_t *he_pf_seg_find(he_cache_prefetch_t *p, const char *seg_path)
+{
+    uint64_t h = he_cache_hash(seg_path, strlen(seg_path));
+    he__pf_seg_t *s = p->buckets[h % HE__PF_BUCKETS];
+    for (; s; s = s->hnext)
+        if (s->hash == h && strcmp(s->path, seg_path) == 0) return s;
+    return NULL;
+}
+
+int he_cache_prefetch_refresh(he_cache_prefetch_t *p, const char *seg_path,
+                              he_cache_prefetch_item_t *out)
+{
+    he__pf_seg_t *s = he_pf_seg_find(p, seg_path);
+    he__pf_rend_t *r;
+    char *pend;
+    size_t n;
+    if (!s) return -ENOENT;
+    r = s->r;
+    n = strlen(r->path);
+    if (n + 2 > sizeof(out->target)) return -ENAMETOOLONG;
+    out->target[0] = '/';
+    memcpy(out->target + 1, r->path, n + 1);
+    if (he_cache_key_make(p->conf, out->target, n + 1, &out->key) < 0) return -EINVAL;
+    /* the newest request wins: it is the one the viewer is at */
+    pend = strdup(seg_path);
+    if (!pend) return -ENOMEM;
+    free(r->pending);
+    r->pending = pend;
+    return 0;
+}
+
+int he_cache_prefetch_take_pending(he_cache_prefetch_t *p, const char *playlist_path, char *out,
+                                   size_t cap)
+{
+    he__pf_rend_t *r =
+        he_pf_find(p, playlist_path, he_cache_hash(playlist_path, strlen(playlist_path)));
+    size_t n;
+    if (!r || !r->pending) return 0;
+    n = strlen(r->pending);
+    if (n + 1 > cap) return -ENAMETOOLONG;
+    memcpy(out, r->pending, n + 1);
+    free(r->pending);
+    r->pending = NULL;
+    return 1;
 }
 
 bool he_cache_present(void *ctx, const he_cache_key_t *key)

@@ -451,6 +451,51 @@ size_t he_cache_obj_space(he_cache_obj_t *o, void **p, he_cache_stats_t *st)
     return cs - have % cs;
 }
 
+unsigned he_cache_obj_space_iov(he_cache_obj_t *o, struct iovec *iov, unsigned max, uint64_t want,
+                                he_cache_stats_t *st)
+{
+    uint32_t cs = o->node->ram->chunk_size;
+    uint64_t pos = atomic_load_explicit(&o->len, memory_order_relaxed), end = pos + want;
+    unsigned n = 0;
+    /* chunks allocated ahead of len are simply reused by _space/_commit:
+     * they take over from the chunk at len / chunk_size */
+    while (pos < end) {
+        uint64_t ci = pos / cs;
+        size_t k;
+        char *p;
+        if (ci == o->nchunks) {
+            char *c;
+            if (o->nchunks == o->chunk_cap) {
+                char **t = realloc(o->chunks, sizeof(char *) * o->chunk_cap * 2);
+                if (!t) break;
+                o->chunks = t;
+                o->chunk_cap *= 2;
+            }
+            if (!(c = he_cache_chunk_alloc(o->node, st))) break;
+            o->chunks[o->nchunks++] = c;
+        }
+        p = o->chunks[ci] + pos % cs;
+        k = cs - pos % cs;
+        if (k > end - pos) k = (size_t)(end - pos);
+        if (n && (char *)iov[n - 1].iov_base + iov[n - 1].iov_len == p) {
+            iov[n - 1].iov_len += k; /* adjacent arena chunks: one span */
+        } else {
+            if (n == max) break;
+            iov[n].iov_base = p;
+            iov[n].iov_len = k;
+            n++;
+        }
+        pos += k;
+    }
+    return n;
+}
+
+uint64_t he_cache_ram_object_max(const he_cache_ram_t *ram)
+{
+    uint64_t node = (uint64_t)(ram->nodes[0].nchunks / 2) * ram->chunk_size;
+    return ram->opts.object_max < node ? ram->opts.object_max : node;
+}
+
 void he_cache_obj_commit(he_cache_obj_t *o, size_t n)
 {
     uint64_t have = atomic_load_explicit(&o->len, memory_order_relaxed);

@@ -546,6 +546,7 @@ int he_cache_store_lookup(he_cache_store_t *s, const he_cache_key_t *key, he_cac
     pthread_mutex_lock(&d->lock);
     e = *he_cache_sdir_slot(d, key);
     if (e) {
+        hit->revisit = e->visited;
         e->visited = true;
         hit->dirfd = d->dirfd;
         he__cache_store_name(hit->path, sizeof(hit->path), e->hash, e->gen);

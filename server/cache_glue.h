@@ -68,7 +68,7 @@ typedef struct he_cconn {
 } he_cconn_t;
 
 /* A ring job that is not a connection (origin_io.c). */
-enum { HE_OJOB_FREE = 0, HE_OJOB_FETCH, HE_OJOB_SWRITE, HE_OJOB_UNLINK };
+enum { HE_OJOB_FREE = 0, HE_OJOB_FETCH, HE_OJOB_SWRITE, HE_OJOB_UNLINK, HE_OJOB_PROMOTE };
 
 typedef struct he_ojob {
     uint32_t gen;
@@ -78,6 +78,11 @@ typedef struct he_ojob {
     he_cache_fetch_t *fetch;
     he_cache_fill_t *fill;
     he_cache_swrite_t *sw;
+    /* a promotion: an SSD object read into a RAM object */
+    he_cache_obj_t *obj;
+    int fd;
+    uint64_t off, left; /* file offset of the next read, bytes still to read */
+    struct iovec *iov;
 } he_ojob_t;
 
 typedef struct he_wcache {
@@ -130,6 +135,12 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c);
 void he__rcache_on_cqe(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe);
 void he__rcache_conn_free(he_worker_t *w, he_conn_t *c);
 void he__rcache_purge(he_worker_t *w, he_conn_t *c);
+/* Sending c's SSD-tier file failed on the file's side (a read error, or a
+ * file that shrank: -EBADMSG): the store counts it, logs it once per cause
+ * and drops the entry, so the next request refills from the origin. */
+void he__rcache_file_error(he_worker_t *w, he_conn_t *c, int err);
+/* True for a sendfile errno that comes from the file, not the socket. */
+bool he__rcache_disk_errno(int err);
 
 /* origin_io.c */
 int he__oio_fetch_start(he_worker_t *w, he_cache_fill_t *f, const char *target,
@@ -140,6 +151,10 @@ void he__oio_pull_writes(he_worker_t *w);
 void he__oio_cleanup(he_worker_t *w);
 /* A segment was served from the cache: fill the next ones. */
 void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key);
+/* An SSD hit worth keeping in RAM: reads the file's body (fd is dup'ed)
+ * into a RAM object on the ring and publishes it. */
+void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_store_hit_t *hit,
+                     int fd);
 
 /* metrics_cache.c */
 void he__metrics_cache_prom(const he_metrics_snap_t *s, he_mbuf_t *b);

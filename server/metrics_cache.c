@@ -43,6 +43,7 @@ static const he_mc_counter_t he_mc_counters[] = {
     {"zc_sends", "RAM-tier bodies sent zero-copy (IORING_OP_SEND_ZC), notified.", HE_MC(zc_sends)},
     {"zc_copied", "Zero-copy sends the kernel reported as copied after all (loopback, no offload).",
      HE_MC(zc_copied)},
+    {"promotions", "SSD hits copied into the RAM tier.", HE_MC(promotions)},
 };
 
 #define HE_MC_N (sizeof(he_mc_counters) / sizeof(he_mc_counters[0]))

@@ -14,6 +14,7 @@
  * socket(2) and close(2) of origin connections run directly: they never
  * block and are cheaper than a ring round trip. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -46,6 +47,9 @@ static he_ojob_t *he_oio_job_new(he_wcache_t *wc, uint32_t *idx)
     j->fetch = NULL;
     j->fill = NULL;
     j->sw = NULL;
+    j->obj = NULL;
+    j->fd = -1;
+    j->iov = NULL;
     return j;
 }
 
@@ -118,7 +122,135 @@ void he__oio_pull_writes(he_worker_t *w)
     }
 }
 
+/* ---------------------------------------------------------------- promotion
+ *
+ * An SSD hit that is hit again goes up to the RAM tier: the file's body is
+ * read straight into a RAM object's chunks with IORING_OP_READV (up to
+ * HE_OIO_PROMOTE_READ per operation), then published through
+ * he_cache_ram_insert, so the RAM tier's own admission (S3-FIFO's small
+ * queue and ghost) decides how long it stays. Why the ring and not a
+ * pread: the file was just read by sendfile, so the read usually completes
+ * inline at submission, but one whose pages went cold goes to the kernel's
+ * io-wq instead of stalling every connection of this worker. Only the
+ * second hit promotes (the SIEVE visited bit says the entry was hit
+ * before): a one-hit wonder costs no second read of its file. */
+
+#define HE_OIO_PROMOTE_IOV 64
+#define HE_OIO_PROMOTE_READ (1u << 20)
+
+static void he_oio_promote_end(he_worker_t *w, uint32_t idx, int err)
+{
+    he_wcache_t *wc = w->cache;
+    he_ojob_t *j = &wc->jobs[idx];
+    he_cache_obj_t *o = j->obj;
+
+    if (err == 0) {
+        he_cache_obj_finish(o);
+        /* a fill may have published a newer copy meanwhile: keep that one */
+        if (!he_cache_ram_contains(wc->ram, wc->node, he_cache_obj_key(o)) &&
+            he_cache_ram_insert(wc->ram, o, wc->st) == 0)
+            wc->st->promotions++;
+    } else if (he__rcache_disk_errno(err)) {
+        /* the file's fault: counted, logged once per cause, entry dropped */
+        he_cache_store_error(wc->store, he_cache_obj_key(o), err, wc->st);
+    }
+    he_cache_obj_unref(o);
+    close(j->fd);
+    free(j->iov);
+    he_oio_job_free(wc, idx);
+}
+
+static void he_oio_promote_next(he_worker_t *w, uint32_t idx)
+{
+    he_wcache_t *wc = w->cache;
+    he_ojob_t *j = &wc->jobs[idx];
+    uint64_t want = j->left < HE_OIO_PROMOTE_READ ? j->left : HE_OIO_PROMOTE_READ;
+    unsigned n = he_cache_obj_space_iov(j->obj, j->iov, HE_OIO_PROMOTE_IOV, want, wc->st);
+    struct io_uring_sqe *sqe;
+
+    if (!n) {
+        he_oio_promote_end(w, idx, -ENOMEM);
+        return;
+    }
+    sqe = he__worker_sqe(w);
+    io_uring_prep_readv(sqe, j->fd, j->iov, n, j->off);
+    he_oio_submit(w, j, idx, sqe);
+}
+
+static void he_oio_promote_complete(he_worker_t *w, uint32_t idx, int res)
+{
+    he_ojob_t *j = &w->cache->jobs[idx];
+    if (res <= 0 || w->cache->exiting) {
+        /* 0: the file ends before the length its header promised */
+        he_oio_promote_end(w, idx, w->cache->exiting ? -ECANCELED : res ? res : -EBADMSG);
+        return;
+    }
+    he_cache_obj_commit(j->obj, (size_t)res);
+    j->off += (uint64_t)res;
+    j->left -= (uint64_t)res < j->left ? (uint64_t)res : j->left;
+    if (j->left == 0)
+        he_oio_promote_end(w, idx, 0);
+    else
+        he_oio_promote_next(w, idx);
+}
+
+void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_store_hit_t *hit,
+                     int fd)
+{
+    he_wcache_t *wc = w->cache;
+    he_cache_meta_t m = hit->meta;
+    he_ojob_t *j;
+    uint32_t idx;
+
+    if (!wc->ram || !wc->store || wc->exiting || w->draining || hit->body_len == 0 ||
+        hit->body_len > he_cache_ram_object_max(wc->ram))
+        return;
+    if (he_cache_fill_find(wc->fills, key)) return; /* the fill publishes it */
+    for (uint32_t i = 0; i < wc->njobs; i++) {
+        const he_ojob_t *p = &wc->jobs[i];
+        if (p->type == HE_OJOB_PROMOTE && he_cache_obj_key(p->obj)->hash == key->hash &&
+            strcmp(he_cache_obj_key(p->obj)->s, key->s) == 0)
+            return; /* already on its way */
+    }
+    j = he_oio_job_new(wc, &idx);
+    if (!j) return;
+    j->iov = malloc(sizeof(*j->iov) * HE_OIO_PROMOTE_IOV);
+    j->obj = he_cache_obj_new(wc->ram, wc->node, key, hit->body_len);
+    j->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (!j->iov || !j->obj || j->fd < 0) {
+        if (j->obj) he_cache_obj_unref(j->obj);
+        if (j->fd >= 0) close(j->fd);
+        free(j->iov);
+        he_oio_job_free(wc, idx);
+        return;
+    }
+    j->type = HE_OJOB_PROMOTE;
+    j->off = hit->body_off;
+    j->left = hit->body_len;
+    m.prefetched = false;
+    he_cache_obj_set_meta(j->obj, &m);
+    he_oio_promote_next(w, idx);
+}
+
 /* ---------------------------------------------------------------- fetches */
+
+static void he_oio_prefetch(he_worker_t *w, const char *path, bool refresh);
+
+/* A fresh copy of a media playlist was parsed: the prefetch that waited
+ * for it (he_oio_playlist_refresh) goes on from it. */
+static void he_oio_prefetch_pending(he_worker_t *w, he_cache_obj_t *playlist)
+{
+    const he_cache_key_t *k = he_cache_obj_key(playlist);
+    char *path = malloc(2 * HE_CACHE_KEY_MAX), *seg = path + HE_CACHE_KEY_MAX;
+
+    if (!path) return;
+    memcpy(path, k->s, k->path_len);
+    path[k->path_len] = 0;
+    if (he_cache_prefetch_take_pending(w->cache->pf, path, seg, HE_CACHE_KEY_MAX) == 1 &&
+        w->cache->conf->prefetch_segments && !w->draining && !w->soft_drain)
+        he_oio_prefetch(w, seg, false);
+    free(path);
+}
 
 static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
 {
@@ -136,8 +268,9 @@ static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
     if (o) {
         /* a media playlist filled: remember where its segments are */
         if (res == 0 && he_cache_obj_complete(o) &&
-            he_cache_obj_meta(o)->kind == HE_SEG_KIND_MEDIA && he_cache_obj_meta(o)->status == 200)
-            he_cache_prefetch_playlist_obj(wc->pf, o);
+            he_cache_obj_meta(o)->kind == HE_SEG_KIND_MEDIA &&
+            he_cache_obj_meta(o)->status == 200 && he_cache_prefetch_playlist_obj(wc->pf, o) == 0)
+            he_oio_prefetch_pending(w, o);
         he_cache_obj_unref(o);
     }
     he__oio_pull_writes(w);
@@ -230,6 +363,9 @@ void he__oio_on_cqe(he_worker_t *w, struct io_uring_cqe *cqe)
         wc->unlink_busy = false;
         he_oio_unlink_next(w);
         break;
+    case HE_OJOB_PROMOTE:
+        he_oio_promote_complete(w, idx, cqe->res);
+        break;
     default:
         break;
     }
@@ -267,6 +403,11 @@ void he__oio_cleanup(he_worker_t *w)
         case HE_OJOB_SWRITE:
             he_cache_swrite_free(j->sw);
             break;
+        case HE_OJOB_PROMOTE:
+            he_cache_obj_unref(j->obj);
+            close(j->fd);
+            free(j->iov);
+            break;
         default:
             break;
         }
@@ -277,18 +418,36 @@ void he__oio_cleanup(he_worker_t *w)
 
 /* ---------------------------------------------------------------- prefetch */
 
-void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key)
+/* The rendition's playlist expired: one fill of it, like a miss (joined
+ * if a viewer's fill of it runs); he_oio_fetch_done prefetches after
+ * seg_path again once the fresh copy is parsed. */
+static void he_oio_playlist_refresh(he_worker_t *w, const char *seg_path)
+{
+    he_wcache_t *wc = w->cache;
+    he_cache_prefetch_item_t *it = malloc(sizeof(*it));
+    he_cache_fill_t *f;
+    bool created;
+
+    if (!it) return;
+    if (he_cache_prefetch_refresh(wc->pf, seg_path, it) == 0) {
+        f = he_cache_fill_join(wc->fills, &it->key, NULL, NULL, false, &created);
+        if (f && created && he__oio_fetch_start(w, f, it->target, NULL) < 0)
+            he_cache_fill_end(f, -ENOMEM, HE_CACHE_OERR_IO, he__cache_wall_ms(w));
+    }
+    free(it);
+}
+
+/* refresh: the playlist may be fetched again if it expired (not when this
+ * runs because a fresh copy just arrived: an origin that sends playlists
+ * already expired must not make this loop) */
+static void he_oio_prefetch(he_worker_t *w, const char *path, bool refresh)
 {
     he_wcache_t *wc = w->cache;
     he_cache_present_ctx_t pc = {wc->ram, wc->node, wc->store, wc->fills};
     he_cache_prefetch_item_t *items;
-    char path[HE_CACHE_KEY_MAX];
     bool stale = false;
     int n;
 
-    if (!wc->conf->prefetch_segments || w->draining || w->soft_drain) return;
-    memcpy(path, key->s, key->path_len);
-    path[key->path_len] = 0;
     items = malloc(sizeof(*items) * 8);
     if (!items) return;
     n = he_cache_prefetch_next(wc->pf, path, he__cache_wall_ms(w), he_cache_present, &pc, items, 8,
@@ -301,4 +460,16 @@ void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key)
             he_cache_fill_end(f, -ENOMEM, HE_CACHE_OERR_IO, he__cache_wall_ms(w));
     }
     free(items);
+    if (stale && refresh) he_oio_playlist_refresh(w, path);
+}
+
+void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key)
+{
+    he_wcache_t *wc = w->cache;
+    char path[HE_CACHE_KEY_MAX];
+
+    if (!wc->conf->prefetch_segments || w->draining || w->soft_drain) return;
+    memcpy(path, key->s, key->path_len);
+    path[key->path_len] = 0;
+    he_oio_prefetch(w, path, true);
 }

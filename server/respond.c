@@ -234,6 +234,7 @@ static void he_respond_sendfile(he_worker_t *w, he_conn_t *c)
     }
     if (n == 0) { /* the file shrank under us: the length we promised is a lie */
         he_log_warn("worker %u: %s shrank while sending, closing", w->id, c->file->path);
+        if (c->file->ssd) he__rcache_file_error(w, c, -EBADMSG);
         he__conn_close(w, c);
         return;
     }
@@ -241,6 +242,7 @@ static void he_respond_sendfile(he_worker_t *w, he_conn_t *c)
         he_respond_arm_pollout(w, c);
         return;
     }
+    if (c->file->ssd && he__rcache_disk_errno(-errno)) he__rcache_file_error(w, c, -errno);
     he_respond_send_error(w, c, -errno);
 }
 
@@ -394,29 +396,30 @@ void he__respond(he_worker_t *w, he_conn_t *c)
     int len, err = 0;
     bool hit, cache_skip;
 
-    switch (r->method) {
-    case HTTP_GET:
-        w->stats.requests[HE_STATS_METHOD_GET]++;
-        break;
-    case HTTP_HEAD:
-        w->stats.requests[HE_STATS_METHOD_HEAD]++;
-        break;
-    case HTTP_OPTIONS:
-        w->stats.requests[HE_STATS_METHOD_OPTIONS]++;
-        break;
-    default:
-        w->stats.requests[HE_STATS_METHOD_OTHER]++;
-        break;
-    }
-    c->t_first_byte_ns = 0;
-    c->bytes_sent = 0;
-    if (r->has_body) c->close_after = true;
-    if (!r->keepalive) c->close_after = true;
     /* the edge cache (respond_cache.c): set again by an origin-first
      * fallback, which answers this request from root */
     cache_skip = c->cache_skip;
     c->cache_skip = false;
     c->cache_st = 0;
+    /* a fallback re-enters here for the same request: it was counted */
+    if (!cache_skip) switch (r->method) {
+        case HTTP_GET:
+            w->stats.requests[HE_STATS_METHOD_GET]++;
+            break;
+        case HTTP_HEAD:
+            w->stats.requests[HE_STATS_METHOD_HEAD]++;
+            break;
+        case HTTP_OPTIONS:
+            w->stats.requests[HE_STATS_METHOD_OPTIONS]++;
+            break;
+        default:
+            w->stats.requests[HE_STATS_METHOD_OTHER]++;
+            break;
+        }
+    c->t_first_byte_ns = 0;
+    c->bytes_sent = 0;
+    if (r->has_body) c->close_after = true;
+    if (!r->keepalive) c->close_after = true;
     if (r->method == HTTP_PURGE && w->cache) {
         he__rcache_purge(w, c);
         return;

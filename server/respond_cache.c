@@ -717,8 +717,9 @@ static void he_rc_refresh(he_worker_t *w, he_conn_t *c, const he_cache_key_t *ke
 
 /* ---------------------------------------------------------------- SSD */
 
+/* promote: the copy is fresh, so a RAM copy of it may serve the next hits */
 static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key,
-                            const he_cache_store_hit_t *hit)
+                            const he_cache_store_hit_t *hit, bool promote)
 {
     he_wcache_t *wc = w->cache;
     he_seg_type_t type = he_seg_type_from_path(key->s, key->path_len);
@@ -747,6 +748,7 @@ static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *
     }
     f->fd = fd;
     f->refs = 1;
+    f->ssd = true;
     f->size = hit->body_off + hit->body_len;
     f->type = type;
     f->kind = (he_seg_kind_t)hit->meta.kind;
@@ -767,8 +769,38 @@ static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *
     if (status == 304 || status == 416 || c->req.method == HTTP_HEAD) c->body_end = c->body_off;
     c->body_kind = c->body_end > c->body_off ? HE_BODY_FILE : HE_BODY_NONE;
     if (status == 200 && hit->meta.kind == HE_SEG_KIND_SEGMENT) he__oio_prefetch(w, key);
+    /* the second hit (SIEVE's visited bit) moves it up: before the send,
+     * which may end the response and close fd */
+    if (promote && hit->revisit && hit->meta.status == 200) he__oio_promote(w, key, hit, fd);
     he__respond_send(w, c);
     return true;
+}
+
+bool he__rcache_disk_errno(int err)
+{
+    switch (-err) {
+    case EIO:
+    case ENODATA:
+    case ESTALE:
+    case ENXIO:
+    case EOVERFLOW:
+    case EBADMSG:
+        return true;
+    default:
+        return false; /* the socket's (EPIPE, ECONNRESET, ...) or ours */
+    }
+}
+
+void he__rcache_file_error(he_worker_t *w, he_conn_t *c, int err)
+{
+    he_cache_key_t *key;
+    if (!w->cache || !w->cache->store) return;
+    /* the request is still c's (the next is parsed after this one ends),
+     * so its key is the one the hit was found under */
+    key = malloc(sizeof(*key));
+    if (key && he_cache_key_make(w->cache->conf, c->url, c->req.url_len, key) == 0)
+        he_cache_store_error(w->cache->store, key, err, w->cache->st);
+    free(key);
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -815,7 +847,7 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
                 wc->st->stale_serves++;
                 he_rc_refresh(w, c, key, NULL);
             }
-            if (he_rc_serve_ssd(w, c, key, &hit)) {
+            if (he_rc_serve_ssd(w, c, key, &hit, fs == HE_CACHE_FRESH)) {
                 if (fs == HE_CACHE_STALE_REVALIDATE) c->cache_st = HE_CST_STALE;
                 free(key);
                 return true;

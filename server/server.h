@@ -78,6 +78,7 @@ typedef struct he_file {
     char last_modified[30]; /* IMF-fixdate of mtime, formatted once */
     char *body; /* whole body in memory for small playlists/keys, or NULL */
     char *map;  /* whole file mapped read-only (userspace TLS sends from it), or NULL */
+    bool ssd;   /* an SSD-tier object (respond_cache.c): its disk errors go to the store */
 } he_file_t;
 
 typedef struct he_fcache he_fcache_t;

@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "server/cache_glue.h"
 #include "server/log.h"
 #include "server/tls.h"
 
@@ -449,6 +450,7 @@ int he__tls_write_response(he_worker_t *w, he_conn_t *c)
             he_log_warn("worker %u: /%s shrank while sending over TLS, closing", w->id,
                         c->file->path);
             he_fcache_invalidate(w->fcache, c->file);
+            if (c->file->ssd) he__rcache_file_error(w, c, -EBADMSG);
             t->fatal = true;
             ERR_clear_error();
             return -EIO;

@@ -13,7 +13,12 @@ origin (origin.py):
   - a live playlist changing every 2 s is never served more than one
     target duration old;
   - purge: POST /purge on the admin listener (body or ?path=) and
-    `PURGE <path>` on the viewer port remove an object from both tiers.
+    `PURGE <path>` on the viewer port remove an object from both tiers;
+  - an SSD hit hit again is promoted into RAM (served from RAM after);
+  - a store file truncated under a running sendfile: the client sees a
+    short body, the store counts and logs the disk error, drops the entry;
+  - prefetch refreshes an expired live playlist and prefetches from it;
+  - a request that falls back to the other source is counted once.
 
 Written against the intended behaviour before the server's data path uses
 the cache: when a path absent from root is not fetched from origin.urls,
@@ -23,6 +28,7 @@ import hashlib
 import http.client
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,7 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, expect_eq, run_tests  # noqa: E402
-from he_admin import wait_for  # noqa: E402
+from he_admin import metrics_text, stats, wait_for  # noqa: E402
 from origin import Origin  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-cache-")
@@ -48,12 +54,12 @@ def blob(n, seed):
     return bytes(out[:n])
 
 
-def cache_conf(origin, ssd=None, extra_cache="", extra_origin=""):
-    y = "cache:\n  ram_size: 64m\n  prefetch: 0\n  admission: false\n"
+def cache_conf(origin, ssd=None, extra_cache="", extra_origin="", prefetch=0, sources="root-first"):
+    y = "cache:\n  ram_size: 64m\n  prefetch: %d\n  admission: false\n" % prefetch
     if ssd:
         y += '  ssd: ["%s"]\n' % ssd
     y += extra_cache
-    y += 'origin:\n  urls: ["%s"]\n  sources: root-first\n  retries: 0\n  connect_timeout: 1s\n' % origin.url
+    y += 'origin:\n  urls: ["%s"]\n  sources: %s\n  retries: 0\n  connect_timeout: 1s\n' % (origin.url, sources)
     y += "  read_timeout: 5s\n  total_timeout: 30s\n" + extra_origin
     return y
 
@@ -265,6 +271,143 @@ def test_purge_both_tiers():
             fetched(4)
             st, _, _, _ = get(srv.admin_port, "/purge?path=/purge/none.ts", method="POST")
             expect(st in (200, 204, 404), "purging nothing answered %r" % st)
+
+
+def _fill_store(o, store, path, data):
+    """Fills path once and waits for its file in the SSD tier."""
+    srv = server(o, ssd=store + ":64m").start()
+    try:
+        st, _, body, ok = get(srv.port, path)
+        expect(st == 200 and ok and body == data, "first fetch")
+        wait_for(lambda: any(f.endswith(".obj") for _, _, fs in os.walk(store) for f in fs), 10,
+                 "the object written to the SSD tier")
+    finally:
+        srv.stop()
+
+
+def test_ssd_hit_promoted_to_ram():
+    """After a restart (RAM empty) an object is served from SSD; the second
+    SSD hit copies it into RAM (hlsedge_cache_promotions_total), and the
+    next hit is a RAM hit."""
+    data = blob(700000, 6)
+    store = os.path.join(TMP, "ssd-promote")
+    os.makedirs(store, exist_ok=True)
+    with Origin(files={"/promote/seg.ts": data}) as o:
+        _fill_store(o, store, "/promote/seg.ts", data)
+        with server(o, admin=True, ssd=store + ":64m") as srv:
+            def tiers():
+                c = stats(srv)["cache"]
+                return c["tiers"]["ram"]["hits"], c["tiers"]["ssd"]["hits"], c["promotions"]
+
+            for i in (1, 2):
+                st, _, body, ok = get(srv.port, "/promote/seg.ts")
+                expect(st == 200 and ok and body == data, "SSD hit %d body" % i)
+                wait_for(lambda: tiers()[1] == i, 5, "SSD hit %d counted" % i)
+            expect_eq(tiers()[0], 0, "RAM hits before the promotion")
+            wait_for(lambda: tiers()[2] == 1, 5, "one promotion after the second SSD hit")
+            for i in (1, 2):
+                st, _, body, ok = get(srv.port, "/promote/seg.ts")
+                expect(st == 200 and ok and body == data, "RAM hit %d body" % i)
+            wait_for(lambda: tiers()[0] == 2, 5, "RAM hits after the promotion")
+            expect_eq(tiers()[1:], (2, 1), "SSD hits and promotions afterwards")
+            expect("hlsedge_cache_promotions_total{" in metrics_text(srv), "promotions in /metrics")
+            expect_eq(o.count("/promote/seg.ts"), 1, "origin requests")
+
+
+def test_ssd_file_shrinks_mid_send():
+    """The store file is truncated while a slow client is being sent it:
+    sendfile comes back short, the connection closes, and the store is
+    told: a disk error (corrupt) counted and logged once, the entry dropped
+    (the next request goes to the origin)."""
+    data = blob(16 << 20, 7)  # more than the socket buffers hold
+    store = os.path.join(TMP, "ssd-shrink")
+    os.makedirs(store, exist_ok=True)
+    with Origin(files={"/shrink/seg.ts": data}) as o:
+        _fill_store(o, store, "/shrink/seg.ts", data)
+        objs = [os.path.join(d, f) for d, _, fs in os.walk(store) for f in fs if f.endswith(".obj")]
+        expect_eq(len(objs), 1, "store files")
+        srv = server(o, admin=True, ssd=store + ":64m").start()
+        log = ""
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+            s.settimeout(20)
+            s.connect(("127.0.0.1", srv.port))
+            s.sendall(b"GET /shrink/seg.ts HTTP/1.1\r\nHost: t\r\n\r\n")
+            got = s.recv(65536)
+            expect(got.startswith(b"HTTP/1.1 200"), "an SSD hit started")
+            time.sleep(0.3)  # the server is blocked on a full socket now
+            os.truncate(objs[0], 0)
+            try:
+                while True:
+                    d = s.recv(1 << 20)
+                    if not d:
+                        break
+                    got += d
+            except (ConnectionError, socket.timeout):
+                pass
+            s.close()
+            head, _, body = got.partition(b"\r\n\r\n")
+            expect(len(body) < len(data), "the client saw a short body (%d bytes)" % len(body))
+            expect(data.startswith(body), "the bytes that came were right")
+            wait_for(lambda: stats(srv)["cache"]["disk_errors"]["corrupt"] == 1, 5,
+                     "the disk error counted")
+            st, _, body, ok = get(srv.port, "/shrink/seg.ts", timeout=60)
+            expect(st == 200 and ok and body == data, "served again, from the origin")
+            expect_eq(o.count("/shrink/seg.ts"), 2, "origin requests: the entry was dropped")
+        finally:
+            log = srv.stop()
+        expect_eq(log.count("disk error (corrupt)"), 1, "logged once")
+
+
+def test_prefetch_refreshes_expired_playlist():
+    """A viewer at the live edge of an expired cached playlist: prefetch
+    fetches the playlist again (one fill) and prefetches the segment the
+    fresh copy has next, before anyone asks for it."""
+    with Origin() as o:
+        lv = o.live("/live/pf", period=2.0, window=3, target=2, seg_size=2000,
+                    cache_control="max-age=1")
+        with server(o, prefetch=2) as srv:
+            st, _, body, ok = get(srv.port, "/live/pf/index.m3u8")
+            expect(st == 200 and ok, "playlist")
+            last = [l for l in body.decode().split() if l.startswith("seg_")][-1]
+            n = int(last[4:-3])
+            # the cached copy expires and the origin adds segment n+1
+            wait_for(lambda: lv.seq() + lv.window - 1 > n, 5, "the origin's next segment")
+            time.sleep(0.3)
+            expect_eq(o.count("/live/pf/index.m3u8"), 1, "playlist fetches before")
+            st, _, _, ok = get(srv.port, "/live/pf/%s" % last)
+            expect(st == 200 and ok, "the edge segment")
+            wait_for(lambda: o.count("/live/pf/seg_%d.ts" % (n + 1)) == 1, 5,
+                     "segment %d prefetched from the refreshed playlist" % (n + 1))
+            expect_eq(o.count("/live/pf/index.m3u8"), 2, "one refresh of the playlist")
+
+
+def test_fallback_counted_once():
+    """A request answered by the second source is one request in the
+    counters: origin-first falling back to root (origin down), and
+    root-first going to the origin."""
+    path = "/fallback/local.ts"
+    os.makedirs(os.path.join(ROOT, "fallback"), exist_ok=True)
+    with open(os.path.join(ROOT, path[1:]), "wb") as f:
+        f.write(b"from root")
+    with Origin(files={"/fallback/remote.ts": b"from origin"}) as o:
+        o.down()
+        with server(o, admin=True, sources="origin-first") as srv:
+            st, _, body, ok = get(srv.port, path)
+            expect(st == 200 and body == b"from root", "origin-first fell back to root: %r" % st)
+            r = wait_for(lambda: (lambda s: s if s["responses"]["2xx"] == 1 else None)(stats(srv)), 5,
+                         "the response counted")
+            expect_eq(r["requests"]["GET"], 1, "origin-first -> root: GET requests")
+            expect_eq(r["requests"]["total"], 1, "origin-first -> root: requests")
+        o.up()
+        with server(o, admin=True) as srv:
+            st, _, body, ok = get(srv.port, "/fallback/remote.ts")
+            expect(st == 200 and body == b"from origin", "root-first went to the origin")
+            r = wait_for(lambda: (lambda s: s if s["responses"]["2xx"] == 1 else None)(stats(srv)), 5,
+                         "the response counted")
+            expect_eq(r["requests"]["GET"], 1, "root-first -> origin: GET requests")
+            expect_eq(r["requests"]["total"], 1, "root-first -> origin: requests")
 
 
 if __name__ == "__main__":

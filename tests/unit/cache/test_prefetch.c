@@ -229,11 +229,85 @@ static void test_with_cache(void)
     he_cache_ram_free(ram);
 }
 
+/* A live rendition whose playlist expired: the viewer at the old edge
+ * gets nothing from the stale list, so the playlist is filled again (one
+ * coalesced fill) and the prefetch goes on from the fresh copy. */
+static void test_refresh_expired(void)
+{
+    he_cache_ram_opts_t ro = {.bytes = 8 << 20, .chunk_size = 1024};
+    he_cache_ram_t *ram = he_cache_ram_new(&ro);
+    he_cache_stats_t st;
+    he_cache_fills_opts_t fo = {.conf = &conf, .ram = ram, .stats = &st};
+    he_cache_fills_t *fs = he_cache_fills_new(&fo);
+    he_cache_prefetch_t *p = he_cache_prefetch_new(&conf, 4);
+    he_cache_prefetch_item_t out[8], it, it2;
+    he_cache_http_resp_t r;
+    he_cache_fill_t *f;
+    he_cache_sink_t sink;
+    char pl[2048], seg[HE_CACHE_KEY_MAX];
+    bool stale, created;
+    int64_t later = NOW + 3000;
+    memset(&st, 0, sizeof(st));
+    conf.prefetch_segments = 3;
+
+    live_playlist(pl, sizeof(pl), 10, 4); /* 10..13, fresh for 1 s */
+    he_cache_obj_t *plo = put(ram, "live/r/index.m3u8", pl, HE_SEG_KIND_MEDIA, false, NOW + 1000);
+    HE_CHECK_INT(he_cache_prefetch_playlist_obj(p, plo), 0);
+    he_cache_obj_unref(plo);
+    /* at the edge of the expired copy: nothing to prefetch, and stale */
+    HE_CHECK_INT(he_cache_prefetch_next(p, "live/r/seg_13.ts", later, NULL, NULL, out, 8, &stale),
+                 0);
+    HE_CHECK(stale);
+    HE_CHECK_INT(he_cache_prefetch_take_pending(p, "live/r/index.m3u8", seg, sizeof(seg)), 0);
+    HE_CHECK_INT(he_cache_prefetch_refresh(p, "live/r/seg_13.ts", &it), 0);
+    HE_CHECK_STR(it.key.s, "live/r/index.m3u8");
+    HE_CHECK_STR(it.target, "/live/r/index.m3u8");
+    HE_CHECK_INT(he_cache_prefetch_refresh(p, "live/other/seg_1.ts", &it2), -ENOENT);
+
+    /* the worker fills it like a miss; a second stale hit joins that fill */
+    f = he_cache_fill_join(fs, &it.key, NULL, NULL, false, &created);
+    HE_CHECK(f != NULL && created);
+    HE_CHECK_INT(he_cache_prefetch_refresh(p, "live/r/seg_13.ts", &it2), 0);
+    HE_CHECK(he_cache_fill_join(fs, &it2.key, NULL, NULL, false, &created) == f && !created);
+    HE_CHECK_INT(st.fills, 1);
+    HE_CHECK_INT(st.prefetch_issued, 0); /* a refresh is not a prefetched segment */
+
+    /* the origin's fresh copy: 12..16 */
+    live_playlist(pl, sizeof(pl), 12, 5);
+    memset(&r, 0, sizeof(r));
+    r.status = 200;
+    r.content_length = (int64_t)strlen(pl);
+    r.age_s = -1;
+    strcpy(r.cache_control, "max-age=1");
+    strcpy(r.content_type, "application/vnd.apple.mpegurl");
+    sink = he_cache_fill_sink(f);
+    HE_CHECK_INT(sink.headers(sink.ctx, &r), 0);
+    HE_CHECK_INT(sink.body(sink.ctx, pl, strlen(pl)), 0);
+    he_cache_obj_t *fresh = he_cache_fill_obj(f);
+    he_cache_obj_ref(fresh);
+    he_cache_fill_end(f, 0, 0, later);
+    /* what he_oio_fetch_done does with a filled media playlist */
+    HE_CHECK_INT(he_cache_prefetch_playlist_obj(p, fresh), 0);
+    he_cache_obj_unref(fresh);
+    HE_CHECK_INT(he_cache_prefetch_take_pending(p, "live/r/index.m3u8", seg, sizeof(seg)), 1);
+    HE_CHECK_STR(seg, "live/r/seg_13.ts");
+    HE_CHECK_INT(he_cache_prefetch_take_pending(p, "live/r/index.m3u8", seg, sizeof(seg)), 0);
+    HE_CHECK_INT(he_cache_prefetch_next(p, seg, later, NULL, NULL, out, 8, &stale), 3);
+    HE_CHECK(!stale);
+    HE_CHECK_STR(out[0].key.s, "live/r/seg_14.ts");
+    HE_CHECK_STR(out[2].key.s, "live/r/seg_16.ts");
+
+    he_cache_prefetch_free(p);
+    he_cache_fills_free(fs);
+    he_cache_ram_free(ram);
+}
+
 int main(void)
 {
     he_conf_defaults(&conf);
     test_window();
     test_live_and_lru();
     test_with_cache();
+    test_refresh_expired();
     HE_TEST_MAIN_END();
 }
