@@ -17,8 +17,9 @@
 #include "server/tls.h"
 #include "server/cache_glue.h"
 
-#define HE_ALOG_BUF (256 * 1024)
-#define HE_ALOG_LINE_MAX 16384 /* more than a record's longest line, escapes included */
+/* The batch: what one drain of HE_ALOG_NOTIFY_BYTES of records makes
+ * (about 220 KiB combined, 380 KiB JSON), so that it is one write(2). */
+#define HE_ALOG_BUF (512 * 1024)
 
 /* ---------------------------------------------------------------- ring */
 
@@ -46,7 +47,9 @@ void he_alog_ring_set_notify(he_alog_ring_t *r, void *uv_async)
     r->notify = uv_async;
 }
 
-he_alog_rec_t *he_alog_reserve(he_alog_ring_t *r, size_t target_len)
+/* The ring's two halves, inline in he_alog_push: no calls on the
+ * worker's path (a record costs it about 10 ns). */
+static inline he_alog_rec_t *he_alog_reserve_in(he_alog_ring_t *r, size_t target_len)
 {
     unsigned head = atomic_load_explicit(&r->head, memory_order_relaxed);
     unsigned need = (unsigned)((sizeof(he_alog_rec_t) + target_len + 7) & ~(size_t)7);
@@ -72,7 +75,7 @@ he_alog_rec_t *he_alog_reserve(he_alog_ring_t *r, size_t target_len)
     return rec;
 }
 
-void he_alog_commit(he_alog_ring_t *r, he_alog_rec_t *rec)
+static inline void he_alog_commit_in(he_alog_ring_t *r, he_alog_rec_t *rec)
 {
     unsigned old = atomic_load_explicit(&r->head, memory_order_relaxed);
     unsigned head = old + r->skip + rec->size;
@@ -81,11 +84,44 @@ void he_alog_commit(he_alog_ring_t *r, he_alog_rec_t *rec)
     if ((old ^ head) >= HE_ALOG_NOTIFY_BYTES && r->notify) uv_async_send(r->notify);
 }
 
+he_alog_rec_t *he_alog_reserve(he_alog_ring_t *r, size_t target_len)
+{
+    return he_alog_reserve_in(r, target_len);
+}
+
+void he_alog_commit(he_alog_ring_t *r, he_alog_rec_t *rec)
+{
+    he_alog_commit_in(r, rec);
+}
+
+/* A short copy without memcpy: GCC inlines a variable-length copy to an
+ * aligned destination as rep movsq, whose start-up alone cost more than
+ * the rest of he_alog_push (measured: 40 -> 12 ns per record). Eight
+ * bytes at a time, the last eight overlapping, so a usual target is two or
+ * three moves. */
+static void he_alog_copy(char *dst, const char *src, size_t n)
+{
+    uint64_t v;
+    size_t i = 0;
+    if (n < 8) {
+        for (; i < n; i++)
+            dst[i] = src[i];
+        return;
+    }
+    for (; i + 8 < n; i += 8) {
+        __builtin_memcpy(&v, src + i, 8);
+        __builtin_memcpy(dst + i, &v, 8);
+    }
+    __builtin_memcpy(&v, src + n - 8, 8);
+    __builtin_memcpy(dst + n - 8, &v, 8);
+}
+
 void he_alog_push(struct he_worker *w, const struct he_conn *c, uint64_t end_ns, uint64_t ttfb_us,
                   uint64_t total_us)
 {
     size_t n = c->req.url_len > HE_ALOG_TARGET_MAX ? HE_ALOG_TARGET_MAX : c->req.url_len;
-    he_alog_rec_t *rec = he_alog_reserve(w->alog, n);
+    he_alog_rec_t *rec = he_alog_reserve_in(w->alog, n);
+    uint64_t a0 = 0, a1 = 0;
 
     if (!rec) {
         w->stats.log_dropped++;
@@ -95,9 +131,9 @@ void he_alog_push(struct he_worker *w, const struct he_conn *c, uint64_t end_ns,
     rec->status = (uint16_t)c->status;
     rec->end_ns = end_ns;
     rec->bytes_sent = c->bytes_sent;
-    rec->body_bytes = c->bytes_sent > c->head_len ? c->bytes_sent - c->head_len : 0;
     rec->duration_us = total_us > UINT32_MAX ? UINT32_MAX : (uint32_t)total_us;
     rec->ttfb_us = ttfb_us > UINT32_MAX ? UINT32_MAX : (uint32_t)ttfb_us;
+    rec->head_len = c->head_len;
     rec->worker = (uint16_t)w->id;
     rec->method = c->req.method;
     rec->http_major = c->req.http_major;
@@ -108,20 +144,27 @@ void he_alog_push(struct he_worker *w, const struct he_conn *c, uint64_t end_ns,
     rec->cache = c->cache_st; /* a number here; the control thread names it */
     rec->truncated = c->req.url_len > HE_ALOG_TARGET_MAX;
     rec->family = (uint8_t)c->peer.ss_family;
+    rec->port = 0;
     if (c->peer.ss_family == AF_INET) {
         const struct sockaddr_in *a = (const struct sockaddr_in *)&c->peer;
-        memcpy(rec->addr, &a->sin_addr, 4);
+        uint32_t v4;
+        __builtin_memcpy(&v4, &a->sin_addr, 4);
+        a0 = v4;
         rec->port = ntohs(a->sin_port);
     } else if (c->peer.ss_family == AF_INET6) {
         const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&c->peer;
-        memcpy(rec->addr, &a->sin6_addr, 16);
+        __builtin_memcpy(&a0, &a->sin6_addr, 8);
+        __builtin_memcpy(&a1, (const char *)&a->sin6_addr + 8, 8);
         rec->port = ntohs(a->sin6_port);
     } else {
         rec->family = 0;
-        rec->port = 0;
     }
-    memcpy(rec->target, c->url, n);
-    he_alog_commit(w->alog, rec);
+    /* all 16 bytes, zeros after an IPv4 address: the formatter's address
+     * cache compares them as two words */
+    __builtin_memcpy(rec->addr, &a0, 8);
+    __builtin_memcpy(rec->addr + 8, &a1, 8);
+    he_alog_copy(rec->target, c->url, n);
+    he_alog_commit_in(w->alog, rec);
 }
 
 /* ---------------------------------------------------------------- writer */
@@ -130,7 +173,6 @@ void he_alog_init(he_alog_t *a)
 {
     memset(a, 0, sizeof(*a));
     a->fd = -1;
-    a->tcache_sec = -1;
 }
 
 int he_alog_open(he_alog_t *a, const char *path, he_access_log_format_t format)
@@ -151,7 +193,6 @@ int he_alog_open(he_alog_t *a, const char *path, he_access_log_format_t format)
     he_alog_flush(a); /* what was formatted for the old file goes there */
     if (a->fd >= 0) close(a->fd);
     a->fd = fd;
-    if (a->format != format) a->tcache_sec = -1; /* spelled per format */
     a->format = format;
     snprintf(a->path, sizeof(a->path), "%s", path);
     return 0;
@@ -203,19 +244,32 @@ static const char *he_alog_tls_name(uint8_t t)
 
 /* Formatting is hand-written rather than snprintf: the control thread
  * formats every request the server answers, and this is most of what the
- * access log costs (docs/performance.md). Every helper appends at o and
- * returns the new end; the caller guarantees room (HE_ALOG_LINE_MAX). */
-static char *he_alog_put(char *o, const char *s, size_t n)
+ * access log costs (docs/performance.md). What repeats from line to line
+ * (the second, the method, the client, cache and TLS status) is spelled
+ * once into a piece and copied whole; numbers are written in place two
+ * digits at a time; the target is scanned and copied 8 bytes at a time.
+ * Every helper appends at o and returns the new end; the caller
+ * guarantees room (HE_ALOG_LINE_MAX), including the up to 48 bytes a
+ * piece's copy writes past its end. */
+
+_Static_assert(HE_CST_COUNT <= HE_ALOG_CACHE_ST_MAX, "a piece for every cache status");
+
+/* literals: a copy of constant size, which the compiler inlines */
+#define he_alog_lit(o, s) (memcpy(o, s, sizeof(s) - 1), (o) + sizeof(s) - 1)
+
+/* A piece's whole buffer, a constant size (three vector moves), however
+ * long the text in it: cheaper than a copy of its length. */
+static inline char *he_alog_piece(char *o, const he_alog_piece_t *p)
 {
-    memcpy(o, s, n);
-    return o + n;
+    memcpy(o, p->s, sizeof(p->s));
+    return o + p->len;
 }
 
-#define he_alog_lit(o, s) he_alog_put(o, s, sizeof(s) - 1)
-
-static char *he_alog_str(char *o, const char *s)
+static void he_alog_piece_set(he_alog_piece_t *p, const char *s, size_t n)
 {
-    return he_alog_put(o, s, strlen(s));
+    if (n > sizeof(p->s)) n = sizeof(p->s); /* never: pieces are short */
+    memcpy(p->s, s, n);
+    p->len = (uint8_t)n;
 }
 
 static const char he_alog_digits[] = "00010203040506070809101112131415161718192021222324"
@@ -223,26 +277,48 @@ static const char he_alog_digits[] = "000102030405060708091011121314151617181920
                                      "50515253545556575859606162636465666768697071727374"
                                      "75767778798081828384858687888990919293949596979899";
 
-static char *he_alog_u64(char *o, uint64_t v)
+static inline char *he_alog_2d(char *o, unsigned v)
 {
-    char tmp[20];
-    int i = sizeof(tmp);
-    while (v >= 100) {
-        unsigned d = (unsigned)(v % 100) * 2;
-        v /= 100;
-        tmp[--i] = he_alog_digits[d + 1];
-        tmp[--i] = he_alog_digits[d];
-    }
-    if (v >= 10) {
-        tmp[--i] = he_alog_digits[v * 2 + 1];
-        tmp[--i] = he_alog_digits[v * 2];
-    } else {
-        tmp[--i] = (char)('0' + v);
-    }
-    return he_alog_put(o, tmp + i, sizeof(tmp) - (size_t)i);
+    memcpy(o, he_alog_digits + v * 2, 2);
+    return o + 2;
 }
 
-/* v zero-padded to width digits */
+/* Digits in v. */
+static inline unsigned he_alog_ndigits(uint64_t v)
+{
+    unsigned n = 1;
+    for (;;) {
+        if (v < 10) return n;
+        if (v < 100) return n + 1;
+        if (v < 1000) return n + 2;
+        if (v < 10000) return n + 3;
+        v /= 10000;
+        n += 4;
+    }
+}
+
+/* v in decimal, written in place from its last digit back, two at a time.
+ * Its branches depend on the digits' count, which repeats from line to
+ * line in a steady load (a playlist's size, a worker's number). Measured
+ * slower (tests/bench/alog_cost.c): a branch-free conversion of 8 digits
+ * at once (33 -> 41 ns per combined line), small numbers inline, 32-bit
+ * divisions. */
+static char *he_alog_u64(char *o, uint64_t v)
+{
+    char *end = o + he_alog_ndigits(v), *p = end;
+    while (v >= 100) {
+        p -= 2;
+        he_alog_2d(p, (unsigned)(v % 100));
+        v /= 100;
+    }
+    if (v >= 10)
+        he_alog_2d(p - 2, (unsigned)v);
+    else
+        p[-1] = (char)('0' + v);
+    return end;
+}
+
+/* v < 10^width zero-padded to width digits (tcache only: once a second) */
 static char *he_alog_pad(char *o, unsigned v, int width)
 {
     for (int i = width - 1; i >= 0; i--) {
@@ -252,61 +328,97 @@ static char *he_alog_pad(char *o, unsigned v, int width)
     return o + width;
 }
 
+/* v < 1000 as three digits */
+static inline char *he_alog_3d(char *o, unsigned v)
+{
+    o[0] = (char)('0' + v / 100);
+    return he_alog_2d(o + 1, v % 100);
+}
+
 /* microseconds as seconds: "0.000412" */
 static char *he_alog_secs(char *o, uint32_t us)
 {
-    o = he_alog_u64(o, us / 1000000);
-    *o++ = '.';
-    return he_alog_pad(o, us % 1000000, 6);
+    unsigned frac = us % 1000000;
+    if (us < 1000000) {
+        o = he_alog_lit(o, "0.");
+    } else {
+        o = he_alog_u64(o, us / 1000000);
+        *o++ = '.';
+    }
+    o = he_alog_2d(o, frac / 10000);
+    o = he_alog_2d(o, frac / 100 % 100);
+    return he_alog_2d(o, frac % 100);
 }
 
 /* Most lines come from a few clients in a row: spell an address once. */
 static char *he_alog_addr(he_alog_t *a, char *o, const he_alog_rec_t *rec)
 {
-    uint8_t key[17];
-    key[0] = rec->family;
-    memcpy(key + 1, rec->addr, 16);
-    if (memcmp(key, a->acache_key, sizeof(key)) != 0 || !a->acache_len) {
-        char *p = a->acache;
+    uint64_t k0, k1;
+    __builtin_memcpy(&k0, rec->addr, 8);
+    __builtin_memcpy(&k1, rec->addr + 8, 8);
+    if (k0 != a->acache_key[0] || k1 != a->acache_key[1] || rec->family != a->acache_family ||
+        !a->acache.len) {
+        char *s = a->acache.s, *p = s;
         if (rec->family == AF_INET) {
             for (int i = 0; i < 4; i++) {
                 if (i) *p++ = '.';
                 p = he_alog_u64(p, rec->addr[i]);
             }
         } else if (rec->family != AF_INET6 ||
-                   !inet_ntop(AF_INET6, rec->addr, a->acache, sizeof(a->acache))) {
+                   !inet_ntop(AF_INET6, rec->addr, s, sizeof(a->acache.s))) {
             *p++ = '-';
         } else {
-            p += strlen(a->acache);
+            p += strlen(s);
         }
-        a->acache_len = (size_t)(p - a->acache);
-        memcpy(a->acache_key, key, sizeof(key));
+        a->acache.len = (uint8_t)(p - s);
+        a->acache_key[0] = k0;
+        a->acache_key[1] = k1;
+        a->acache_family = rec->family;
     }
-    return he_alog_put(o, a->acache, a->acache_len);
+    return he_alog_piece(o, &a->acache);
 }
 
-/* Bytes a target keeps as they are: printable ASCII but '"' and '\'. */
-static bool he_alog_plain(unsigned char ch)
+/* Some byte of v needs an escape: below 0x20, above 0x7e, '"' or '\'
+ * (exact as a whole: a borrow can only add a byte after a true one). */
+static inline uint64_t he_alog_special8(uint64_t v)
 {
-    return ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\';
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+    uint64_t ctl = (v - ones * 0x20) & ~v; /* below 0x20 */
+    uint64_t top = (v + ones) | v;         /* 0x7f and above */
+    return (ctl | top | ((q - ones) & ~q) | ((b - ones) & ~b)) & high;
 }
 
 /* The target as text: combined escapes like nginx (\xHH), JSON as
- * \u00HH; both quote-safe, one byte in at most six out. Runs of plain
- * bytes (all of a usual target) are copied whole. */
+ * \u00HH; both quote-safe, one byte in at most six out. A usual target
+ * needs no escape at all: it is checked and copied 8 bytes at a time (the
+ * last 8 overlapping), and only a target with something to escape goes
+ * byte by byte from the first 8 bytes that hold it. */
 static char *he_alog_escape(char *o, const char *s, size_t n, bool json)
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t i = 0;
-    while (i < n) {
-        size_t j = i;
-        unsigned char ch;
-        while (j < n && he_alog_plain((unsigned char)s[j]))
-            j++;
-        o = he_alog_put(o, s + i, j - i);
-        if (j == n) break;
-        ch = (unsigned char)s[j];
-        if (json && (ch == '"' || ch == '\\')) {
+    uint64_t v;
+
+    if (n >= 8) {
+        for (; i + 8 < n; i += 8) {
+            __builtin_memcpy(&v, s + i, 8);
+            if (he_alog_special8(v)) goto slow;
+            __builtin_memcpy(o + i, &v, 8);
+        }
+        __builtin_memcpy(&v, s + n - 8, 8);
+        if (!he_alog_special8(v)) {
+            __builtin_memcpy(o + n - 8, &v, 8);
+            return o + n;
+        }
+    }
+slow:
+    o += i;
+    for (; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\') {
+            *o++ = (char)ch;
+        } else if (json && (ch == '"' || ch == '\\')) {
             *o++ = '\\';
             *o++ = (char)ch;
         } else {
@@ -314,38 +426,46 @@ static char *he_alog_escape(char *o, const char *s, size_t n, bool json)
             *o++ = hex[ch >> 4];
             *o++ = hex[ch & 15];
         }
-        i = j + 1;
     }
     return o;
 }
 
-static char *he_alog_method(char *o, uint8_t m)
+/* Forgets every piece when the format changes (tests set it directly). */
+static void he_alog_pieces_check(he_alog_t *a)
 {
-    const char *name = llhttp_method_name((llhttp_method_t)m);
-    return he_alog_str(o, name && *name ? name : "-");
+    if (a->pieces_format == a->format) return;
+    a->pieces_format = a->format;
+    a->tcache_ok = false;
+    a->mcache.len = 0;
+    for (unsigned i = 0; i <= HE_ALOG_CACHE_ST_MAX; i++)
+        for (unsigned k = 0; k < 3; k++)
+            a->tail[i][k].len = 0;
 }
 
 /* The time up to the second, spelled once per second. */
-static void he_alog_tcache(he_alog_t *a, time_t sec)
+static void he_alog_tcache(he_alog_t *a, uint64_t real_ns)
 {
     static const char *const mon[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    time_t sec = (time_t)(real_ns / 1000000000ull);
+    char buf[64], *o = buf;
     struct tm tm;
-    char *o = a->tcache;
 
     gmtime_r(&sec, &tm);
-    if (a->format == HE_ACCESS_LOG_JSON) { /* 2025-11-30T10:14:15. */
+    if (a->format == HE_ACCESS_LOG_JSON) { /* {"time":"2025-11-30T10:14:15. */
+        o = he_alog_lit(o, "{\"time\":\"");
         o = he_alog_pad(o, (unsigned)tm.tm_year + 1900, 4);
         *o++ = '-';
         o = he_alog_pad(o, (unsigned)tm.tm_mon + 1, 2);
         *o++ = '-';
         o = he_alog_pad(o, (unsigned)tm.tm_mday, 2);
         *o++ = 'T';
-    } else { /* [30/Nov/2025:10:14:15 +0000] */
-        *o++ = '[';
+    } else { /*  - - [30/Nov/2025:10:14:15 +0000] " */
+        o = he_alog_lit(o, " - - [");
         o = he_alog_pad(o, (unsigned)tm.tm_mday, 2);
         *o++ = '/';
-        o = he_alog_put(o, mon[tm.tm_mon], 3);
+        memcpy(o, mon[tm.tm_mon], 3);
+        o += 3;
         *o++ = '/';
         o = he_alog_pad(o, (unsigned)tm.tm_year + 1900, 4);
         *o++ = ':';
@@ -355,29 +475,79 @@ static void he_alog_tcache(he_alog_t *a, time_t sec)
     o = he_alog_pad(o, (unsigned)tm.tm_min, 2);
     *o++ = ':';
     o = he_alog_pad(o, (unsigned)tm.tm_sec, 2);
-    o = a->format == HE_ACCESS_LOG_JSON ? he_alog_lit(o, ".") : he_alog_lit(o, " +0000]");
-    a->tcache_len = (size_t)(o - a->tcache);
-    a->tcache_sec = sec;
+    o = a->format == HE_ACCESS_LOG_JSON ? he_alog_lit(o, ".") : he_alog_lit(o, " +0000] \"");
+    he_alog_piece_set(&a->tcache, buf, (size_t)(o - buf));
+    a->tcache_ns = (uint64_t)sec * 1000000000ull;
+    a->tcache_ok = true;
+}
+
+/* The method, and what surrounds it up to the target. */
+static char *he_alog_method(he_alog_t *a, char *o, uint8_t m)
+{
+    if (m != a->mcache_method || !a->mcache.len) {
+        const char *name = llhttp_method_name((llhttp_method_t)m);
+        char buf[64], *p = buf;
+        size_t n;
+        if (!name || !*name) name = "-";
+        n = strnlen(name, 20); /* the longest is 13 */
+        if (a->format == HE_ACCESS_LOG_JSON) p = he_alog_lit(p, ",\"method\":\"");
+        memcpy(p, name, n);
+        p += n;
+        p = a->format == HE_ACCESS_LOG_JSON ? he_alog_lit(p, "\",\"target\":\"")
+                                            : he_alog_lit(p, " ");
+        he_alog_piece_set(&a->mcache, buf, (size_t)(p - buf));
+        a->mcache_method = m;
+    }
+    return he_alog_piece(o, &a->mcache);
+}
+
+/* The end of the line: cache and TLS status. */
+static char *he_alog_tail(he_alog_t *a, char *o, const he_alog_rec_t *rec)
+{
+    unsigned c = rec->cache < HE_CST_COUNT ? rec->cache : HE_CST_COUNT;
+    unsigned t = rec->tls < 3 ? rec->tls : 0;
+    he_alog_piece_t *p = &a->tail[c][t];
+    if (!p->len) {
+        const char *cn = he__cache_st_name(c), *tn = he_alog_tls_name((uint8_t)t);
+        char buf[128];
+        int n = a->format == HE_ACCESS_LOG_JSON
+                    ? snprintf(buf, sizeof(buf), ",\"cache\":\"%s\",\"tls\":\"%s\"}\n", cn, tn)
+                    : snprintf(buf, sizeof(buf), " cache=%s tls=%s\n", cn, tn);
+        he_alog_piece_set(p, buf, (size_t)n);
+    }
+    return he_alog_piece(o, p);
+}
+
+static inline uint64_t he_alog_body(const he_alog_rec_t *rec)
+{
+    return rec->bytes_sent > rec->head_len ? rec->bytes_sent - rec->head_len : 0;
+}
+
+/* "HTTP/1.1" then rest: the version digits patched in */
+#define he_alog_version(o, lit, at, rec)                                                           \
+    do {                                                                                           \
+        char *v_ = (o) + (at);                                                                     \
+        (o) = he_alog_lit(o, lit);                                                                 \
+        v_[0] = (char)('0' + (rec)->http_major % 10);                                              \
+        v_[2] = (char)('0' + (rec)->http_minor % 10);                                              \
+    } while (0)
+
+static char *he_alog_status(char *o, unsigned status)
+{
+    return status >= 100 && status < 1000 ? he_alog_3d(o, status) : he_alog_u64(o, status);
 }
 
 static char *he_alog_combined(he_alog_t *a, const he_alog_rec_t *rec, char *o)
 {
     o = he_alog_addr(a, o, rec);
-    o = he_alog_lit(o, " - - ");
-    o = he_alog_put(o, a->tcache, a->tcache_len);
-    o = he_alog_lit(o, " \"");
-    o = he_alog_method(o, rec->method);
-    *o++ = ' ';
+    o = he_alog_piece(o, &a->tcache); /*  - - [time] " */
+    o = he_alog_method(a, o, rec->method);
     o = he_alog_escape(o, rec->target, rec->target_len, false);
     if (rec->truncated) o = he_alog_lit(o, "...");
-    o = he_alog_lit(o, " HTTP/");
-    *o++ = (char)('0' + rec->http_major % 10);
-    *o++ = '.';
-    *o++ = (char)('0' + rec->http_minor % 10);
-    o = he_alog_lit(o, "\" ");
-    o = he_alog_u64(o, rec->status);
+    he_alog_version(o, " HTTP/1.1\" ", 6, rec);
+    o = he_alog_status(o, rec->status);
     *o++ = ' ';
-    o = he_alog_u64(o, rec->body_bytes);
+    o = he_alog_u64(o, he_alog_body(rec));
     /* what combined lacks, as key=value pairs (the server keeps neither
      * Referer nor User-Agent: "-") */
     o = he_alog_lit(o, " \"-\" \"-\" rt=");
@@ -386,36 +556,24 @@ static char *he_alog_combined(he_alog_t *a, const he_alog_rec_t *rec, char *o)
     o = he_alog_secs(o, rec->ttfb_us);
     o = he_alog_lit(o, " worker=");
     o = he_alog_u64(o, rec->worker);
-    o = he_alog_lit(o, " cache=");
-    o = he_alog_str(o, he__cache_st_name(rec->cache));
-    o = he_alog_lit(o, " tls=");
-    o = he_alog_str(o, he_alog_tls_name(rec->tls));
-    *o++ = '\n';
-    return o;
+    return he_alog_tail(a, o, rec);
 }
 
 static char *he_alog_json(he_alog_t *a, const he_alog_rec_t *rec, uint64_t real_ns, char *o)
 {
-    o = he_alog_lit(o, "{\"time\":\"");
-    o = he_alog_put(o, a->tcache, a->tcache_len);
-    o = he_alog_pad(o, (unsigned)(real_ns / 1000000 % 1000), 3);
+    o = he_alog_piece(o, &a->tcache); /* {"time":"2025-11-30T10:14:15. */
+    o = he_alog_3d(o, (unsigned)((real_ns - a->tcache_ns) / 1000000));
     o = he_alog_lit(o, "Z\",\"client\":\"");
     o = he_alog_addr(a, o, rec);
     o = he_alog_lit(o, "\",\"port\":");
     o = he_alog_u64(o, rec->port);
-    o = he_alog_lit(o, ",\"method\":\"");
-    o = he_alog_method(o, rec->method);
-    o = he_alog_lit(o, "\",\"target\":\"");
+    o = he_alog_method(a, o, rec->method);
     o = he_alog_escape(o, rec->target, rec->target_len, true);
     if (rec->truncated) o = he_alog_lit(o, "...");
-    o = he_alog_lit(o, "\",\"protocol\":\"HTTP/");
-    *o++ = (char)('0' + rec->http_major % 10);
-    *o++ = '.';
-    *o++ = (char)('0' + rec->http_minor % 10);
-    o = he_alog_lit(o, "\",\"status\":");
-    o = he_alog_u64(o, rec->status);
+    he_alog_version(o, "\",\"protocol\":\"HTTP/1.1\",\"status\":", 19, rec);
+    o = he_alog_status(o, rec->status);
     o = he_alog_lit(o, ",\"bytes\":");
-    o = he_alog_u64(o, rec->body_bytes);
+    o = he_alog_u64(o, he_alog_body(rec));
     o = he_alog_lit(o, ",\"bytes_sent\":");
     o = he_alog_u64(o, rec->bytes_sent);
     o = he_alog_lit(o, ",\"duration_us\":");
@@ -424,22 +582,19 @@ static char *he_alog_json(he_alog_t *a, const he_alog_rec_t *rec, uint64_t real_
     o = he_alog_u64(o, rec->ttfb_us);
     o = he_alog_lit(o, ",\"worker\":");
     o = he_alog_u64(o, rec->worker);
-    o = he_alog_lit(o, ",\"cache\":\"");
-    o = he_alog_str(o, he__cache_st_name(rec->cache));
-    o = he_alog_lit(o, "\",\"tls\":\"");
-    o = he_alog_str(o, he_alog_tls_name(rec->tls));
-    o = he_alog_lit(o, "\"}\n");
-    return o;
+    return he_alog_tail(a, o, rec);
 }
 
 size_t he_alog_format(he_alog_t *a, const he_alog_rec_t *rec, char *out, size_t cap)
 {
     uint64_t real_ns = rec->end_ns + (uint64_t)a->real_minus_mono_ns;
-    time_t sec = (time_t)(real_ns / 1000000000ull);
     char *end;
 
     if (cap < HE_ALOG_LINE_MAX) return 0; /* never, with the batch buffer */
-    if (sec != a->tcache_sec) he_alog_tcache(a, sec);
+    he_alog_pieces_check(a);
+    /* a second later (or earlier: another worker's record, or the clock
+     * was set back) */
+    if (!a->tcache_ok || real_ns - a->tcache_ns >= 1000000000ull) he_alog_tcache(a, real_ns);
     if (a->format == HE_ACCESS_LOG_JSON)
         end = he_alog_json(a, rec, real_ns, out);
     else

@@ -21,20 +21,30 @@
 #include "conf/conf.h"
 
 /* Bytes per worker ring (a power of two), paged in only once the access
- * log is on: about 8,000 playlist requests. The control thread drains
+ * log is on: about 12,000 playlist requests. The control thread drains
  * every 100 ms and whenever a producer has written another
  * HE_ALOG_NOTIFY_BYTES (one uv_async_send), so a ring fills only when the
- * control thread cannot keep up. */
+ * control thread cannot keep up for eight of those. Fewer, bigger drains
+ * cost less per record: one wake-up and one write(2) each, and on ext4 a
+ * write of 64 KiB costs 20% more per byte than one of 256 KiB
+ * (tests/bench/alog_cost.c, drain and write per combined line: 92 ns at
+ * 32 KiB of records per drain, 75 at 64 KiB, 70 at 128 KiB). */
 #define HE_ALOG_RING_BYTES (1u << 20)
 #define HE_ALOG_NOTIFY_BYTES (1u << 17)
 
 enum he_alog_tls { HE_ALOG_TLS_NONE = 0, HE_ALOG_TLS_USERSPACE, HE_ALOG_TLS_KTLS };
 
+/* At least HE_CST_COUNT (server/cache_glue.h): cache statuses the
+ * formatter keeps spelled. */
+#define HE_ALOG_CACHE_ST_MAX 8
+
 /* Longer request targets are cut (and end in "..." in the log). */
 #define HE_ALOG_TARGET_MAX 2048
 
 /* One request as the worker saw it. Times are monotonic; the control
- * thread converts them to wall-clock time when it formats. */
+ * thread converts them to wall-clock time when it formats. The fixed part
+ * is one cache line's worth (64 bytes): the worker stores only what it
+ * has at hand and the control thread derives the rest. */
 typedef struct he_alog_rec {
     uint32_t size; /* of the record, target included, a multiple of 8; 0: the
                     * rest of the ring is unused, the next record is at its start */
@@ -42,9 +52,9 @@ typedef struct he_alog_rec {
     uint16_t status;
     uint64_t end_ns;     /* CLOCK_MONOTONIC at the last byte */
     uint64_t bytes_sent; /* header + body */
-    uint64_t body_bytes;
     uint32_t duration_us;
     uint32_t ttfb_us;
+    uint16_t head_len; /* of bytes_sent, the header; the rest is the body */
     uint16_t worker;
     uint16_t port;  /* client port, host order */
     uint8_t family; /* AF_INET, AF_INET6, 0 = unknown */
@@ -53,12 +63,12 @@ typedef struct he_alog_rec {
     uint8_t tls;       /* enum he_alog_tls */
     uint8_t truncated; /* the target was longer than HE_ALOG_TARGET_MAX */
     uint8_t cache;     /* enum he_cache_st (server/cache_glue.h), named when formatted */
-    uint8_t pad;
-    uint8_t addr[16];
-    char target[]; /* target_len bytes */
+    uint8_t pad[3];
+    uint8_t addr[16]; /* IPv4: 4 bytes, then zeros (the formatter's cache key) */
+    char target[];    /* target_len bytes */
 } he_alog_rec_t;
 
-_Static_assert(sizeof(he_alog_rec_t) % 8 == 0, "records stay 8-byte aligned");
+_Static_assert(sizeof(he_alog_rec_t) == 64, "the fixed part of a record is 64 bytes");
 
 typedef struct he_alog_ring {
     /* written by the producer only */
@@ -98,6 +108,13 @@ void he_alog_push(struct he_worker *w, const struct he_conn *c, uint64_t end_ns,
 
 /* ---------------------------------------------------------------- writer */
 
+/* A piece of a line spelled once and copied whole: the formatter copies
+ * all of s (a constant size, inlined) and advances by len. */
+typedef struct he_alog_piece {
+    char s[48];
+    uint8_t len; /* 0: not spelled yet */
+} he_alog_piece_t;
+
 typedef struct he_alog {
     int fd; /* -1 = off */
     he_access_log_format_t format;
@@ -107,12 +124,21 @@ typedef struct he_alog {
     uint64_t written; /* records */
     uint64_t write_errors;
     int64_t real_minus_mono_ns; /* refreshed at every drain */
-    time_t tcache_sec;          /* the second tcache spells */
-    char tcache[40];            /* "[30/Nov/2025:10:14:15 +0000]" or "2025-11-30T10:14:15." */
-    size_t tcache_len;
-    uint8_t acache_key[17]; /* family and address of the last client */
-    char acache[48];        /* ... as text */
-    size_t acache_len;
+    /* What the formatter spelled already, for the format in pieces_format
+     * (a change of format forgets all of it). */
+    he_access_log_format_t pieces_format;
+    uint64_t tcache_ns; /* wall-clock ns of the second tcache spells */
+    bool tcache_ok;
+    he_alog_piece_t tcache; /* ` - - [30/Nov/2025:10:14:15 +0000] "` or
+                             * `{"time":"2025-11-30T10:14:15.` */
+    uint8_t mcache_method;
+    he_alog_piece_t mcache; /* `GET ` or `,"method":"GET","target":"` */
+    uint64_t acache_key[2]; /* address of the last client */
+    uint8_t acache_family;
+    he_alog_piece_t acache; /* ... as text */
+    /* ` cache=- tls=-\n` or `,"cache":"-","tls":"-"}\n`, by cache status
+     * (the last: out of range) and enum he_alog_tls */
+    he_alog_piece_t tail[HE_ALOG_CACHE_ST_MAX + 1][3];
 } he_alog_t;
 
 void he_alog_init(he_alog_t *a);
@@ -131,7 +157,11 @@ size_t he_alog_drain(he_alog_t *a, he_alog_ring_t *r);
 size_t he_alog_drain_many(he_alog_t *a, he_alog_ring_t *const *rings, unsigned n);
 /* Writes the batch with one write(2). */
 void he_alog_flush(he_alog_t *a);
-/* One record as a line (with '\n'); returns its length. For tests. */
+/* Room he_alog_format needs: more than a record's longest line, escapes
+ * included, plus what it writes past the line's end (a piece's copy). */
+#define HE_ALOG_LINE_MAX 13312
+/* One record as a line (with '\n' and a NUL) into out, which must have
+ * cap >= HE_ALOG_LINE_MAX (else nothing: 0); returns its length. */
 size_t he_alog_format(he_alog_t *a, const he_alog_rec_t *rec, char *out, size_t cap);
 
 #endif

@@ -6,6 +6,7 @@
 #include <numa.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -159,6 +160,11 @@ static int he_worker_setup(he_worker_t *w)
     int rc;
 
     atomic_store(&w->tid, (int)gettid());
+    {
+        char name[16]; /* "he-worker-N": what top and perf show per thread */
+        snprintf(name, sizeof(name), "he-worker-%u", w->id);
+        pthread_setname_np(pthread_self(), name);
+    }
     w->stats_off = getenv("HE_STATS_DISABLE") && strcmp(getenv("HE_STATS_DISABLE"), "1") == 0;
     if (w->cpu >= 0 && s->conf->pin) {
         cpu_set_t set;
