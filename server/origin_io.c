@@ -257,10 +257,10 @@ static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
     he_wcache_t *wc = w->cache;
     he_cache_oerr_t cause = HE_CACHE_OERR_IO;
     he_cache_fill_t *fill = j->fill;
+    he_cache_fetch_t *fetch = j->fetch; /* freed last: its target is the playlist's */
     he_cache_obj_t *o;
-    int res = he_cache_fetch_result(j->fetch, &cause);
+    int res = he_cache_fetch_result(fetch, &cause);
 
-    he_cache_fetch_free(j->fetch);
     he_oio_job_free(wc, idx);
     o = he_cache_fill_obj(fill);
     if (o) he_cache_obj_ref(o);
@@ -269,10 +269,12 @@ static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
         /* a media playlist filled: remember where its segments are */
         if (res == 0 && he_cache_obj_complete(o) &&
             he_cache_obj_meta(o)->kind == HE_SEG_KIND_MEDIA &&
-            he_cache_obj_meta(o)->status == 200 && he_cache_prefetch_playlist_obj(wc->pf, o) == 0)
+            he_cache_obj_meta(o)->status == 200 &&
+            he_cache_prefetch_playlist_obj(wc->pf, o, he_cache_fetch_target(fetch)) == 0)
             he_oio_prefetch_pending(w, o);
         he_cache_obj_unref(o);
     }
+    he_cache_fetch_free(fetch);
     he__oio_pull_writes(w);
 }
 

@@ -517,6 +517,20 @@ static void he_rc_start(he_worker_t *w, he_conn_t *c)
 
 /* A complete object (a hit, a stale copy, a fill that ended): answers c.
  * Takes over the caller's reference. */
+/* A media playlist served: prefetch learns its segments, and the request's
+ * raw target (escapes and query as sent), which a refresh must ask for. */
+static void he_rc_playlist_seen(he_worker_t *w, he_conn_t *c, he_cache_obj_t *o)
+{
+    size_t n = c->req.url_len;
+    char *t = NULL;
+    if (n && n < HE_CACHE_KEY_MAX && c->url[0] == '/' && (t = malloc(n + 1))) {
+        memcpy(t, c->url, n);
+        t[n] = 0;
+    }
+    he_cache_prefetch_playlist_obj(w->cache->pf, o, t);
+    free(t);
+}
+
 static void he_rc_serve_obj(he_worker_t *w, he_conn_t *c, he_cache_obj_t *o, uint8_t cst)
 {
     he_cconn_t *cc = he_rc_cc(w, c);
@@ -542,8 +556,7 @@ static void he_rc_serve_obj(he_worker_t *w, he_conn_t *c, he_cache_obj_t *o, uin
     cc->off = first;
     cc->end = size ? last + 1 : 0;
     if (status == 304 || status == 416 || c->req.method == HTTP_HEAD) cc->end = cc->off;
-    if (status == 200 && m->kind == HE_SEG_KIND_MEDIA)
-        he_cache_prefetch_playlist_obj(w->cache->pf, o);
+    if (status == 200 && m->kind == HE_SEG_KIND_MEDIA) he_rc_playlist_seen(w, c, o);
     if (status == 200 && m->kind == HE_SEG_KIND_SEGMENT) he__oio_prefetch(w, key);
     he_rc_start(w, c);
 }
