@@ -249,10 +249,20 @@ void he_cache_obj_finish(he_cache_obj_t *o);
  * same key). 0 published; 1 not published (larger than object_max or
  * larger than the node), the caller's reference stays valid either way. */
 int he_cache_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st);
+/* The same for a copy from an older source (an SSD object promoted): only
+ * if no object with its key is indexed in its node and no removal (purge)
+ * began since epoch was read with he_cache_ram_epoch, both checked under
+ * the node lock. Read the epoch before looking the source up: a purge
+ * that removed the source first then finds the copy or refuses it.
+ * 0 published, 1 as above, -EEXIST (a newer copy is there), -ESTALE. */
+int he_cache_ram_insert_if_absent(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st,
+                                  uint64_t epoch);
+uint64_t he_cache_ram_epoch(const he_cache_ram_t *ram);
 /* True if a complete object is indexed under key; unlike a lookup it
  * counts nothing and marks nothing (no hit, no prefetch "used"). */
 bool he_cache_ram_contains(he_cache_ram_t *ram, int node, const he_cache_key_t *key);
-/* Purge: removes the key from every node. Returns how many were removed. */
+/* Purge: removes the key from every node (bumping the epoch first).
+ * Returns how many were removed. */
 int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key);
 
 void he_cache_obj_ref(he_cache_obj_t *o);

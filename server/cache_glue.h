@@ -82,6 +82,7 @@ typedef struct he_ojob {
     he_cache_obj_t *obj;
     int fd;
     uint64_t off, left; /* file offset of the next read, bytes still to read */
+    uint64_t epoch;     /* RAM epoch before the SSD lookup: a purge since drops it */
     struct iovec *iov;
 } he_ojob_t;
 
@@ -152,9 +153,11 @@ void he__oio_cleanup(he_worker_t *w);
 /* A segment was served from the cache: fill the next ones. */
 void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key);
 /* An SSD hit worth keeping in RAM: reads the file's body (fd is dup'ed)
- * into a RAM object on the ring and publishes it. */
+ * into a RAM object on the ring and publishes it unless a copy is in RAM
+ * by then or a purge began after epoch (he_cache_ram_epoch, read before
+ * the SSD lookup). */
 void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_store_hit_t *hit,
-                     int fd);
+                     int fd, uint64_t epoch);
 
 /* metrics_cache.c */
 void he__metrics_cache_prom(const he_metrics_snap_t *s, he_mbuf_t *b);

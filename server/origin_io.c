@@ -146,9 +146,9 @@ static void he_oio_promote_end(he_worker_t *w, uint32_t idx, int err)
 
     if (err == 0) {
         he_cache_obj_finish(o);
-        /* a fill may have published a newer copy meanwhile: keep that one */
-        if (!he_cache_ram_contains(wc->ram, wc->node, he_cache_obj_key(o)) &&
-            he_cache_ram_insert(wc->ram, o, wc->st) == 0)
+        /* a fill (any worker) may have published a newer copy meanwhile,
+         * or a purge removed the file: checked under the node lock */
+        if (he_cache_ram_insert_if_absent(wc->ram, o, wc->st, j->epoch) == 0)
             wc->st->promotions++;
     } else if (he__rcache_disk_errno(err)) {
         /* the file's fault: counted, logged once per cause, entry dropped */
@@ -195,7 +195,7 @@ static void he_oio_promote_complete(he_worker_t *w, uint32_t idx, int res)
 }
 
 void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_store_hit_t *hit,
-                     int fd)
+                     int fd, uint64_t epoch)
 {
     he_wcache_t *wc = w->cache;
     he_cache_meta_t m = hit->meta;
@@ -225,6 +225,7 @@ void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_s
         return;
     }
     j->type = HE_OJOB_PROMOTE;
+    j->epoch = epoch;
     j->off = hit->body_off;
     j->left = hit->body_len;
     m.prefetched = false;

@@ -732,7 +732,7 @@ static void he_rc_refresh(he_worker_t *w, he_conn_t *c, const he_cache_key_t *ke
 
 /* promote: the copy is fresh, so a RAM copy of it may serve the next hits */
 static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key,
-                            const he_cache_store_hit_t *hit, bool promote)
+                            const he_cache_store_hit_t *hit, bool promote, uint64_t epoch)
 {
     he_wcache_t *wc = w->cache;
     he_seg_type_t type = he_seg_type_from_path(key->s, key->path_len);
@@ -784,7 +784,7 @@ static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *
     if (status == 200 && hit->meta.kind == HE_SEG_KIND_SEGMENT) he__oio_prefetch(w, key);
     /* the second hit (SIEVE's visited bit) moves it up: before the send,
      * which may end the response and close fd */
-    if (promote && hit->revisit && hit->meta.status == 200) he__oio_promote(w, key, hit, fd);
+    if (promote && hit->revisit && hit->meta.status == 200) he__oio_promote(w, key, hit, fd, epoch);
     he__respond_send(w, c);
     return true;
 }
@@ -826,6 +826,7 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
     he_cache_fresh_t fr;
     he_cache_obj_t *o;
     int64_t wall = he__cache_wall_ms(w);
+    uint64_t epoch;
 
     if (!key) return false;
     if (he_cache_key_make(wc->conf, c->url, c->req.url_len, key) < 0) {
@@ -853,6 +854,8 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
         free(key);
         return true;
     }
+    /* before the SSD lookup: a purge after it makes a promotion drop its copy */
+    epoch = wc->ram ? he_cache_ram_epoch(wc->ram) : 0;
     if (wc->store && he_cache_store_lookup(wc->store, key, &hit, wc->st) == 0) {
         he_cache_freshness_t fs = he_cache_fresh_state(&hit.meta.fresh, wall);
         if (fs == HE_CACHE_FRESH || fs == HE_CACHE_STALE_REVALIDATE) {
@@ -860,7 +863,7 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
                 wc->st->stale_serves++;
                 he_rc_refresh(w, c, key, NULL);
             }
-            if (he_rc_serve_ssd(w, c, key, &hit, fs == HE_CACHE_FRESH)) {
+            if (he_rc_serve_ssd(w, c, key, &hit, fs == HE_CACHE_FRESH, epoch)) {
                 if (fs == HE_CACHE_STALE_REVALIDATE) c->cache_st = HE_CST_STALE;
                 free(key);
                 return true;
