@@ -150,6 +150,9 @@ void he__oio_on_cqe(he_worker_t *w, struct io_uring_cqe *cqe);
 void he__oio_tick(he_worker_t *w);
 void he__oio_pull_writes(he_worker_t *w);
 void he__oio_cleanup(he_worker_t *w);
+/* The worker is about to stop: cancels each promotion's read (once) and
+ * returns how many are still in flight; stop when 0 (see worker.c). */
+unsigned he__oio_quiesce(he_worker_t *w);
 /* A segment was served from the cache: fill the next ones. */
 void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key);
 /* An SSD hit worth keeping in RAM: reads the file's body (fd is dup'ed)

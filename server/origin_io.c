@@ -180,9 +180,11 @@ static void he_oio_promote_next(he_worker_t *w, uint32_t idx)
 static void he_oio_promote_complete(he_worker_t *w, uint32_t idx, int res)
 {
     he_ojob_t *j = &w->cache->jobs[idx];
-    if (res <= 0 || w->cache->exiting) {
+    /* no new read once the worker drains: it must stop with none in flight */
+    bool stopping = w->cache->exiting || w->draining || w->soft_drain;
+    if (res <= 0 || stopping) {
         /* 0: the file ends before the length its header promised */
-        he_oio_promote_end(w, idx, w->cache->exiting ? -ECANCELED : res ? res : -EBADMSG);
+        he_oio_promote_end(w, idx, res < 0 ? res : res == 0 ? -EBADMSG : -ECANCELED);
         return;
     }
     he_cache_obj_commit(j->obj, (size_t)res);
@@ -202,7 +204,7 @@ void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_s
     he_ojob_t *j;
     uint32_t idx;
 
-    if (!wc->ram || !wc->store || wc->exiting || w->draining || hit->body_len == 0 ||
+    if (!wc->ram || !wc->store || wc->exiting || w->draining || w->soft_drain || hit->body_len == 0 ||
         hit->body_len > he_cache_ram_object_max(wc->ram))
         return;
     if (he_cache_fill_find(wc->fills, key)) return; /* the fill publishes it */
@@ -407,9 +409,17 @@ void he__oio_cleanup(he_worker_t *w)
             he_cache_swrite_free(j->sw);
             break;
         case HE_OJOB_PROMOTE:
-            he_cache_obj_unref(j->obj);
-            close(j->fd);
-            free(j->iov);
+            /* a read the ring's exit did not wait for (he__oio_quiesce gave
+             * up) may still write into its chunks: leaked, not handed back
+             * to the process-wide arena for another worker to reuse */
+            if (j->inflight) {
+                he_log_warn("worker %u: promotion read still in flight at exit: %llu bytes leaked",
+                            w->id, (unsigned long long)he_cache_obj_len(j->obj));
+            } else {
+                he_cache_obj_unref(j->obj);
+                free(j->iov);
+            }
+            close(j->fd); /* the read holds its own reference to the file */
             break;
         default:
             break;
@@ -417,6 +427,24 @@ void he__oio_cleanup(he_worker_t *w)
         j->type = HE_OJOB_FREE;
     }
     /* queued writes: their objects are released by he_cache_fills_free */
+}
+
+unsigned he__oio_quiesce(he_worker_t *w)
+{
+    he_wcache_t *wc = w->cache;
+    unsigned n = 0;
+    for (uint32_t i = 0; wc && i < wc->njobs; i++) {
+        he_ojob_t *j = &wc->jobs[i];
+        if (j->type != HE_OJOB_PROMOTE || !j->inflight) continue;
+        n++;
+        if (!j->cancel_sent) {
+            struct io_uring_sqe *sqe = he__worker_sqe(w);
+            io_uring_prep_cancel64(sqe, he__ud(HE_OP_ORIGIN, i, j->gen), 0);
+            sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+            j->cancel_sent = true;
+        }
+    }
+    return n;
 }
 
 /* ---------------------------------------------------------------- prefetch */
