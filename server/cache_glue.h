@@ -140,8 +140,13 @@ void he__rcache_purge(he_worker_t *w, he_conn_t *c);
  * file that shrank: -EBADMSG): the store counts it, logs it once per cause
  * and drops the entry, so the next request refills from the origin. */
 void he__rcache_file_error(he_worker_t *w, he_conn_t *c, int err);
-/* True for a sendfile errno that comes from the file, not the socket. */
+/* True for an errno a read of the file can give (EIO, EBADMSG, ...). */
 bool he__rcache_disk_errno(int err);
+/* sendfile of fd at off failed with err: the error to report as the
+ * file's, or 0 when it was the socket's. The errno alone cannot tell: a
+ * kTLS socket that received a corrupt record fails the next send with
+ * EBADMSG, which any client can cause. */
+int he__rcache_sendfile_disk_error(int fd, uint64_t off, int err);
 
 /* origin_io.c */
 int he__oio_fetch_start(he_worker_t *w, he_cache_fill_t *f, const char *target,

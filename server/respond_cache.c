@@ -804,6 +804,18 @@ bool he__rcache_disk_errno(int err)
     }
 }
 
+int he__rcache_sendfile_disk_error(int fd, uint64_t off, int err)
+{
+    char b;
+    ssize_t n;
+    if (!he__rcache_disk_errno(err)) return 0;
+    /* one byte where the send failed: readable, the socket failed; on an
+     * error path only, so the possible disk wait is no concern */
+    n = pread(fd, &b, 1, (off_t)off);
+    if (n == 1) return 0;
+    return n == 0 ? -EBADMSG : -errno; /* 0: short of the promised length */
+}
+
 void he__rcache_file_error(he_worker_t *w, he_conn_t *c, int err)
 {
     he_cache_key_t *key;
