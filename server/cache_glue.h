@@ -52,6 +52,7 @@ typedef struct he_cconn {
     he_cache_obj_t *obj;      /* what the body comes from (ref held) */
     uint64_t off, end;        /* object bytes [off, end) still to send */
     uint32_t zc_pending;      /* send_zc notifications not yet reaped */
+    uint32_t zc_nosend;       /* of those, sends that sent nothing (res <= 0) */
     uint8_t op;               /* the op in flight on the ring (one at a time) */
     bool active;              /* this connection's response is the cache's */
     bool waiting;             /* joined a fill, no head yet */

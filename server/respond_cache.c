@@ -410,10 +410,20 @@ void he__rcache_on_cqe(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe)
     if (!w->cache) return;
     cc = he_rc_cc(w, c);
     if (cqe->flags & IORING_CQE_F_NOTIF) {
-        w->stats.cache.zc_sends++;
-        if ((uint32_t)res & HE_NOTIF_USAGE_ZC_COPIED) {
-            w->stats.cache.zc_copied++;
-            cc->zc_copies = he_rc_zc_adapt;
+        bool copied = (uint32_t)res & HE_NOTIF_USAGE_ZC_COPIED;
+        if (cc->zc_nosend && (copied || !w->cache->zc_usage)) {
+            /* a send that sent nothing (reset, EAGAIN ...) is reported
+             * "copied" too (!zc_used): not a send, and no reason to stop
+             * zero-copy. Notifications may come out of order, but every
+             * nothing-sent one has the copied bit, and those all count
+             * alike, so taking any copied one for it keeps the totals. */
+            cc->zc_nosend--;
+        } else {
+            w->stats.cache.zc_sends++;
+            if (copied) {
+                w->stats.cache.zc_copied++;
+                cc->zc_copies = he_rc_zc_adapt;
+            }
         }
         cc->zc_pending--;
         if (!cc->zc_pending && cc->finish_wait && !c->closing) he_rc_finish(w, c);
@@ -424,6 +434,8 @@ void he__rcache_on_cqe(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe)
     if (op == HE_CC_OP_ZC && !(cqe->flags & IORING_CQE_F_MORE)) {
         cc->zc_pending--; /* no notification will follow */
         c->inflight--;
+    } else if (op == HE_CC_OP_ZC && res <= 0) {
+        cc->zc_nosend++; /* its notification follows: see above */
     }
     if (c->closing || !cc->active) return;
     if (op == HE_CC_OP_POLL) {
@@ -895,6 +907,7 @@ void he__rcache_conn_free(he_worker_t *w, he_conn_t *c)
     he_rc_release(w, c);
     cc->op = HE_CC_OP_NONE;
     cc->zc_pending = 0;
+    cc->zc_nosend = 0;
     cc->zc_copies = false; /* the next connection may take another route */
 }
 
