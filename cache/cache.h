@@ -249,10 +249,20 @@ void he_cache_obj_finish(he_cache_obj_t *o);
  * same key). 0 published; 1 not published (larger than object_max or
  * larger than the node), the caller's reference stays valid either way. */
 int he_cache_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st);
+/* The same for a copy from an older source (an SSD object promoted): only
+ * if no object with its key is indexed in its node and no removal (purge)
+ * began since epoch was read with he_cache_ram_epoch, both checked under
+ * the node lock. Read the epoch before looking the source up: a purge
+ * that removed the source first then finds the copy or refuses it.
+ * 0 published, 1 as above, -EEXIST (a newer copy is there), -ESTALE. */
+int he_cache_ram_insert_if_absent(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st,
+                                  uint64_t epoch);
+uint64_t he_cache_ram_epoch(const he_cache_ram_t *ram);
 /* True if a complete object is indexed under key; unlike a lookup it
  * counts nothing and marks nothing (no hit, no prefetch "used"). */
 bool he_cache_ram_contains(he_cache_ram_t *ram, int node, const he_cache_key_t *key);
-/* Purge: removes the key from every node. Returns how many were removed. */
+/* Purge: removes the key from every node (bumping the epoch first).
+ * Returns how many were removed. */
 int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key);
 
 void he_cache_obj_ref(he_cache_obj_t *o);
@@ -556,6 +566,8 @@ uint64_t he_cache_fetch_deadline(const he_cache_fetch_t *f);
 int he_cache_fetch_result(const he_cache_fetch_t *f, he_cache_oerr_t *cause);
 /* The origin index that answered (or was tried last). */
 unsigned he_cache_fetch_origin(const he_cache_fetch_t *f);
+/* The request-target it was made with (req->path); the fetch keeps it. */
+const char *he_cache_fetch_target(const he_cache_fetch_t *f);
 /* Only with no operation in flight (after DONE, or after the in-flight
  * op's completion was fed back): closes its connection with close(2). */
 void he_cache_fetch_free(he_cache_fetch_t *f);
@@ -638,7 +650,8 @@ he_cache_swrite_t *he_cache_fills_next_write(he_cache_fills_t *fs);
  *                    he_cache_prefetch_take_pending gives the segment to
  *                    prefetch after again, now from the fresh copy.
  * and whenever a media playlist is served or filled:
- *     he_cache_prefetch_playlist_obj(pf, obj)   (or _playlist with the bytes)
+ *     he_cache_prefetch_playlist_obj(pf, obj, the request's target)
+ *                                               (or _playlist with the bytes)
  * One he_cache_prefetch_t per worker, like the fills table; not shared. */
 
 typedef struct he_cache_prefetch he_cache_prefetch_t;
@@ -669,14 +682,17 @@ he_cache_prefetch_t *he_cache_prefetch_new(const he_conf_t *conf, unsigned max_r
 void he_cache_prefetch_free(he_cache_prefetch_t *p);
 /* A media playlist was served or filled: remember where its segments are
  * (parsed once here, kept with fresh_until_ms; the same bytes again only
- * extend it). path is its key path ("live/720p/index.m3u8"). Segments with
+ * extend it). path is its key path ("live/720p/index.m3u8"); target, if
+ * not NULL, the origin-form request-target a viewer's request for it used
+ * (raw: escapes and query as sent), which segment URIs are resolved
+ * against and a refresh requests; NULL keeps the one known. Segments with
  * absolute URIs (another host) are never prefetched. 0, or -EINVAL (not a
  * media playlist), -ENOMEM. */
-int he_cache_prefetch_playlist(he_cache_prefetch_t *p, const char *path, const char *body,
-                               size_t len, int64_t fresh_until_ms);
+int he_cache_prefetch_playlist(he_cache_prefetch_t *p, const char *path, const char *target,
+                               const char *body, size_t len, int64_t fresh_until_ms);
 /* The same from the cache's own copy: a complete media playlist object
  * (its key path, its bytes, fresh until its expiry). */
-int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o);
+int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o, const char *target);
 /* A viewer fetched a segment (seg_path: its key path, no query): writes up
  * to max items for the next conf->prefetch_segments segments of its
  * rendition that present() does not know. Returns how many. A segment of
@@ -686,10 +702,11 @@ int he_cache_prefetch_next(he_cache_prefetch_t *p, const char *seg_path, int64_t
                            he_cache_present_fn present, void *ctx, he_cache_prefetch_item_t *out,
                            unsigned max, bool *playlist_stale);
 /* The rendition of seg_path has an expired playlist (_next said
- * playlist_stale): writes the playlist's key and origin-form target into
- * out, so the worker fills it like a miss (coalesced with any fill of that
- * key), and remembers seg_path until the fresh copy is parsed. 0, or
- * -ENOENT (a segment of no known playlist), -ENAMETOOLONG, -ENOMEM. */
+ * playlist_stale): writes the playlist's key and the target a viewer's
+ * request for it used into out, so the worker fills it like a miss
+ * (coalesced with any fill of that key), and remembers seg_path until the
+ * fresh copy is parsed. 0, or -ENOENT (a segment of no known playlist),
+ * -ENODATA (no viewer's target known: no refresh), -ENAMETOOLONG, -ENOMEM. */
 int he_cache_prefetch_refresh(he_cache_prefetch_t *p, const char *seg_path,
                               he_cache_prefetch_item_t *out);
 /* After a fresh copy of playlist_path was given to _playlist(_obj): the

@@ -115,6 +115,11 @@ he_cache_fetch_t *he_cache_fetch_new(he_cache_origins_t *o, const he_conf_t *con
     return f;
 }
 
+const char *he_cache_fetch_target(const he_cache_fetch_t *f)
+{
+    return f->target;
+}
+
 void he_cache_fetch_free(he_cache_fetch_t *f)
 {
     if (!f) return;

@@ -95,6 +95,7 @@ struct he_cache_ram {
     uint32_t chunk_size;
     int nnodes;
     he__cache_node_t *nodes;
+    _Atomic uint64_t epoch; /* removals begun (he_cache_ram_remove) */
 };
 
 /* evict.c (node lock held) */

@@ -31,6 +31,7 @@ typedef struct he__pf_seg {
 
 struct he__pf_rend {
     char *path;
+    char *target;  /* origin-form target a viewer's request used; NULL: unknown */
     char *pending; /* a segment waiting for a fresh copy of this playlist */
     uint64_t hash, body_hash;
     int64_t fresh_until_ms;
@@ -88,6 +89,7 @@ static void he_pf_rend_clear(he_cache_prefetch_t *p, he__pf_rend_t *r)
     he_pf_unindex(p, r);
     he_pf_segs_free(r->segs, r->nsegs);
     free(r->path);
+    free(r->target);
     free(r->pending);
     memset(r, 0, sizeof(*r));
 }
@@ -146,19 +148,32 @@ static bool he_pf_resolve(const char *base, const char *uri, he__pf_seg_t *s)
     return true;
 }
 
-int he_cache_prefetch_playlist(he_cache_prefetch_t *p, const char *path, const char *body,
-                               size_t len, int64_t fresh_until_ms)
+/* The newest viewer's target wins: any of them names the resource. */
+static int he_pf_set_target(he__pf_rend_t *r, const char *target)
+{
+    char *t;
+    if (!target || (r->target && strcmp(r->target, target) == 0)) return 0;
+    if (!(t = strdup(target))) return -ENOMEM;
+    free(r->target);
+    r->target = t;
+    return 0;
+}
+
+int he_cache_prefetch_playlist(he_cache_prefetch_t *p, const char *path, const char *target,
+                               const char *body, size_t len, int64_t fresh_until_ms)
 {
     uint64_t h = he_cache_hash(path, strlen(path)), bh = he_cache_hash(body, len);
     he__pf_rend_t *r = he_pf_find(p, path, h);
     he_seg_playlist_t pl;
     he__pf_seg_t *segs;
     char err[128], base[HE_CACHE_KEY_MAX + 1];
+    if (target && (target[0] != '/' || target[1] == '/')) target = NULL; /* not origin-form */
     if (r && r->body_hash == bh) {
         r->fresh_until_ms = fresh_until_ms;
-        return 0;
+        return he_pf_set_target(r, target);
     }
     if (strlen(path) + 2 > sizeof(base)) return -ENAMETOOLONG;
+    if (target && strlen(target) >= sizeof(base)) target = NULL;
     if (he_seg_playlist_parse(body, len, &pl, err, sizeof(err)) < 0) return -EINVAL;
     if (pl.is_master) {
         he_seg_playlist_free(&pl);
@@ -169,8 +184,16 @@ int he_cache_prefetch_playlist(he_cache_prefetch_t *p, const char *path, const c
         he_seg_playlist_free(&pl);
         return -ENOMEM;
     }
-    base[0] = '/';
-    strcpy(base + 1, path);
+    /* segment URIs are relative to what the origin was asked for: the key
+     * path has its escapes decoded and would resolve to another target */
+    if (target) {
+        strcpy(base, target);
+    } else if (r && r->target) {
+        strcpy(base, r->target);
+    } else {
+        base[0] = '/';
+        strcpy(base + 1, path);
+    }
     for (size_t i = 0; i < pl.nsegments; i++) {
         segs[i].index = (uint32_t)i;
         he_pf_resolve(base, pl.segments[i].uri, &segs[i]);
@@ -185,7 +208,9 @@ int he_cache_prefetch_playlist(he_cache_prefetch_t *p, const char *path, const c
         r = he_pf_slot(p);
         r->path = pc;
         r->hash = h;
+        he_pf_set_target(r, target); /* -ENOMEM: no refresh, segments still */
     } else {
+        he_pf_set_target(r, target);
         he_pf_unindex(p, r);
         he_pf_segs_free(r->segs, r->nsegs);
     }
@@ -205,7 +230,7 @@ int he_cache_prefetch_playlist(he_cache_prefetch_t *p, const char *path, const c
     return 0;
 }
 
-int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o)
+int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o, const char *target)
 {
     const he_cache_key_t *k = he_cache_obj_key(o);
     const he_cache_meta_t *m = he_cache_obj_meta(o);
@@ -227,7 +252,7 @@ int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o)
         off += n;
     }
     he_cache_obj_fresh(o, &fr);
-    rc = he_cache_prefetch_playlist(p, path, flat, (size_t)off, fr.expires_ms);
+    rc = he_cache_prefetch_playlist(p, path, target, flat, (size_t)off, fr.expires_ms);
     free(flat);
     return rc;
 }
@@ -278,11 +303,15 @@ int he_cache_prefetch_refresh(he_cache_prefetch_t *p, const char *seg_path,
     size_t n;
     if (!s) return -ENOENT;
     r = s->r;
-    n = strlen(r->path);
-    if (n + 2 > sizeof(out->target)) return -ENAMETOOLONG;
-    out->target[0] = '/';
-    memcpy(out->target + 1, r->path, n + 1);
-    if (he_cache_key_make(p->conf, out->target, n + 1, &out->key) < 0) return -EINVAL;
+    /* only what a viewer asked for: a target rebuilt from the key path has
+     * its escapes decoded and its query dropped, another resource */
+    if (!r->target) return -ENODATA;
+    n = strlen(r->target);
+    if (n + 1 > sizeof(out->target)) return -ENAMETOOLONG;
+    memcpy(out->target, r->target, n + 1);
+    if (he_cache_key_make(p->conf, out->target, n, &out->key) < 0 ||
+        out->key.path_len != strlen(r->path) || memcmp(out->key.s, r->path, out->key.path_len))
+        return -EINVAL;
     /* the newest request wins: it is the one the viewer is at */
     pend = strdup(seg_path);
     if (!pend) return -ENOMEM;

@@ -531,7 +531,9 @@ void he_cache_obj_finish(he_cache_obj_t *o)
     atomic_store_explicit(&o->state, HE__CACHE_OBJ_COMPLETE, memory_order_release);
 }
 
-int he_cache_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st)
+/* cond: insert-if-absent, and only if no removal began since epoch. */
+static int he_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st, bool cond,
+                         uint64_t epoch)
 {
     he__cache_node_t *n = o->node;
     uint64_t len = atomic_load_explicit(&o->len, memory_order_relaxed);
@@ -548,6 +550,12 @@ int he_cache_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t
     for (old = atomic_load_explicit(bucket, memory_order_relaxed); old;
          old = atomic_load_explicit(&old->hnext, memory_order_relaxed))
         if (old != o && he_cache_obj_is(old, o->key)) break;
+    if (cond && (old || atomic_load(&ram->epoch) != epoch)) {
+        /* seq_cst: a remove bumps before locking, so either this sees the
+         * bump or the remove's locked section comes after this one */
+        pthread_mutex_unlock(&n->lock);
+        return old ? -EEXIST : -ESTALE;
+    }
     if (old) {
         he__cache_ram_unindex(n, old);
         he__cache_evict_remove(n, old);
@@ -566,10 +574,27 @@ int he_cache_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t
     return 0;
 }
 
+int he_cache_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st)
+{
+    return he_ram_insert(ram, o, st, false, 0);
+}
+
+int he_cache_ram_insert_if_absent(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st,
+                                  uint64_t epoch)
+{
+    return he_ram_insert(ram, o, st, true, epoch);
+}
+
+uint64_t he_cache_ram_epoch(const he_cache_ram_t *ram)
+{
+    return atomic_load(&((he_cache_ram_t *)ram)->epoch);
+}
+
 int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key)
 {
     int removed = 0;
     if (!ram) return 0;
+    atomic_fetch_add(&ram->epoch, 1); /* before the locks: see he_ram_insert */
     for (int i = 0; i < ram->nnodes; i++) {
         he__cache_node_t *n = &ram->nodes[i];
         he_cache_obj_t *o;

@@ -309,8 +309,11 @@ int he__cache_purge(const he_conf_t *conf, const char *target, size_t len)
      * last generation is freed, which cannot happen during this call (the
      * control thread frees generations). */
     pthread_mutex_lock(&he_cache_g.mu);
-    if (he_cache_g.ram) n += he_cache_ram_remove(he_cache_g.ram, key);
+    /* SSD first: a promotion in flight read the RAM epoch before its SSD
+     * lookup, so it either missed the SSD copy or sees the RAM tier's
+     * removal bump the epoch and drops its copy (he__oio_promote) */
     if (he_cache_g.store && he_cache_store_remove(he_cache_g.store, key) == 0) n++;
+    if (he_cache_g.ram) n += he_cache_ram_remove(he_cache_g.ram, key);
     pthread_mutex_unlock(&he_cache_g.mu);
     free(key);
     return n;

@@ -52,6 +52,7 @@ typedef struct he_cconn {
     he_cache_obj_t *obj;      /* what the body comes from (ref held) */
     uint64_t off, end;        /* object bytes [off, end) still to send */
     uint32_t zc_pending;      /* send_zc notifications not yet reaped */
+    uint32_t zc_nosend;       /* of those, sends that sent nothing (res <= 0) */
     uint8_t op;               /* the op in flight on the ring (one at a time) */
     bool active;              /* this connection's response is the cache's */
     bool waiting;             /* joined a fill, no head yet */
@@ -82,6 +83,7 @@ typedef struct he_ojob {
     he_cache_obj_t *obj;
     int fd;
     uint64_t off, left; /* file offset of the next read, bytes still to read */
+    uint64_t epoch;     /* RAM epoch before the SSD lookup: a purge since drops it */
     struct iovec *iov;
 } he_ojob_t;
 
@@ -139,8 +141,13 @@ void he__rcache_purge(he_worker_t *w, he_conn_t *c);
  * file that shrank: -EBADMSG): the store counts it, logs it once per cause
  * and drops the entry, so the next request refills from the origin. */
 void he__rcache_file_error(he_worker_t *w, he_conn_t *c, int err);
-/* True for a sendfile errno that comes from the file, not the socket. */
+/* True for an errno a read of the file can give (EIO, EBADMSG, ...). */
 bool he__rcache_disk_errno(int err);
+/* sendfile of fd at off failed with err: the error to report as the
+ * file's, or 0 when it was the socket's. The errno alone cannot tell: a
+ * kTLS socket that received a corrupt record fails the next send with
+ * EBADMSG, which any client can cause. */
+int he__rcache_sendfile_disk_error(int fd, uint64_t off, int err);
 
 /* origin_io.c */
 int he__oio_fetch_start(he_worker_t *w, he_cache_fill_t *f, const char *target,
@@ -149,12 +156,17 @@ void he__oio_on_cqe(he_worker_t *w, struct io_uring_cqe *cqe);
 void he__oio_tick(he_worker_t *w);
 void he__oio_pull_writes(he_worker_t *w);
 void he__oio_cleanup(he_worker_t *w);
+/* The worker is about to stop: cancels each promotion's read (once) and
+ * returns how many are still in flight; stop when 0 (see worker.c). */
+unsigned he__oio_quiesce(he_worker_t *w);
 /* A segment was served from the cache: fill the next ones. */
 void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key);
 /* An SSD hit worth keeping in RAM: reads the file's body (fd is dup'ed)
- * into a RAM object on the ring and publishes it. */
+ * into a RAM object on the ring and publishes it unless a copy is in RAM
+ * by then or a purge began after epoch (he_cache_ram_epoch, read before
+ * the SSD lookup). */
 void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_store_hit_t *hit,
-                     int fd);
+                     int fd, uint64_t epoch);
 
 /* metrics_cache.c */
 void he__metrics_cache_prom(const he_metrics_snap_t *s, he_mbuf_t *b);

@@ -146,9 +146,9 @@ static void he_oio_promote_end(he_worker_t *w, uint32_t idx, int err)
 
     if (err == 0) {
         he_cache_obj_finish(o);
-        /* a fill may have published a newer copy meanwhile: keep that one */
-        if (!he_cache_ram_contains(wc->ram, wc->node, he_cache_obj_key(o)) &&
-            he_cache_ram_insert(wc->ram, o, wc->st) == 0)
+        /* a fill (any worker) may have published a newer copy meanwhile,
+         * or a purge removed the file: checked under the node lock */
+        if (he_cache_ram_insert_if_absent(wc->ram, o, wc->st, j->epoch) == 0)
             wc->st->promotions++;
     } else if (he__rcache_disk_errno(err)) {
         /* the file's fault: counted, logged once per cause, entry dropped */
@@ -180,9 +180,11 @@ static void he_oio_promote_next(he_worker_t *w, uint32_t idx)
 static void he_oio_promote_complete(he_worker_t *w, uint32_t idx, int res)
 {
     he_ojob_t *j = &w->cache->jobs[idx];
-    if (res <= 0 || w->cache->exiting) {
+    /* no new read once the worker drains: it must stop with none in flight */
+    bool stopping = w->cache->exiting || w->draining || w->soft_drain;
+    if (res <= 0 || stopping) {
         /* 0: the file ends before the length its header promised */
-        he_oio_promote_end(w, idx, w->cache->exiting ? -ECANCELED : res ? res : -EBADMSG);
+        he_oio_promote_end(w, idx, res < 0 ? res : res == 0 ? -EBADMSG : -ECANCELED);
         return;
     }
     he_cache_obj_commit(j->obj, (size_t)res);
@@ -195,14 +197,14 @@ static void he_oio_promote_complete(he_worker_t *w, uint32_t idx, int res)
 }
 
 void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_store_hit_t *hit,
-                     int fd)
+                     int fd, uint64_t epoch)
 {
     he_wcache_t *wc = w->cache;
     he_cache_meta_t m = hit->meta;
     he_ojob_t *j;
     uint32_t idx;
 
-    if (!wc->ram || !wc->store || wc->exiting || w->draining || hit->body_len == 0 ||
+    if (!wc->ram || !wc->store || wc->exiting || w->draining || w->soft_drain || hit->body_len == 0 ||
         hit->body_len > he_cache_ram_object_max(wc->ram))
         return;
     if (he_cache_fill_find(wc->fills, key)) return; /* the fill publishes it */
@@ -225,6 +227,7 @@ void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_s
         return;
     }
     j->type = HE_OJOB_PROMOTE;
+    j->epoch = epoch;
     j->off = hit->body_off;
     j->left = hit->body_len;
     m.prefetched = false;
@@ -257,10 +260,10 @@ static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
     he_wcache_t *wc = w->cache;
     he_cache_oerr_t cause = HE_CACHE_OERR_IO;
     he_cache_fill_t *fill = j->fill;
+    he_cache_fetch_t *fetch = j->fetch; /* freed last: its target is the playlist's */
     he_cache_obj_t *o;
-    int res = he_cache_fetch_result(j->fetch, &cause);
+    int res = he_cache_fetch_result(fetch, &cause);
 
-    he_cache_fetch_free(j->fetch);
     he_oio_job_free(wc, idx);
     o = he_cache_fill_obj(fill);
     if (o) he_cache_obj_ref(o);
@@ -269,10 +272,12 @@ static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
         /* a media playlist filled: remember where its segments are */
         if (res == 0 && he_cache_obj_complete(o) &&
             he_cache_obj_meta(o)->kind == HE_SEG_KIND_MEDIA &&
-            he_cache_obj_meta(o)->status == 200 && he_cache_prefetch_playlist_obj(wc->pf, o) == 0)
+            he_cache_obj_meta(o)->status == 200 &&
+            he_cache_prefetch_playlist_obj(wc->pf, o, he_cache_fetch_target(fetch)) == 0)
             he_oio_prefetch_pending(w, o);
         he_cache_obj_unref(o);
     }
+    he_cache_fetch_free(fetch);
     he__oio_pull_writes(w);
 }
 
@@ -404,9 +409,17 @@ void he__oio_cleanup(he_worker_t *w)
             he_cache_swrite_free(j->sw);
             break;
         case HE_OJOB_PROMOTE:
-            he_cache_obj_unref(j->obj);
-            close(j->fd);
-            free(j->iov);
+            /* a read the ring's exit did not wait for (he__oio_quiesce gave
+             * up) may still write into its chunks: leaked, not handed back
+             * to the process-wide arena for another worker to reuse */
+            if (j->inflight) {
+                he_log_warn("worker %u: promotion read still in flight at exit: %llu bytes leaked",
+                            w->id, (unsigned long long)he_cache_obj_len(j->obj));
+            } else {
+                he_cache_obj_unref(j->obj);
+                free(j->iov);
+            }
+            close(j->fd); /* the read holds its own reference to the file */
             break;
         default:
             break;
@@ -414,6 +427,24 @@ void he__oio_cleanup(he_worker_t *w)
         j->type = HE_OJOB_FREE;
     }
     /* queued writes: their objects are released by he_cache_fills_free */
+}
+
+unsigned he__oio_quiesce(he_worker_t *w)
+{
+    he_wcache_t *wc = w->cache;
+    unsigned n = 0;
+    for (uint32_t i = 0; wc && i < wc->njobs; i++) {
+        he_ojob_t *j = &wc->jobs[i];
+        if (j->type != HE_OJOB_PROMOTE || !j->inflight) continue;
+        n++;
+        if (!j->cancel_sent) {
+            struct io_uring_sqe *sqe = he__worker_sqe(w);
+            io_uring_prep_cancel64(sqe, he__ud(HE_OP_ORIGIN, i, j->gen), 0);
+            sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+            j->cancel_sent = true;
+        }
+    }
+    return n;
 }
 
 /* ---------------------------------------------------------------- prefetch */

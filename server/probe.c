@@ -118,9 +118,19 @@ static void he_probe_ring(he_features_t *f)
             sqe->ioprio |= HE_SEND_ZC_REPORT_USAGE;
             sqe->user_data = 2;
             io_uring_submit(&ring);
-            while (io_uring_wait_cqe_timeout(&ring, &cqe, &ts) == 0 && cqe) {
-                if (!(cqe->flags & IORING_CQE_F_NOTIF)) f->zc_report_usage = cqe->res != -EINVAL;
-                io_uring_cqe_seen(&ring, cqe); /* and a notification, if one follows */
+            bool more = true;
+            /* only ours (the accept probe's may still arrive); done after the
+             * result, or after its notification if one follows (F_MORE) */
+            while (more && io_uring_wait_cqe_timeout(&ring, &cqe, &ts) == 0 && cqe) {
+                if (cqe->user_data == 2) {
+                    if (cqe->flags & IORING_CQE_F_NOTIF) {
+                        more = false;
+                    } else {
+                        f->zc_report_usage = cqe->res != -EINVAL;
+                        more = cqe->flags & IORING_CQE_F_MORE;
+                    }
+                }
+                io_uring_cqe_seen(&ring, cqe);
             }
             close(sv[0]);
             close(sv[1]);

@@ -212,6 +212,7 @@ static void he_respond_sendfile(he_worker_t *w, he_conn_t *c)
     off_t off = (off_t)c->body_off;
     uint64_t want = c->body_end - c->body_off;
     ssize_t n;
+    int err, derr;
 
     if (want > HE_SENDFILE_CHUNK) want = HE_SENDFILE_CHUNK;
     n = sendfile(c->fd, c->file->fd, &off, (size_t)want);
@@ -238,12 +239,14 @@ static void he_respond_sendfile(he_worker_t *w, he_conn_t *c)
         he__conn_close(w, c);
         return;
     }
-    if (errno == EAGAIN) {
+    err = -errno; /* before anything that may clobber it (malloc, logging) */
+    if (err == -EAGAIN) {
         he_respond_arm_pollout(w, c);
         return;
     }
-    if (c->file->ssd && he__rcache_disk_errno(-errno)) he__rcache_file_error(w, c, -errno);
-    he_respond_send_error(w, c, -errno);
+    if (c->file->ssd && (derr = he__rcache_sendfile_disk_error(c->file->fd, c->body_off, err)))
+        he__rcache_file_error(w, c, derr);
+    he_respond_send_error(w, c, err);
 }
 
 /* TLS without kTLS: SSL_write from the header, RAM bodies and the file's

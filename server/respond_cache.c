@@ -410,10 +410,20 @@ void he__rcache_on_cqe(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe)
     if (!w->cache) return;
     cc = he_rc_cc(w, c);
     if (cqe->flags & IORING_CQE_F_NOTIF) {
-        w->stats.cache.zc_sends++;
-        if ((uint32_t)res & HE_NOTIF_USAGE_ZC_COPIED) {
-            w->stats.cache.zc_copied++;
-            cc->zc_copies = he_rc_zc_adapt;
+        bool copied = (uint32_t)res & HE_NOTIF_USAGE_ZC_COPIED;
+        if (cc->zc_nosend && (copied || !w->cache->zc_usage)) {
+            /* a send that sent nothing (reset, EAGAIN ...) is reported
+             * "copied" too (!zc_used): not a send, and no reason to stop
+             * zero-copy. Notifications may come out of order, but every
+             * nothing-sent one has the copied bit, and those all count
+             * alike, so taking any copied one for it keeps the totals. */
+            cc->zc_nosend--;
+        } else {
+            w->stats.cache.zc_sends++;
+            if (copied) {
+                w->stats.cache.zc_copied++;
+                cc->zc_copies = he_rc_zc_adapt;
+            }
         }
         cc->zc_pending--;
         if (!cc->zc_pending && cc->finish_wait && !c->closing) he_rc_finish(w, c);
@@ -424,6 +434,8 @@ void he__rcache_on_cqe(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe)
     if (op == HE_CC_OP_ZC && !(cqe->flags & IORING_CQE_F_MORE)) {
         cc->zc_pending--; /* no notification will follow */
         c->inflight--;
+    } else if (op == HE_CC_OP_ZC && res <= 0) {
+        cc->zc_nosend++; /* its notification follows: see above */
     }
     if (c->closing || !cc->active) return;
     if (op == HE_CC_OP_POLL) {
@@ -517,6 +529,20 @@ static void he_rc_start(he_worker_t *w, he_conn_t *c)
 
 /* A complete object (a hit, a stale copy, a fill that ended): answers c.
  * Takes over the caller's reference. */
+/* A media playlist served: prefetch learns its segments, and the request's
+ * raw target (escapes and query as sent), which a refresh must ask for. */
+static void he_rc_playlist_seen(he_worker_t *w, he_conn_t *c, he_cache_obj_t *o)
+{
+    size_t n = c->req.url_len;
+    char *t = NULL;
+    if (n && n < HE_CACHE_KEY_MAX && c->url[0] == '/' && (t = malloc(n + 1))) {
+        memcpy(t, c->url, n);
+        t[n] = 0;
+    }
+    he_cache_prefetch_playlist_obj(w->cache->pf, o, t);
+    free(t);
+}
+
 static void he_rc_serve_obj(he_worker_t *w, he_conn_t *c, he_cache_obj_t *o, uint8_t cst)
 {
     he_cconn_t *cc = he_rc_cc(w, c);
@@ -542,8 +568,7 @@ static void he_rc_serve_obj(he_worker_t *w, he_conn_t *c, he_cache_obj_t *o, uin
     cc->off = first;
     cc->end = size ? last + 1 : 0;
     if (status == 304 || status == 416 || c->req.method == HTTP_HEAD) cc->end = cc->off;
-    if (status == 200 && m->kind == HE_SEG_KIND_MEDIA)
-        he_cache_prefetch_playlist_obj(w->cache->pf, o);
+    if (status == 200 && m->kind == HE_SEG_KIND_MEDIA) he_rc_playlist_seen(w, c, o);
     if (status == 200 && m->kind == HE_SEG_KIND_SEGMENT) he__oio_prefetch(w, key);
     he_rc_start(w, c);
 }
@@ -719,7 +744,7 @@ static void he_rc_refresh(he_worker_t *w, he_conn_t *c, const he_cache_key_t *ke
 
 /* promote: the copy is fresh, so a RAM copy of it may serve the next hits */
 static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key,
-                            const he_cache_store_hit_t *hit, bool promote)
+                            const he_cache_store_hit_t *hit, bool promote, uint64_t epoch)
 {
     he_wcache_t *wc = w->cache;
     he_seg_type_t type = he_seg_type_from_path(key->s, key->path_len);
@@ -771,7 +796,7 @@ static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *
     if (status == 200 && hit->meta.kind == HE_SEG_KIND_SEGMENT) he__oio_prefetch(w, key);
     /* the second hit (SIEVE's visited bit) moves it up: before the send,
      * which may end the response and close fd */
-    if (promote && hit->revisit && hit->meta.status == 200) he__oio_promote(w, key, hit, fd);
+    if (promote && hit->revisit && hit->meta.status == 200) he__oio_promote(w, key, hit, fd, epoch);
     he__respond_send(w, c);
     return true;
 }
@@ -789,6 +814,18 @@ bool he__rcache_disk_errno(int err)
     default:
         return false; /* the socket's (EPIPE, ECONNRESET, ...) or ours */
     }
+}
+
+int he__rcache_sendfile_disk_error(int fd, uint64_t off, int err)
+{
+    char b;
+    ssize_t n;
+    if (!he__rcache_disk_errno(err)) return 0;
+    /* one byte where the send failed: readable, the socket failed; on an
+     * error path only, so the possible disk wait is no concern */
+    n = pread(fd, &b, 1, (off_t)off);
+    if (n == 1) return 0;
+    return n == 0 ? -EBADMSG : -errno; /* 0: short of the promised length */
 }
 
 void he__rcache_file_error(he_worker_t *w, he_conn_t *c, int err)
@@ -813,6 +850,7 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
     he_cache_fresh_t fr;
     he_cache_obj_t *o;
     int64_t wall = he__cache_wall_ms(w);
+    uint64_t epoch;
 
     if (!key) return false;
     if (he_cache_key_make(wc->conf, c->url, c->req.url_len, key) < 0) {
@@ -840,6 +878,8 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
         free(key);
         return true;
     }
+    /* before the SSD lookup: a purge after it makes a promotion drop its copy */
+    epoch = wc->ram ? he_cache_ram_epoch(wc->ram) : 0;
     if (wc->store && he_cache_store_lookup(wc->store, key, &hit, wc->st) == 0) {
         he_cache_freshness_t fs = he_cache_fresh_state(&hit.meta.fresh, wall);
         if (fs == HE_CACHE_FRESH || fs == HE_CACHE_STALE_REVALIDATE) {
@@ -847,7 +887,7 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
                 wc->st->stale_serves++;
                 he_rc_refresh(w, c, key, NULL);
             }
-            if (he_rc_serve_ssd(w, c, key, &hit, fs == HE_CACHE_FRESH)) {
+            if (he_rc_serve_ssd(w, c, key, &hit, fs == HE_CACHE_FRESH, epoch)) {
                 if (fs == HE_CACHE_STALE_REVALIDATE) c->cache_st = HE_CST_STALE;
                 free(key);
                 return true;
@@ -867,6 +907,7 @@ void he__rcache_conn_free(he_worker_t *w, he_conn_t *c)
     he_rc_release(w, c);
     cc->op = HE_CC_OP_NONE;
     cc->zc_pending = 0;
+    cc->zc_nosend = 0;
     cc->zc_copies = false; /* the next connection may take another route */
 }
 

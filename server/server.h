@@ -259,6 +259,7 @@ typedef struct he_worker {
     bool stop;
     bool stats_off; /* HE_STATS_DISABLE=1: no latency histograms (cost measurement) */
     uint64_t drain_deadline_ms;
+    uint64_t stop_deadline_ms; /* waiting for promotions' reads before stopping */
     int startup_err;
     atomic_int ready; /* 1 started, -1 failed */
 

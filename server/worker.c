@@ -475,6 +475,23 @@ static void he_worker_dispatch(he_worker_t *w, struct io_uring_cqe *cqe)
     }
 }
 
+/* Promotions read SSD files into RAM chunks of the process-wide arena,
+ * and io_uring_queue_exit does not wait for a read in io-wq: a chunk freed
+ * at cleanup and reused by a new generation's worker would be overwritten.
+ * So their reads are cancelled and reaped first, for a bounded time (the
+ * tick wakes the loop); past it cleanup leaks what is still in flight. */
+#define HE_STOP_WAIT_MS 2000
+
+static bool he_worker_may_stop(he_worker_t *w)
+{
+    unsigned n = he__oio_quiesce(w);
+    if (n == 0) return true;
+    if (!w->stop_deadline_ms) w->stop_deadline_ms = w->now_ms + HE_STOP_WAIT_MS;
+    if (w->now_ms < w->stop_deadline_ms) return false;
+    he_log_warn("worker %u: %u promotion reads still in flight; stopping anyway", w->id, n);
+    return true;
+}
+
 static void he_worker_loop(he_worker_t *w)
 {
     while (!w->stop) {
@@ -498,7 +515,8 @@ static void he_worker_loop(he_worker_t *w)
             count++;
         }
         io_uring_cq_advance(&w->ring, count);
-        if ((w->draining || w->soft_drain) && w->nconns == 0) w->stop = true;
+        if ((w->draining || w->soft_drain) && w->nconns == 0 && he_worker_may_stop(w))
+            w->stop = true;
     }
 }
 

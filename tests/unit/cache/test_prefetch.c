@@ -43,7 +43,7 @@ static void test_window(void)
     bool stale;
     int n;
 
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "vod/720p/index.m3u8", vod, strlen(vod), NOW + 1000),
+    HE_CHECK_INT(he_cache_prefetch_playlist(p, "vod/720p/index.m3u8", NULL, vod, strlen(vod), NOW + 1000),
                  0);
     conf.prefetch_segments = 2;
     n = he_cache_prefetch_next(p, "vod/720p/seg_1.ts", NOW, fake_present, &pr, out, 8, &stale);
@@ -90,16 +90,16 @@ static void test_window(void)
     he_cache_prefetch_next(p, "vod/720p/seg_1.ts", NOW + 1000, NULL, NULL, out, 8, &stale);
     HE_CHECK(stale);
     /* the same bytes again only extend the freshness */
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "vod/720p/index.m3u8", vod, strlen(vod), NOW + 5000),
+    HE_CHECK_INT(he_cache_prefetch_playlist(p, "vod/720p/index.m3u8", NULL, vod, strlen(vod), NOW + 5000),
                  0);
     he_cache_prefetch_next(p, "vod/720p/seg_1.ts", NOW + 1000, NULL, NULL, out, 8, &stale);
     HE_CHECK(!stale);
 
     /* master playlists and garbage are refused */
     static const char master[] = "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000\n720p/index.m3u8\n";
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "vod/master.m3u8", master, strlen(master), NOW),
+    HE_CHECK_INT(he_cache_prefetch_playlist(p, "vod/master.m3u8", NULL, master, strlen(master), NOW),
                  -EINVAL);
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "vod/x.m3u8", "junk", 4, NOW), -EINVAL);
+    HE_CHECK_INT(he_cache_prefetch_playlist(p, "vod/x.m3u8", NULL, "junk", 4, NOW), -EINVAL);
     HE_CHECK_INT(he_cache_prefetch_renditions(p), 1);
     he_cache_prefetch_free(p);
 }
@@ -123,13 +123,13 @@ static void test_live_and_lru(void)
     conf.prefetch_segments = 3;
 
     live_playlist(pl, sizeof(pl), 10, 4); /* 10..13 */
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/a/index.m3u8", pl, strlen(pl), NOW + 1000), 0);
+    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/a/index.m3u8", NULL, pl, strlen(pl), NOW + 1000), 0);
     /* at the live edge: only what the playlist has */
     HE_CHECK_INT(he_cache_prefetch_next(p, "live/a/seg_12.ts", NOW, NULL, NULL, out, 8, &stale), 1);
     HE_CHECK_STR(out[0].key.s, "live/a/seg_13.ts");
     /* the playlist moves on: 12..16 */
     live_playlist(pl, sizeof(pl), 12, 5);
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/a/index.m3u8", pl, strlen(pl), NOW + 2000), 0);
+    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/a/index.m3u8", NULL, pl, strlen(pl), NOW + 2000), 0);
     HE_CHECK_INT(he_cache_prefetch_next(p, "live/a/seg_12.ts", NOW, NULL, NULL, out, 8, &stale), 3);
     HE_CHECK_STR(out[2].key.s, "live/a/seg_15.ts");
     /* segments that left the playlist are forgotten */
@@ -137,9 +137,9 @@ static void test_live_and_lru(void)
 
     /* two renditions kept: a third pushes out the least recently used */
     live_playlist(pl, sizeof(pl), 0, 4);
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/b/index.m3u8", pl, strlen(pl), NOW + 2000), 0);
+    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/b/index.m3u8", NULL, pl, strlen(pl), NOW + 2000), 0);
     HE_CHECK_INT(he_cache_prefetch_next(p, "live/a/seg_13.ts", NOW, NULL, NULL, out, 8, &stale), 3);
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/c/index.m3u8", pl, strlen(pl), NOW + 2000), 0);
+    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/c/index.m3u8", NULL, pl, strlen(pl), NOW + 2000), 0);
     HE_CHECK_INT(he_cache_prefetch_renditions(p), 2);
     HE_CHECK_INT(he_cache_prefetch_next(p, "live/b/seg_0.ts", NOW, NULL, NULL, out, 8, &stale), 0);
     HE_CHECK_INT(he_cache_prefetch_next(p, "live/a/seg_13.ts", NOW, NULL, NULL, out, 8, &stale), 3);
@@ -182,7 +182,7 @@ static void test_with_cache(void)
     /* the playlist from the cache's own copy */
     live_playlist(pl, sizeof(pl), 0, 6);
     he_cache_obj_t *plo = put(ram, "live/x/index.m3u8", pl, HE_SEG_KIND_MEDIA, false, NOW + 1000);
-    HE_CHECK_INT(he_cache_prefetch_playlist_obj(p, plo), 0);
+    HE_CHECK_INT(he_cache_prefetch_playlist_obj(p, plo, NULL), 0);
     he_cache_obj_unref(plo);
     /* seg_1 is cached, seg_2 is being filled: only seg_3 is left */
     he_cache_obj_t *c1 =
@@ -252,7 +252,7 @@ static void test_refresh_expired(void)
 
     live_playlist(pl, sizeof(pl), 10, 4); /* 10..13, fresh for 1 s */
     he_cache_obj_t *plo = put(ram, "live/r/index.m3u8", pl, HE_SEG_KIND_MEDIA, false, NOW + 1000);
-    HE_CHECK_INT(he_cache_prefetch_playlist_obj(p, plo), 0);
+    HE_CHECK_INT(he_cache_prefetch_playlist_obj(p, plo, "/live/r/index.m3u8?tok=1"), 0);
     he_cache_obj_unref(plo);
     /* at the edge of the expired copy: nothing to prefetch, and stale */
     HE_CHECK_INT(he_cache_prefetch_next(p, "live/r/seg_13.ts", later, NULL, NULL, out, 8, &stale),
@@ -261,7 +261,7 @@ static void test_refresh_expired(void)
     HE_CHECK_INT(he_cache_prefetch_take_pending(p, "live/r/index.m3u8", seg, sizeof(seg)), 0);
     HE_CHECK_INT(he_cache_prefetch_refresh(p, "live/r/seg_13.ts", &it), 0);
     HE_CHECK_STR(it.key.s, "live/r/index.m3u8");
-    HE_CHECK_STR(it.target, "/live/r/index.m3u8");
+    HE_CHECK_STR(it.target, "/live/r/index.m3u8?tok=1"); /* as the viewer asked */
     HE_CHECK_INT(he_cache_prefetch_refresh(p, "live/other/seg_1.ts", &it2), -ENOENT);
 
     /* the worker fills it like a miss; a second stale hit joins that fill */
@@ -287,7 +287,7 @@ static void test_refresh_expired(void)
     he_cache_obj_ref(fresh);
     he_cache_fill_end(f, 0, 0, later);
     /* what he_oio_fetch_done does with a filled media playlist */
-    HE_CHECK_INT(he_cache_prefetch_playlist_obj(p, fresh), 0);
+    HE_CHECK_INT(he_cache_prefetch_playlist_obj(p, fresh, it.target), 0);
     he_cache_obj_unref(fresh);
     HE_CHECK_INT(he_cache_prefetch_take_pending(p, "live/r/index.m3u8", seg, sizeof(seg)), 1);
     HE_CHECK_STR(seg, "live/r/seg_13.ts");
@@ -302,6 +302,50 @@ static void test_refresh_expired(void)
     he_cache_ram_free(ram);
 }
 
+/* The refresh asks the origin for what the viewer asked for: escapes and
+ * query as sent (the key path has them decoded / dropped, another
+ * resource); segments resolve against it too; no viewer's target known,
+ * no refresh. */
+static void test_refresh_raw_target(void)
+{
+    he_cache_prefetch_t *p = he_cache_prefetch_new(&conf, 4);
+    he_cache_prefetch_item_t out[8], it;
+    const char *raw = "/live/my%20show/idx%3Fv.m3u8?token=abc";
+    he_cache_key_t k;
+    char pl[2048];
+    bool stale;
+    conf.prefetch_segments = 2;
+
+    HE_CHECK_INT(he_cache_key_make(&conf, raw, strlen(raw), &k), 0);
+    live_playlist(pl, sizeof(pl), 10, 4);
+    HE_CHECK_INT(he_cache_prefetch_playlist(p, k.s, raw, pl, strlen(pl), NOW + 1000), 0);
+    HE_CHECK_INT(he_cache_prefetch_next(p, "live/my show/seg_10.ts", NOW, NULL, NULL, out, 8,
+                                        &stale),
+                 2);
+    HE_CHECK_STR(out[0].target, "/live/my%20show/seg_11.ts");
+    HE_CHECK_STR(out[0].key.s, "live/my show/seg_11.ts");
+    HE_CHECK_INT(he_cache_prefetch_next(p, "live/my show/seg_13.ts", NOW + 3000, NULL, NULL, out,
+                                        8, &stale),
+                 0);
+    HE_CHECK(stale);
+    HE_CHECK_INT(he_cache_prefetch_refresh(p, "live/my show/seg_13.ts", &it), 0);
+    HE_CHECK_STR(it.target, raw);
+    HE_CHECK_STR(it.key.s, k.s);
+    /* the same bytes served to a later viewer: its target is the newest */
+    HE_CHECK_INT(he_cache_prefetch_playlist(p, k.s, "/live/my%20show/idx%3Fv.m3u8?token=new", pl,
+                                            strlen(pl), NOW + 1000),
+                 0);
+    HE_CHECK_INT(he_cache_prefetch_refresh(p, "live/my show/seg_13.ts", &it), 0);
+    HE_CHECK_STR(it.target, "/live/my%20show/idx%3Fv.m3u8?token=new");
+
+    /* known only from the cache (no viewer's target): not refreshed */
+    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/u/index.m3u8", NULL, pl, strlen(pl),
+                                            NOW + 1000),
+                 0);
+    HE_CHECK_INT(he_cache_prefetch_refresh(p, "live/u/seg_13.ts", &it), -ENODATA);
+    he_cache_prefetch_free(p);
+}
+
 int main(void)
 {
     he_conf_defaults(&conf);
@@ -309,5 +353,6 @@ int main(void)
     test_live_and_lru();
     test_with_cache();
     test_refresh_expired();
+    test_refresh_raw_target();
     HE_TEST_MAIN_END();
 }

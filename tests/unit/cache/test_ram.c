@@ -4,6 +4,7 @@
  * stay readable), and a two-thread stress run that ASan checks for
  * use-after-free. Queues are inspected through cache/internal.h so that
  * checking does not itself count as a hit. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -387,6 +388,68 @@ static void test_numa_nodes(void)
     HE_CHECK(he_cache_ram_new(&opts) == NULL);
 }
 
+/* An object built like put's, complete, not yet published. */
+static he_cache_obj_t *built(he_cache_ram_t *ram, const char *name, unsigned nchunks)
+{
+    he_cache_key_t k;
+    char buf[CS];
+    he_cache_meta_t m = {.status = 200};
+    he_cache_obj_t *o;
+    key_of(&k, name);
+    o = he_cache_obj_new(ram, 0, &k, (uint64_t)nchunks * CS);
+    for (unsigned i = 0; i < nchunks; i++) {
+        memset(buf, (int)i, sizeof(buf));
+        he_cache_obj_append(o, buf, sizeof(buf), NULL);
+    }
+    he_cache_obj_set_meta(o, &m);
+    he_cache_obj_finish(o);
+    return o;
+}
+
+/* A promotion's insert: never replaces a copy indexed meanwhile (a newer
+ * one from a fill), never publishes after a purge began since it read the
+ * epoch (its source was the purged file). */
+static void test_insert_if_absent(void)
+{
+    he_cache_ram_opts_t opts = {.bytes = 16 * CS, .chunk_size = CS, .object_max = 1 << 20};
+    he_cache_ram_t *ram = he_cache_ram_new(&opts);
+    he_cache_stats_t st = {0};
+    he_cache_key_t k;
+    he_cache_obj_t *o, *fresh, *got;
+    uint64_t e = he_cache_ram_epoch(ram);
+
+    /* absent, no purge: published */
+    o = built(ram, "p", 1);
+    HE_CHECK_INT(he_cache_ram_insert_if_absent(ram, o, &st, e), 0);
+    HE_CHECK(present(ram, "p"));
+    he_cache_obj_unref(o);
+
+    /* a newer copy is indexed: the older one is refused, the newer stays */
+    fresh = built(ram, "n", 2);
+    HE_CHECK_INT(he_cache_ram_insert(ram, fresh, &st), 0);
+    o = built(ram, "n", 1);
+    HE_CHECK_INT(he_cache_ram_insert_if_absent(ram, o, &st, e), -EEXIST);
+    key_of(&k, "n");
+    got = he_cache_ram_lookup(ram, 0, &k, &st);
+    HE_CHECK(got == fresh);
+    if (got) he_cache_obj_unref(got);
+    he_cache_obj_unref(o);
+    he_cache_obj_unref(fresh);
+
+    /* a purge (of any key) since the epoch was read: refused */
+    o = built(ram, "q", 1);
+    key_of(&k, "q");
+    HE_CHECK_INT(he_cache_ram_remove(ram, &k), 0);
+    HE_CHECK(he_cache_ram_epoch(ram) != e);
+    HE_CHECK_INT(he_cache_ram_insert_if_absent(ram, o, &st, e), -ESTALE);
+    HE_CHECK(!present(ram, "q"));
+    /* read after the purge: published */
+    HE_CHECK_INT(he_cache_ram_insert_if_absent(ram, o, &st, he_cache_ram_epoch(ram)), 0);
+    HE_CHECK(present(ram, "q"));
+    he_cache_obj_unref(o);
+    he_cache_ram_free(ram);
+}
+
 int main(void)
 {
     test_s3fifo();
@@ -395,6 +458,7 @@ int main(void)
     test_lifetime();
     test_object_max_and_prefetch();
     test_numa_nodes();
+    test_insert_if_absent();
     test_stress();
     HE_TEST_MAIN_END();
 }
