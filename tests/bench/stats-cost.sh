@@ -3,33 +3,54 @@
 # tests/bench/vs-nginx.sh: hlsedge with ONE worker, the whole process pinned
 # to one CPU (so the control thread, which formats and writes the access
 # log, is charged too), wrk pinned to another, requesting random playlists
-# (the cheapest requests, so fixed per-request costs show most). For each
-# run: server CPU-seconds (utime+stime of the process, /proc/<pid>/stat)
-# per request. Modes, interleaved over ROUNDS rounds:
+# (the cheapest requests, so fixed per-request costs show most); the
+# figure is CPU time per request. Modes:
 #   base   HE_STATS_DISABLE=1: no latency histograms, no access log
 #   stats  latency histograms (the default), no access log
 #   alog   histograms + access log, combined format, to a file
 #   json   histograms + access log, JSON lines, to a file
-# The counters that existed before (requests, status classes, bytes) are
-# in every mode. Prints each run and the median per mode with its cost
-# relative to base.
+# (the counters that existed before, such as requests by status class,
+# are in every mode).
+#
+# On a machine that others use too, the background changes from minute to
+# minute by more than the effect measured. So one server per mode runs at
+# once (all on SERVER_CPU), and wrk loads them in turn, SLICE at a time,
+# ROUNDS times, each round starting with the next mode: every mode sees
+# the same background. Each slice is measured until 0.3 s after the load,
+# so what the control thread does after it (the last records) counts.
+# RUNS repeats all of it with fresh servers and takes the median of the
+# runs: a process keeps its memory layout for life, which biases all its
+# slices alike by a few percent, more than the access log costs.
+#
+# TOGGLE=1 takes that bias out for the access log: ONE server, and the log
+# is switched between slices by rewriting its config and sending SIGHUP
+# (states nolog, alog = combined, json; histograms on throughout), so every
+# state is the same process. Each slice waits for its last log lines.
+#
+# Figures per slice: the time on CPU of the worker thread and of the
+# control thread, from the scheduler (/proc/PID/task/TID/schedstat, exact
+# to the ns; the headline figure is their sum), the process's utime+stime
+# (sampled per tick), and the busy time of SERVER_CPU from /proc/stat
+# (network softirqs run in whatever thread is on the CPU, so this one also
+# catches receive work moved between threads). It prints per run the
+# median over slices per mode and its cost relative to the reference mode
+# (base, or nolog with TOGGLE=1), then the median of the runs.
 #
 #   bash tests/bench/stats-cost.sh
-#   ROUNDS=5 DURATION=20s MODES="base alog" bash tests/bench/stats-cost.sh
+#   RUNS=5 ROUNDS=10 bash tests/bench/stats-cost.sh
+#   TOGGLE=1 RUNS=3 ROUNDS=16 bash tests/bench/stats-cost.sh
 #
-# Environment: ROUNDS=3 DURATION=10s WARMUP=2s CONNS=50 PORT=18090
+# Environment: RUNS=1 ROUNDS=20 SLICE=2s CONNS=50 PORT=18090 (PORT..PORT+3,
+# and PORT+10 for the admin listener with TOGGLE=1) TOGGLE=0
 # SERVER_CPU=0 CLIENT_CPU=1 LIBRARY=demo/library HLSEDGE=build/hlsedge
 # MODES="base stats alog json" OUT=var/bench/stats-cost-<time>
-# QUIET=1: before each run, wait (up to 15 min) until no other process
-# uses more than 15% of a CPU and the machine is 85% idle, for shared
-# machines; a run that was still disturbed shows in the spread of its mode.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$REPO"
-ROUNDS=${ROUNDS:-3}
-DURATION=${DURATION:-10s}
-WARMUP=${WARMUP:-2s}
+RUNS=${RUNS:-1}
+ROUNDS=${ROUNDS:-20}
+SLICE=${SLICE:-2s}
 CONNS=${CONNS:-50}
 PORT=${PORT:-18090}
 SERVER_CPU=${SERVER_CPU:-0}
@@ -47,9 +68,11 @@ ROOT=$(cd "$LIBRARY" && pwd)
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 TMP=$(mktemp -d /tmp/hlsedge-stats-cost.XXXXXX)
-PID=""
+declare -A PID PORTOF
 cleanup() {
-    [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
+    local m
+    for m in "${!PID[@]}"; do kill "${PID[$m]}" 2>/dev/null || true; done
+    wait 2>/dev/null || true
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -62,95 +85,210 @@ cpu_ticks() { # utime + stime of a process, all threads
     echo $((f[11] + f[12]))
 }
 
-QUIET=${QUIET:-0}
-wait_quiet() { # no other process above 15% CPU, 85% idle, three 2 s looks in a row
-    local waited=0 i busy a b idle tot k
-    while [ "$waited" -lt 900 ]; do
-        for i in 1 2 3; do
-            busy=$(ps -eo pcpu=,comm= --sort=-pcpu | awk '$1 > 15 && $2 != "ps" && $2 != "awk"' | head -1)
-            [ -n "$busy" ] && break
-            read -r -a a <<<"$(head -1 /proc/stat)"; sleep 2; read -r -a b <<<"$(head -1 /proc/stat)"
-            idle=$((b[4] - a[4])); tot=0
-            for k in 1 2 3 4 5 6 7 8; do tot=$((tot + b[k] - a[k])); done
-            if [ $((idle * 100 / (tot ? tot : 1))) -lt 85 ]; then busy=idle; break; fi
-        done
-        [ -z "$busy" ] && return 0
-        sleep 10; waited=$((waited + 10))
-    done
-    echo "stats-cost: machine still busy after 15 min; measuring anyway" >&2
-}
-
-run() { # run MODE ROUND
-    local mode=$1 round=$2 conf="$TMP/hlsedge.yaml" env=() t0 t1 res
+start() { # start MODE PORT
+    local mode=$1 port=$2 conf="$TMP/$1.yaml" env=()
+    # SO_REUSEPORT would let a leftover server share the port silently
+    [ -z "$(ss -Htln "sport = :$port")" ] || die "port $port is in use"
     {
-        echo "listen: [\"127.0.0.1:$PORT\"]"
+        echo "listen: [\"127.0.0.1:$port\"]"
         echo "workers: 1"
         echo "cpus: [$SERVER_CPU]"
         echo "root: \"$ROOT\""
         echo "limits:"
         echo "  max_connections: 4096"
         echo "admin:"
-        echo "  listen: \"off\""
+        if [ "$mode" = live ]; then echo "  listen: \"127.0.0.1:$((port + 10))\""; else echo "  listen: \"off\""; fi
         echo "log:"
         case "$mode" in
-            alog) echo "  access: \"$TMP/access.log\"" ;;
-            json) echo "  access: \"$TMP/access.log\""; echo "  access_format: json" ;;
-            *) echo "  access: \"\"" ;;
+            alog) echo "  access: \"$TMP/$mode-access.log\"" ;;
+            json) echo "  access: \"$TMP/$mode-access.log\""; echo "  access_format: json" ;;
+            base | stats | live) echo "  access: \"\"" ;;
+            *) die "unknown mode $mode" ;;
         esac
     } >"$conf"
     [ "$mode" = base ] && env=(HE_STATS_DISABLE=1)
-    [ "$QUIET" = 1 ] && wait_quiet
-    rm -f "$TMP/access.log"
-    env "${env[@]}" taskset -c "$SERVER_CPU" "$HLSEDGE" -c "$conf" >"$TMP/server.log" 2>&1 &
-    PID=$!
+    env "${env[@]}" taskset -c "$SERVER_CPU" "$HLSEDGE" -c "$conf" >"$TMP/$mode.log" 2>&1 &
+    PID[$mode]=$!
+    PORTOF[$mode]=$port
     for _ in $(seq 100); do
-        curl -sf -o /dev/null "http://127.0.0.1:$PORT/master.m3u8" && break
+        curl -sf -o /dev/null "http://127.0.0.1:$port/master.m3u8" && return 0
         sleep 0.1
     done
-    taskset -c "$CLIENT_CPU" wrk -t 1 -c "$CONNS" -d "$WARMUP" -s tests/bench/random-paths.lua \
-        "http://127.0.0.1:$PORT" -- "$OUT/paths.txt" >/dev/null
-    t0=$(cpu_ticks "$PID")
-    taskset -c "$CLIENT_CPU" wrk -t 1 -c "$CONNS" -d "$DURATION" -s tests/bench/random-paths.lua \
-        "http://127.0.0.1:$PORT" -- "$OUT/paths.txt" >"$TMP/wrk.txt"
-    t1=$(cpu_ticks "$PID")
-    kill "$PID"
-    wait "$PID" || die "hlsedge ($mode) exited non-zero: $(tail -n 3 "$TMP/server.log")"
-    PID=""
-    res=$(grep '^WRK_RESULT ' "$TMP/wrk.txt") || die "no WRK_RESULT"
-    local lines=0
-    [ -f "$TMP/access.log" ] && lines=$(wc -l <"$TMP/access.log")
-    printf '%s\t%s\t%s\tcpu_ticks=%s\tlog_lines=%s\tloadavg=%s\n' "$mode" "$round" "${res#WRK_RESULT }" \
-        "$((t1 - t0))" "$lines" "$(cut -d' ' -f1 /proc/loadavg)" | tee -a "$OUT/raw.tsv"
+    die "hlsedge ($mode) did not start: $(tail -n 3 "$TMP/$mode.log")"
+}
+
+load() { # load MODE DURATION -> requests
+    taskset -c "$CLIENT_CPU" wrk -t 1 -c "$CONNS" -d "$2" -s tests/bench/random-paths.lua \
+        "http://127.0.0.1:${PORTOF[$1]}" -- "$OUT/paths.txt" >"$TMP/wrk.txt" 2>&1 ||
+        die "wrk failed: $(tail -n 3 "$TMP/wrk.txt")"
+    grep '^WRK_RESULT ' "$TMP/wrk.txt" | sed 's/.*requests=\([0-9]*\).*/\1/'
 }
 
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  kernel: $(uname -r)"
     echo "cpu: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo) ($(nproc) CPUs)"
     echo "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "wrk: 1 thread, $CONNS connections, $DURATION per run on CPU $CLIENT_CPU; hlsedge on CPU $SERVER_CPU"
+    echo "modes: $MODES; $ROUNDS rounds of $SLICE per mode; wrk 1 thread, $CONNS connections on CPU $CLIENT_CPU; hlsedge on CPU $SERVER_CPU"
 } | tee "$OUT/env.txt"
 : >"$OUT/raw.tsv"
-for r in $(seq "$ROUNDS"); do
-    for m in $MODES; do run "$m" "$r"; done
-done
 
-python3 - "$OUT/raw.tsv" "$CLK_TCK" <<'PY' | tee "$OUT/results.txt"
+cpu_busy() { # busy ticks of one CPU from /proc/stat: everything but idle and iowait
+    awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
+}
+# Time on CPU of the worker threads and of the rest (the control thread),
+# in ns, from the scheduler (/proc/PID/task/TID/schedstat): exact, where
+# utime+stime are sampled per tick.
+thread_ns() {
+    local t w=0 c=0 ns comm
+    for t in /proc/"$1"/task/*; do
+        read -r ns _ <"$t/schedstat" || continue
+        read -r comm <"$t/comm" || continue
+        case $comm in he-worker-*) w=$((w + ns)) ;; *) c=$((c + ns)) ;; esac
+    done
+    echo "$w $c"
+}
+# TOGGLE=1: one server, the access log switched by SIGHUP between slices
+# (off, combined, json): the same process, so the same memory layout for
+# every state. Latency histograms stay on throughout.
+lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
+set_state() { # set_state nolog|alog|json NAME: rewrite the config, reload, settle
+    # (a new file name each time, so every reload reopens the log)
+    sed -i '/^  access/d' "$TMP/live.yaml"
+    case $1 in
+        nolog) echo '  access: ""' >>"$TMP/live.yaml" ;;
+        alog) echo "  access: \"$TMP/live-$2.log\"" >>"$TMP/live.yaml" ;;
+        json) printf '  access: "%s"\n  access_format: json\n' "$TMP/live-$2.log" >>"$TMP/live.yaml" ;;
+    esac
+    kill -HUP "${PID[live]}"
+    sleep 0.7
+    curl -sf -o /dev/null "http://127.0.0.1:$PORT/master.m3u8" # the worker has taken it
+}
+if [ "${TOGGLE:-0}" = 1 ]; then
+    [ "$MODES" = "base stats alog json" ] && MODES="nolog alog json"
+    read -r -a MODELIST <<<"$MODES"
+    NM=${#MODELIST[@]}
+    for run in $(seq "$RUNS"); do
+        start live "$PORT"
+        load live 2s >/dev/null
+        for r in $(seq "$ROUNDS"); do
+            for k in $(seq 0 $((NM - 1))); do
+                m=${MODELIST[$(((r + k) % NM))]}
+                set_state "$m" "$run.$r.$m"
+                l0=$(lines "$TMP/live-$run.$r.$m.log")
+                drops0=$(curl -s "http://127.0.0.1:$((PORT + 10))/stats" |
+                    python3 -c 'import json, sys; print(json.load(sys.stdin)["access_log"]["dropped"])')
+                t0=$(cpu_ticks "${PID[live]}")
+                b0=$(cpu_busy "$SERVER_CPU")
+                read -r w0 c0 <<<"$(thread_ns "${PID[live]}")"
+                req=$(load live "$SLICE")
+                sleep 0.3
+                # the last batch is written within the slice it belongs to
+                for _ in $(seq 20); do
+                    [ "$m" = nolog ] || [ $(($(lines "$TMP/live-$run.$r.$m.log") - l0)) -ge "$req" ] && break
+                    sleep 0.1
+                done
+                t1=$(cpu_ticks "${PID[live]}")
+                b1=$(cpu_busy "$SERVER_CPU")
+                read -r w1 c1 <<<"$(thread_ns "${PID[live]}")"
+                l1=$(lines "$TMP/live-$run.$r.$m.log")
+                # a state that did not take would show here; records the
+                # worker's ring had no room for are dropped and counted
+                drops=$(curl -s "http://127.0.0.1:$((PORT + 10))/stats" |
+                    python3 -c 'import json, sys; print(json.load(sys.stdin)["access_log"]["dropped"])')
+                if [ "$m" = nolog ] && [ "$l1" != "$l0" ]; then die "log still on in state nolog"; fi
+                if [ "$m" != nolog ] && [ $((l1 - l0 + drops - drops0)) -lt "$req" ]; then
+                    die "$m: $((l1 - l0)) lines and $((drops - drops0)) drops for $req requests"
+                fi
+                [ "$drops" != "$drops0" ] && echo "stats-cost: $m: $((drops - drops0)) records dropped" >&2
+                printf '%s\t%s\trequests=%s\tcpu_ticks=%s\tcpu_busy=%s\tworker_ns=%s\tcontrol_ns=%s\tloadavg=%s\n' \
+                    "$m" "$run.$r" "$req" "$((t1 - t0))" "$((b1 - b0))" "$((w1 - w0))" "$((c1 - c0))" \
+                    "$(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/raw.tsv"
+                rm -f "$TMP/live-$run.$r.$m.log" # the next reload closes it
+            done
+        done
+        kill "${PID[live]}"
+        wait "${PID[live]}" 2>/dev/null || true
+        unset "PID[live]"
+    done
+    RUNS=0
+fi
+read -r -a MODELIST <<<"$MODES"
+NM=${#MODELIST[@]}
+# Each run starts fresh servers: a process's memory layout stays for its
+# life and biases all its slices alike, so runs are the unit of the final
+# median, slices only make each run's figure.
+for run in $(seq "$RUNS"); do
+p=$PORT
+for m in $MODES; do start "$m" "$p"; p=$((p + 1)); done
+for m in $MODES; do load "$m" 2s >/dev/null; done # warm-up
+for r in $(seq "$ROUNDS"); do
+    # each round starts with the next mode, so no mode always follows another
+    for k in $(seq 0 $((NM - 1))); do
+        m=${MODELIST[$(((r + k) % NM))]}
+        t0=$(cpu_ticks "${PID[$m]}")
+        b0=$(cpu_busy "$SERVER_CPU")
+        read -r w0 c0 <<<"$(thread_ns "${PID[$m]}")"
+        req=$(load "$m" "$SLICE")
+        sleep 0.3 # the control thread writes out the last records
+        t1=$(cpu_ticks "${PID[$m]}")
+        b1=$(cpu_busy "$SERVER_CPU")
+        read -r w1 c1 <<<"$(thread_ns "${PID[$m]}")"
+        printf '%s\t%s\trequests=%s\tcpu_ticks=%s\tcpu_busy=%s\tworker_ns=%s\tcontrol_ns=%s\tloadavg=%s\n' \
+            "$m" "$run.$r" "$req" "$((t1 - t0))" "$((b1 - b0))" "$((w1 - w0))" "$((c1 - c0))" \
+            "$(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/raw.tsv"
+    done
+done
+for m in $MODES; do kill "${PID[$m]}"; wait "${PID[$m]}" 2>/dev/null || true; unset "PID[$m]"; done
+for m in alog json; do
+    [ -f "$TMP/$m-access.log" ] && echo "run $run: $m: $(wc -l <"$TMP/$m-access.log") log lines" >>"$OUT/env.txt"
+    rm -f "$TMP/$m-access.log"
+done
+done
+REF=base
+[ "${TOGGLE:-0}" = 1 ] && REF=nolog
+python3 - "$OUT/raw.tsv" "$CLK_TCK" "$REF" <<'PY' | tee "$OUT/results.txt"
 import statistics, sys
-raw, clk = sys.argv[1], int(sys.argv[2])
-runs = {}
+raw, clk, ref = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+per = {}  # (run, mode) -> slices
 for line in open(raw):
-    p = line.split("\t")
-    kv = dict(f.split("=") for f in " ".join(p[2:]).split() if not f.startswith("loadavg="))
+    p = line.rstrip("\n").split("\t")
+    kv = dict(f.split("=") for f in p[2:])
     req = int(kv["requests"])
-    us = 1e6 * int(kv["cpu_ticks"]) / clk / req if req else float("nan")
-    errs = sum(int(v) for k, v in kv.items() if k.startswith("err_"))
-    runs.setdefault(p[0], []).append((us, req / (int(kv["duration_us"]) / 1e6), errs, int(kv["log_lines"])))
-base = statistics.median(u for u, *_ in runs["base"]) if "base" in runs else None
-print("%-6s %22s %10s %12s %8s" % ("mode", "CPU-us/request (runs)", "median", "vs base", "req/s"))
-for m, rs in runs.items():
-    med = statistics.median(u for u, *_ in rs)
-    rel = "%+.2f%%" % (100 * (med / base - 1)) if base else "-"
-    print("%-6s %22s %10.3f %12s %8.0f%s" % (m, " ".join("%.3f" % u for u, *_ in rs), med, rel,
-          statistics.median(r for _, r, *_ in rs), "  ERRORS" if any(e for _, _, e, _ in rs) else ""))
+    per.setdefault((p[1].split(".")[0], p[0]), []).append({
+        "threads": (int(kv["worker_ns"]) + int(kv["control_ns"])) / req,
+        "worker": int(kv["worker_ns"]) / req,
+        "control": int(kv["control_ns"]) / req,
+        "ticks": 1e9 * int(kv["cpu_ticks"]) / clk / req,
+        "cpu": 1e9 * int(kv["cpu_busy"]) / clk / req,
+        "req": req})
+runs = sorted({r for r, _ in per})
+modes = list(dict.fromkeys(m for _, m in per))
+cols = ("threads", "worker", "control", "ticks", "cpu")
+def med(r, m, c):
+    return statistics.median(x[c] for x in per[(r, m)])
+print("CPU ns per request (median over a run's slices), per run; vs %s in the same run" % ref)
+print("  threads = worker + control thread, time on CPU from the scheduler (schedstat): the figure")
+print("  ticks = the process's utime+stime; cpu = busy time of the server's CPU (softirq included)")
+print("%-4s %-6s %6s" % ("run", "mode", "slices") + "".join("%9s %8s" % (c, "vs " + ref) for c in cols))
+rel = {}
+for r in runs:
+    for m in modes:
+        if (r, m) not in per:
+            continue
+        row = "%-4s %-6s %6d" % (r, m, len(per[(r, m)]))
+        for c in cols:
+            v = med(r, m, c)
+            x = 100 * (v / med(r, ref, c) - 1) if (r, ref) in per else float("nan")
+            rel.setdefault((m, c), []).append(x)
+            row += "%9.0f %+7.2f%%" % (v, x)
+        print(row)
+print("median over %d runs of the cost against %s:" % (len(runs), ref))
+for m in modes:
+    if m == ref:
+        continue
+    d = [med(r, m, "control") + 0 for r in runs if (r, m) in per]
+    print("  %-6s threads %+.2f%% (runs: %s), ticks %+.2f%%, cpu %+.2f%%; control thread %.0f ns/request" % (
+        m, statistics.median(rel[(m, "threads")]), " ".join("%+.1f" % x for x in rel[(m, "threads")]),
+        statistics.median(rel[(m, "ticks")]), statistics.median(rel[(m, "cpu")]), statistics.median(d)))
 PY
 echo "stats-cost: results in $OUT"
