@@ -163,12 +163,6 @@ origin_count() {
         python3 -c "import json,sys; print(json.load(sys.stdin)['requests'].get(sys.argv[1], 0))" "$1"
 }
 
-zc_counts() { # "sent N copied M" from hlsedge's /metrics
-    curl -s "http://127.0.0.1:$APORT/metrics" | awk '
-        /^hlsedge_cache_zc_sends_total/ { s += $NF }
-        /^hlsedge_cache_zc_copied_total/ { c += $NF }
-        END { printf "sent %d copied %d", s, c }'
-}
 
 median() { sort -g | awk '{a[NR] = $1} END { print a[int((NR + 1) / 2)] }'; }
 
@@ -182,7 +176,8 @@ for ((r = 1; r <= RUNS; r++)); do
     stop_pid "$SRV"
     start_he
     echo "he_hit $(hit_run "$HPORT")" >>"$TMP/res"
-    echo "zero-copy sends (run $r): $(zc_counts)" >&2
+    read -r zs zc <<<"$(he_zc_counts "$APORT")"
+    echo "zero-copy sends (run $r): sent $zs copied $zc" >&2
     b=$(burst_run "$HPORT" /vod/cold.ts)
     echo "he_burst $(origin_count /vod/cold.ts) $b" >>"$TMP/res"
     stop_pid "$SRV"

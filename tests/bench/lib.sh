@@ -38,6 +38,13 @@ stop_pid() { # stop_pid PID [SIGNAL]: signal, then wait up to 5 s, then KILL
     wait "$pid" 2>/dev/null || true
 }
 
+he_zc_counts() { # he_zc_counts ADMIN_PORT: "SENT COPIED", hlsedge's zero-copy sends so far
+    curl -s "http://127.0.0.1:$1/metrics" | awk '
+        /^hlsedge_cache_zc_sends_total/ { s += $NF }
+        /^hlsedge_cache_zc_copied_total/ { c += $NF }
+        END { printf "%d %d", s, c }'
+}
+
 cpu_mask() { printf '%x' $((1 << $1)); }
 
 port_free() { [ -z "$(ss -Htln "sport = :$1" 2>/dev/null)" ]; }

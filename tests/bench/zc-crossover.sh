@@ -82,23 +82,16 @@ EOF
     done
 }
 
-zc_counts() { # "sent copied" so far
-    curl -s "http://127.0.0.1:$APORT/metrics" | awk '
-        /^hlsedge_cache_zc_sends_total/ { s += $NF }
-        /^hlsedge_cache_zc_copied_total/ { c += $NF }
-        END { printf "%d %d", s, c }'
-}
-
 # one wrk slice on one size: "GB_per_cpu_s p99_ms zc_sent zc_copied"
 hit_run() {
     local kb=$1 t0 t1 out bytes p99 z0 z1
-    z0=$(zc_counts)
+    z0=$(he_zc_counts "$APORT")
     t0=$(cpu_ticks "$SRV")
     out=$($RR taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" \
         -s "$BENCH_DIR/random-paths.lua" "http://127.0.0.1:$HPORT" -- "$TMP/paths-$kb" |
         grep WRK_RESULT) || bench_die "wrk failed"
     t1=$(cpu_ticks "$SRV")
-    z1=$(zc_counts)
+    z1=$(he_zc_counts "$APORT")
     bytes=$(sed -n 's/.* bytes=\([0-9]*\).*/\1/p' <<<"$out")
     p99=$(sed -n 's/.*p99_us=\([0-9]*\).*/\1/p' <<<"$out")
     awk -v b="$bytes" -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v p="$p99" \

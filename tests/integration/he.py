@@ -142,6 +142,16 @@ def sha256(data):
     return hashlib.sha256(data).hexdigest()
 
 
+def blob(n, seed):
+    """n deterministic, incompressible bytes: the same for the same seed."""
+    out = bytearray()
+    i = 0
+    while len(out) < n:
+        out += hashlib.sha256(b"%d-%d" % (seed, i)).digest()
+        i += 1
+    return bytes(out[:n])
+
+
 def make_library(root, big_mb=24):
     """A synthetic HLS library: 5 renditions of media playlists and .ts
     segments of pseudo-random bytes, plus every content type, a symlink

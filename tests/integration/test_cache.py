@@ -36,22 +36,13 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Server, expect, expect_eq, run_tests  # noqa: E402
+from he import Server, blob, expect, expect_eq, run_tests  # noqa: E402
 from he_admin import metrics_text, stats, wait_for  # noqa: E402
 from origin import Origin  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-cache-")
 ROOT = os.path.join(TMP, "lib")  # the library: empty, so everything comes from the origin
 os.makedirs(ROOT, exist_ok=True)
-
-
-def blob(n, seed):
-    out = bytearray()
-    i = 0
-    while len(out) < n:
-        out += hashlib.sha256(b"%d-%d" % (seed, i)).digest()
-        i += 1
-    return bytes(out[:n])
 
 
 def cache_conf(origin, ssd=None, extra_cache="", extra_origin="", prefetch=0, sources="root-first"):

@@ -19,7 +19,6 @@ send_zc"). Checked here:
 
 Skips (77) when the kernel lacks SEND_ZC or REPORT_USAGE."""
 
-import hashlib
 import http.client
 import os
 import shutil
@@ -28,7 +27,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Server, expect, expect_eq, run_tests  # noqa: E402
+from he import Server, blob, expect, expect_eq, run_tests  # noqa: E402
 from he_admin import metric_sum, metrics_text, parse_metrics, stats  # noqa: E402
 from origin import Origin  # noqa: E402
 
@@ -36,15 +35,6 @@ TMP = tempfile.mkdtemp(prefix="he-cache-zc-")
 ROOT = os.path.join(TMP, "lib")
 os.makedirs(ROOT, exist_ok=True)
 SIZE = 3 << 20  # three 1 MiB spans: zero-copy (threshold 256 KiB)
-
-
-def blob(n, seed):
-    out = bytearray()
-    i = 0
-    while len(out) < n:
-        out += hashlib.sha256(b"%d-%d" % (seed, i)).digest()
-        i += 1
-    return bytes(out[:n])
 
 
 DATA = {"/zc/a.ts": blob(SIZE, 1), "/zc/b.ts": blob(SIZE, 2)}
