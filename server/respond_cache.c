@@ -527,8 +527,6 @@ static void he_rc_start(he_worker_t *w, he_conn_t *c)
     he_rc_pump(w, c);
 }
 
-/* A complete object (a hit, a stale copy, a fill that ended): answers c.
- * Takes over the caller's reference. */
 /* A media playlist served: prefetch learns its segments, and the request's
  * raw target (escapes and query as sent), which a refresh must ask for. */
 static void he_rc_playlist_seen(he_worker_t *w, he_conn_t *c, he_cache_obj_t *o)
@@ -543,6 +541,8 @@ static void he_rc_playlist_seen(he_worker_t *w, he_conn_t *c, he_cache_obj_t *o)
     free(t);
 }
 
+/* A complete object (a hit, a stale copy, a fill that ended): answers c.
+ * Takes over the caller's reference. */
 static void he_rc_serve_obj(he_worker_t *w, he_conn_t *c, he_cache_obj_t *o, uint8_t cst)
 {
     he_cconn_t *cc = he_rc_cc(w, c);
