@@ -41,8 +41,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-FIFO=""
-chrt -r 10 true 2>/dev/null && FIFO="chrt -r 10"
+RT=""
+chrt -r 10 true 2>/dev/null && RT="chrt -r 10"
 
 for ((i = 0; i < NSEG; i++)); do
     head -c $((SEG_KB * 1024)) /dev/urandom >"$ROOT/vod/seg_$i.ts"
@@ -50,33 +50,13 @@ for ((i = 0; i < NSEG; i++)); do
 done
 head -c $((SEG_MB << 20)) /dev/urandom >"$ROOT/vod/cold.ts"
 
-$FIFO taskset -c "$CLIENT_CPU" python3 "$REPO/tests/integration/origin.py" --port "$OPORT" \
+$RT taskset -c "$CLIENT_CPU" python3 "$REPO/tests/integration/origin.py" --port "$OPORT" \
     --root "$ROOT" >"$TMP/origin.log" 2>&1 &
 ORIGIN_PID=$!
 for ((i = 0; i < 50; i++)); do curl -sf "http://127.0.0.1:$OPORT/_stats" >/dev/null && break; sleep 0.1; done
 
 start_he() { # [ENV=VALUE ...] for hlsedge; HE_ROOT: serve that root, sendfile
-    cat >"$TMP/he.yaml" <<EOF
-listen: ["127.0.0.1:$HPORT"]
-root: ${HE_ROOT:-$TMP/empty}
-workers: 1
-cpus: [$SERVER_CPU]
-cache:
-  ram_size: 512m
-  ram_object_max: 64m
-  admission: false
-  prefetch: 0
-admin:
-  listen: "127.0.0.1:$APORT"
-origin:
-  urls: ["http://127.0.0.1:$OPORT"]
-  read_timeout: 30s
-  total_timeout: 120s
-EOF
-    env "$@" $FIFO taskset -c "$SERVER_CPU" "$HLSEDGE" -c "$TMP/he.yaml" >"$TMP/he.log" 2>&1 &
-    SRV=$!
-    for ((i = 0; i < 50; i++)); do curl -s -o /dev/null "http://127.0.0.1:$HPORT/" && return; sleep 0.1; done
-    bench_die "hlsedge did not start: $(tail -3 "$TMP/he.log")"
+    start_hlsedge_cache "${HE_ROOT:-$TMP/empty}" "$@"
 }
 
 # mode: static (files from the page cache) or proxy (proxy_cache + lock)
@@ -110,7 +90,7 @@ http {
     server { listen 127.0.0.1:$NPORT backlog=4096; location / { $loc } }
 }
 EOF
-    $FIFO taskset -c "$SERVER_CPU" nginx -p "$TMP" -c "$TMP/nginx.conf" -g 'daemon off;' \
+    $RT taskset -c "$SERVER_CPU" nginx -p "$TMP" -c "$TMP/nginx.conf" -g 'daemon off;' \
         >"$TMP/nginx.out" 2>&1 &
     SRV=$!
     for ((i = 0; i < 50; i++)); do curl -s -o /dev/null "http://127.0.0.1:$NPORT/" && return; sleep 0.1; done
@@ -123,7 +103,7 @@ hit_run() {
     for p in $(cat "$TMP/paths"); do curl -s -o /dev/null "http://127.0.0.1:$port$p"; done
     for p in $(cat "$TMP/paths"); do curl -s -o /dev/null "http://127.0.0.1:$port$p"; done
     t0=$(cpu_ticks $(server_pids "$SRV"))
-    out=$($FIFO taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" \
+    out=$($RT taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" \
         -s "$BENCH_DIR/random-paths.lua" "http://127.0.0.1:$port" -- "$TMP/paths" | grep WRK_RESULT)
     t1=$(cpu_ticks $(server_pids "$SRV"))
     req=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' <<<"$out")
@@ -138,7 +118,7 @@ burst_run() {
     local port=$1 path=$2
     curl -s "http://127.0.0.1:$OPORT/_control?reset_stats=1" >/dev/null
     curl -s "http://127.0.0.1:$OPORT/_control?path=$path&rate=$RATE" >/dev/null
-    $FIFO taskset -c "$CLIENT_CPU" python3 - "$port" "$path" "$CLIENTS" "$ROOT/vod/cold.ts" <<'EOF'
+    $RT taskset -c "$CLIENT_CPU" python3 - "$port" "$path" "$CLIENTS" "$ROOT/vod/cold.ts" <<'EOF'
 import http.client, statistics, sys, threading, time
 port, path, n, ref = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), open(sys.argv[4], "rb").read()
 bar = threading.Barrier(n); out = [None] * n

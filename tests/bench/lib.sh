@@ -2,9 +2,9 @@
 # Shared shell functions for the benchmarks in tests/bench/ (sourced, not
 # run). Start-up of hlsedge and nginx with one worker pinned to one CPU,
 # CPU accounting from /proc, process clean-up. Written for
-# tests/bench/scenarios.sh; the helpers keep the names and behaviour of
-# their counterparts in tests/bench/vs-nginx.sh (which still carries its own
-# copies), so that script can source this file later.
+# tests/bench/scenarios.sh and sourced by every benchmark script here;
+# tests/bench/vs-nginx.sh redefines the start/check functions it needs
+# differently (TLS checked against its own CA file).
 #
 # The caller sets, before calling the start/check functions:
 #   REPO BENCH_DIR        repository root, tests/bench
@@ -43,6 +43,37 @@ he_zc_counts() { # he_zc_counts ADMIN_PORT: "SENT COPIED", hlsedge's zero-copy s
         /^hlsedge_cache_zc_sends_total/ { s += $NF }
         /^hlsedge_cache_zc_copied_total/ { c += $NF }
         END { printf "%d %d", s, c }'
+}
+
+# start_hlsedge_cache ROOT [ENV=VALUE ...]: hlsedge as an edge cache for
+# the cache benchmarks: one worker on SERVER_CPU, viewers on HPORT, admin
+# on APORT, misses from the origin on OPORT, a 512 MiB RAM tier that admits
+# everything and does not prefetch. RT is a scheduler prefix (chrt -r 10) or
+# empty. Sets SRV; its log is $TMP/he.log.
+start_hlsedge_cache() {
+    local root=$1 i
+    shift
+    cat >"$TMP/he.yaml" <<EOF
+listen: ["127.0.0.1:$HPORT"]
+root: $root
+workers: 1
+cpus: [$SERVER_CPU]
+cache:
+  ram_size: 512m
+  ram_object_max: 64m
+  admission: false
+  prefetch: 0
+admin:
+  listen: "127.0.0.1:$APORT"
+origin:
+  urls: ["http://127.0.0.1:$OPORT"]
+  read_timeout: 30s
+  total_timeout: 120s
+EOF
+    env "$@" ${RT:-} taskset -c "$SERVER_CPU" "$HLSEDGE" -c "$TMP/he.yaml" >"$TMP/he.log" 2>&1 &
+    SRV=$!
+    for ((i = 0; i < 50; i++)); do curl -s -o /dev/null "http://127.0.0.1:$HPORT/" && return 0; sleep 0.1; done
+    bench_die "hlsedge did not start: $(tail -3 "$TMP/he.log")"
 }
 
 cpu_mask() { printf '%x' $((1 << $1)); }

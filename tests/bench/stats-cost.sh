@@ -52,12 +52,16 @@ RUNS=${RUNS:-1}
 ROUNDS=${ROUNDS:-20}
 SLICE=${SLICE:-2s}
 CONNS=${CONNS:-50}
-PORT=${PORT:-18090}
+BASE_PORT=${PORT:-18090}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 LIBRARY=${LIBRARY:-demo/library}
 HLSEDGE=${HLSEDGE:-build/hlsedge}
 MODES=${MODES:-"base stats alog json"}
+BENCH_NAME=stats-cost
+# shellcheck source=tests/bench/lib.sh
+. tests/bench/lib.sh # cpu_ticks, cpu_busy_ticks, port_free; it resets PORT
+PORT=$BASE_PORT
 OUT=${OUT:-var/bench/stats-cost-$(date +%Y%m%d-%H%M%S)}
 
 die() { echo "stats-cost: $*" >&2; exit 1; }
@@ -79,16 +83,10 @@ trap cleanup EXIT
 (cd "$ROOT" && find . -name '*.m3u8' -type f | sed 's|^\.||' | sort) >"$OUT/paths.txt"
 CLK_TCK=$(getconf CLK_TCK)
 
-cpu_ticks() { # utime + stime of a process, all threads
-    local f
-    read -r -a f <<<"$(cut -d')' -f2- "/proc/$1/stat")"
-    echo $((f[11] + f[12]))
-}
-
 start() { # start MODE PORT
     local mode=$1 port=$2 conf="$TMP/$1.yaml" env=()
     # SO_REUSEPORT would let a leftover server share the port silently
-    [ -z "$(ss -Htln "sport = :$port")" ] || die "port $port is in use"
+    port_free "$port" || die "port $port is in use"
     {
         echo "listen: [\"127.0.0.1:$port\"]"
         echo "workers: 1"
@@ -132,9 +130,6 @@ load() { # load MODE DURATION -> requests
 } | tee "$OUT/env.txt"
 : >"$OUT/raw.tsv"
 
-cpu_busy() { # busy ticks of one CPU from /proc/stat: everything but idle and iowait
-    awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
-}
 # Time on CPU of the worker threads and of the rest (the control thread),
 # in ns, from the scheduler (/proc/PID/task/TID/schedstat): exact, where
 # utime+stime are sampled per tick.
@@ -178,7 +173,7 @@ if [ "${TOGGLE:-0}" = 1 ]; then
                 drops0=$(curl -s "http://127.0.0.1:$((PORT + 10))/stats" |
                     python3 -c 'import json, sys; print(json.load(sys.stdin)["access_log"]["dropped"])')
                 t0=$(cpu_ticks "${PID[live]}")
-                b0=$(cpu_busy "$SERVER_CPU")
+                b0=$(cpu_busy_ticks "$SERVER_CPU")
                 read -r w0 c0 <<<"$(thread_ns "${PID[live]}")"
                 req=$(load live "$SLICE")
                 sleep 0.3
@@ -188,7 +183,7 @@ if [ "${TOGGLE:-0}" = 1 ]; then
                     sleep 0.1
                 done
                 t1=$(cpu_ticks "${PID[live]}")
-                b1=$(cpu_busy "$SERVER_CPU")
+                b1=$(cpu_busy_ticks "$SERVER_CPU")
                 read -r w1 c1 <<<"$(thread_ns "${PID[live]}")"
                 l1=$(lines "$TMP/live-$run.$r.$m.log")
                 # a state that did not take would show here; records the
@@ -226,12 +221,12 @@ for r in $(seq "$ROUNDS"); do
     for k in $(seq 0 $((NM - 1))); do
         m=${MODELIST[$(((r + k) % NM))]}
         t0=$(cpu_ticks "${PID[$m]}")
-        b0=$(cpu_busy "$SERVER_CPU")
+        b0=$(cpu_busy_ticks "$SERVER_CPU")
         read -r w0 c0 <<<"$(thread_ns "${PID[$m]}")"
         req=$(load "$m" "$SLICE")
         sleep 0.3 # the control thread writes out the last records
         t1=$(cpu_ticks "${PID[$m]}")
-        b1=$(cpu_busy "$SERVER_CPU")
+        b1=$(cpu_busy_ticks "$SERVER_CPU")
         read -r w1 c1 <<<"$(thread_ns "${PID[$m]}")"
         printf '%s\t%s\trequests=%s\tcpu_ticks=%s\tcpu_busy=%s\tworker_ns=%s\tcontrol_ns=%s\tloadavg=%s\n' \
             "$m" "$run.$r" "$req" "$((t1 - t0))" "$((b1 - b0))" "$((w1 - w0))" "$((c1 - c0))" \

@@ -42,6 +42,9 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BENCH_DIR="$REPO/tests/bench"
 cd "$REPO"
+BENCH_NAME=vs-nginx
+# shellcheck source=tests/bench/lib.sh
+. "$BENCH_DIR/lib.sh" # stop_pid, cpu_mask, port_free, server_pids, cpu_ticks, cpu_busy_ticks
 
 SERVERS=${SERVERS:-"hlsedge nginx"}
 DURATION=${DURATION:-10s}
@@ -132,17 +135,6 @@ lib_bytes=$(du -sb "$ROOT" | cut -f1)
 
 # ---------------------------------------------------------------- cleanup
 SERVER_PID="" PERF_PID="" WRK_PID=""
-stop_pid() { # stop_pid PID [SIGNAL]: signal, then wait up to 5 s, then KILL
-    local pid=$1 sig=${2:-TERM} i
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-    kill -"$sig" "$pid" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
 cleanup() {
     stop_pid "$WRK_PID" KILL
     stop_pid "$PERF_PID" INT
@@ -154,38 +146,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---------------------------------------------------------------- helpers
-cpu_mask() { printf '%x' $((1 << $1)); }
-
-port_free() { [ -z "$(ss -Htln "sport = :$1" 2>/dev/null)" ]; }
-
-# Pids whose CPU time counts for the server: the process and its children.
-server_pids() {
-    local p=$1
-    echo "$p"
-    pgrep -P "$p" 2>/dev/null || true
-}
-
-# Sum of utime+stime (clock ticks) over the given pids; for the first pid
-# also cutime+cstime, so a child that exited during the run still counts.
-cpu_ticks() {
-    local first=1 total=0 pid stat f
-    for pid in "$@"; do
-        stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
-        # Fields from 3 (state) on; comm (field 2) may hold spaces and ')'.
-        read -r -a f <<<"${stat##*) }"
-        # f[11]=utime(14) f[12]=stime(15) f[13]=cutime(16) f[14]=cstime(17)
-        total=$((total + f[11] + f[12]))
-        if [ $first = 1 ]; then total=$((total + f[13] + f[14])); fi
-        first=0
-    done
-    echo "$total"
-}
-
-# Busy ticks of one CPU from /proc/stat: everything except idle and iowait.
-cpu_busy_ticks() {
-    awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
-}
-
+# lib.sh's start/check functions are redefined below: this script checks
+# TLS against its own CA file (CURL_TLS) and logs the negotiated suite.
 wait_ready() { # wait_ready PORT PID
     local i code
     for ((i = 0; i < 100; i++)); do

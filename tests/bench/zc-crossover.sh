@@ -34,8 +34,8 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-RR=""
-chrt -r 10 true 2>/dev/null && RR="chrt -r 10"
+RT=""
+chrt -r 10 true 2>/dev/null && RT="chrt -r 10"
 
 for kb in $SIZES; do
     mkdir -p "$ROOT/s$kb"
@@ -57,24 +57,7 @@ start_he() { # MODE
         auto) ;;
         *) bench_die "unknown mode $1" ;;
     esac
-    cat >"$TMP/he.yaml" <<EOF
-listen: ["127.0.0.1:$HPORT"]
-root: $TMP/empty
-workers: 1
-cpus: [$SERVER_CPU]
-cache:
-  ram_size: 512m
-  ram_object_max: 64m
-  admission: false
-  prefetch: 0
-admin:
-  listen: "127.0.0.1:$APORT"
-origin:
-  urls: ["http://127.0.0.1:$OPORT"]
-EOF
-    env "${env[@]}" $RR taskset -c "$SERVER_CPU" "$HLSEDGE" -c "$TMP/he.yaml" >"$TMP/he.log" 2>&1 &
-    SRV=$!
-    for ((i = 0; i < 50; i++)); do curl -s -o /dev/null "http://127.0.0.1:$HPORT/" && break; sleep 0.1; done
+    start_hlsedge_cache "$TMP/empty" ${env[@]+"${env[@]}"}
     for kb in $SIZES; do # fill, then hit once: all warm in RAM
         for p in $(cat "$TMP/paths-$kb") $(cat "$TMP/paths-$kb"); do
             curl -sf -o /dev/null "http://127.0.0.1:$HPORT$p" || bench_die "GET $p failed"
@@ -87,7 +70,7 @@ hit_run() {
     local kb=$1 t0 t1 out bytes p99 z0 z1
     z0=$(he_zc_counts "$APORT")
     t0=$(cpu_ticks "$SRV")
-    out=$($RR taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" \
+    out=$($RT taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" \
         -s "$BENCH_DIR/random-paths.lua" "http://127.0.0.1:$HPORT" -- "$TMP/paths-$kb" |
         grep WRK_RESULT) || bench_die "wrk failed"
     t1=$(cpu_ticks "$SRV")
