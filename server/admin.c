@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "server/log.h"
+#include "server/http_util.h"
 
 #define HE_ADMIN_MAX_ROUTES 32
 #define HE_ADMIN_MAX_CONNS 128
@@ -94,34 +95,6 @@ void he_admin_resp_text(he_admin_resp_t *resp, int status, const char *text)
     resp->body_static = true;
 }
 
-static const char *he_admin_reason(int status)
-{
-    switch (status) {
-    case 200:
-        return "OK";
-    case 202:
-        return "Accepted";
-    case 204:
-        return "No Content";
-    case 400:
-        return "Bad Request";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 413:
-        return "Content Too Large";
-    case 414:
-        return "URI Too Long";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 503:
-        return "Service Unavailable";
-    default:
-        return status < 500 ? "Error" : "Internal Server Error";
-    }
-}
-
 /* ---------------------------------------------------------------- connections */
 
 static void he_admin_maybe_free(he_admin_t *a)
@@ -176,7 +149,7 @@ static void he_admin_send(he_admin_conn_t *c, he_admin_resp_t *resp, bool head, 
     n = snprintf(w->hdr, 512 + strlen(extra),
                  "HTTP/1.1 %d %s\r\nServer: hlsedge\r\nContent-Type: %s\r\n"
                  "Content-Length: %zu\r\nCache-Control: no-store\r\n%sConnection: %s\r\n\r\n",
-                 resp->status, he_admin_reason(resp->status),
+                 resp->status, he_http_reason(resp->status),
                  resp->type ? resp->type : "text/plain; charset=utf-8", resp->len, extra,
                  close ? "close" : "keep-alive");
     w->conn = c;

@@ -9,6 +9,10 @@
 #include <stdint.h>
 #include <time.h>
 
+/* The reason phrase of a status code (RFC 9110); for a code not listed,
+ * one naming its class ("Client Error"), so an origin's status passes. */
+const char *he_http_reason(int status);
+
 typedef enum he_http_range_result {
     HE_HTTP_RANGE_NONE = 0,     /* no usable Range: serve the whole body (200) */
     HE_HTTP_RANGE_OK,           /* one satisfiable range: 206 */

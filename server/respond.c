@@ -28,44 +28,6 @@
  * (0.39-0.40) but not at 256 KiB (0.14-0.17), so it is not used. */
 #define HE_SENDFILE_CHUNK (256u << 10)
 
-static const char *he_respond_reason(int status)
-{
-    switch (status) {
-    case 200:
-        return "OK";
-    case 204:
-        return "No Content";
-    case 206:
-        return "Partial Content";
-    case 304:
-        return "Not Modified";
-    case 400:
-        return "Bad Request";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 412:
-        return "Precondition Failed";
-    case 414:
-        return "URI Too Long";
-    case 416:
-        return "Range Not Satisfiable";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    case 504:
-        return "Gateway Timeout";
-    default:
-        return "Internal Server Error";
-    }
-}
-
 void he__worker_refresh_date(he_worker_t *w)
 {
     time_t now = time(NULL);
@@ -86,7 +48,7 @@ static void he_respond_start(he_worker_t *w, he_conn_t *c, he_hbuf_t *b, int sta
     he_hb_lit(b, "HTTP/1.1 ");
     he_hb_u64(b, (uint64_t)status);
     he_hb_lit(b, " ");
-    he_hb_str(b, he_respond_reason(status));
+    he_hb_str(b, he_http_reason(status));
     he_hb_lit(b, "\r\nServer: hlsedge\r\nDate: ");
     he_hb_mem(b, w->date, 29);
     he_hb_lit(b, "\r\n");
@@ -341,7 +303,7 @@ void he__respond_error(he_worker_t *w, he_conn_t *c, int status)
 {
     he_hbuf_t b;
     char body[128];
-    int blen = snprintf(body, sizeof(body), "%d %s\n", status, he_respond_reason(status));
+    int blen = snprintf(body, sizeof(body), "%d %s\n", status, he_http_reason(status));
 
     if (status == 400 || status == 414 || status == 431) c->close_after = true;
     he_respond_start(w, c, &b, status);

@@ -66,65 +66,6 @@ static inline he_cconn_t *he_rc_cc(he_worker_t *w, he_conn_t *c)
 
 /* ---------------------------------------------------------------- heads */
 
-static const char *he_rc_reason(int status)
-{
-    switch (status) {
-    case 200:
-        return "OK";
-    case 203:
-        return "Non-Authoritative Information";
-    case 204:
-        return "No Content";
-    case 206:
-        return "Partial Content";
-    case 301:
-        return "Moved Permanently";
-    case 302:
-        return "Found";
-    case 303:
-        return "See Other";
-    case 304:
-        return "Not Modified";
-    case 307:
-        return "Temporary Redirect";
-    case 308:
-        return "Permanent Redirect";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 410:
-        return "Gone";
-    case 412:
-        return "Precondition Failed";
-    case 416:
-        return "Range Not Satisfiable";
-    case 429:
-        return "Too Many Requests";
-    case 451:
-        return "Unavailable For Legal Reasons";
-    case 500:
-        return "Internal Server Error";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    case 504:
-        return "Gateway Timeout";
-    default:
-        return status < 300   ? "OK"
-               : status < 400 ? "Redirect"
-               : status < 500 ? "Client Error"
-                              : "Server Error";
-    }
-}
-
 /* The head of a cache answer, into c->hdr. What the origin sent for the
  * representation (type, validators) and our own policy (Cache-Control per
  * type, CORS) - never the origin's hop-by-hop or caching headers. */
@@ -146,15 +87,14 @@ static bool he_rc_head(he_worker_t *w, he_conn_t *c, const he_rc_head_t *h)
     he_hb_lit(&b, "HTTP/1.1 ");
     he_hb_u64(&b, (uint64_t)h->status);
     he_hb_lit(&b, " ");
-    he_hb_str(&b, he_rc_reason(h->status));
+    he_hb_str(&b, he_http_reason(h->status));
     he_hb_lit(&b, "\r\nServer: hlsedge\r\nDate: ");
     he_hb_mem(&b, w->date, 29);
     he_hb_lit(&b, "\r\n");
     if (w->conf->cors_allow_origin[0]) {
         he_hb_lit(&b, "Access-Control-Allow-Origin: ");
         he_hb_str(&b, w->conf->cors_allow_origin);
-        he_hb_lit(&b,
-                   "\r\nAccess-Control-Expose-Headers: Content-Length, Content-Range, ETag\r\n");
+        he_hb_lit(&b, "\r\nAccess-Control-Expose-Headers: Content-Length, Content-Range, ETag\r\n");
     }
     if (h->status != 304) {
         he_hb_lit(&b, "Content-Type: ");

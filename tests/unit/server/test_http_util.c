@@ -389,8 +389,27 @@ static void test_if_range(void)
     HE_CHECK(!he_http_if_range_ok(ETAG, strlen(ETAG), NULL, 0, MTIME));
 }
 
+static void test_reason(void)
+{
+    /* every status the data path, the cache and the admin listener emit */
+    HE_CHECK(strcmp(he_http_reason(200), "OK") == 0);
+    HE_CHECK(strcmp(he_http_reason(206), "Partial Content") == 0);
+    HE_CHECK(strcmp(he_http_reason(304), "Not Modified") == 0);
+    HE_CHECK(strcmp(he_http_reason(404), "Not Found") == 0);
+    HE_CHECK(strcmp(he_http_reason(413), "Content Too Large") == 0);
+    HE_CHECK(strcmp(he_http_reason(416), "Range Not Satisfiable") == 0);
+    HE_CHECK(strcmp(he_http_reason(431), "Request Header Fields Too Large") == 0);
+    HE_CHECK(strcmp(he_http_reason(503), "Service Unavailable") == 0);
+    /* an origin's unlisted code: named by its class */
+    HE_CHECK(strcmp(he_http_reason(299), "OK") == 0);
+    HE_CHECK(strcmp(he_http_reason(399), "Redirect") == 0);
+    HE_CHECK(strcmp(he_http_reason(418), "Client Error") == 0);
+    HE_CHECK(strcmp(he_http_reason(599), "Server Error") == 0);
+}
+
 int main(void)
 {
+    test_reason();
     test_range();
     test_etag();
     test_date_format();
