@@ -309,6 +309,21 @@ static void he_control_snapshot(he_control_t *ctl, he_metrics_snap_t *s)
 
 /* ---------------------------------------------------------------- admin routes */
 
+/* A formatted body (b, which the response takes over) or, when something
+ * ran out of memory on the way, a 500. */
+static void he_control_reply(he_admin_resp_t *resp, he_mbuf_t *b, bool ok, const char *type)
+{
+    if (!ok) {
+        he_mbuf_free(b);
+        he_admin_resp_text(resp, 500, "out of memory\n");
+        return;
+    }
+    resp->status = 200;
+    resp->type = type;
+    resp->body = b->p;
+    resp->len = b->len;
+}
+
 static void he_control_route_metrics(void *ctx, const he_admin_req_t *req, he_admin_resp_t *resp)
 {
     he_control_t *ctl = ctx;
@@ -325,15 +340,7 @@ static void he_control_route_metrics(void *ctx, const he_admin_req_t *req, he_ad
     ok = snap->workers && !b.oom;
     free(snap->workers);
     free(snap);
-    if (!ok) {
-        he_mbuf_free(&b);
-        he_admin_resp_text(resp, 500, "out of memory\n");
-        return;
-    }
-    resp->status = 200;
-    resp->type = "text/plain; version=0.0.4; charset=utf-8";
-    resp->body = b.p;
-    resp->len = b.len;
+    he_control_reply(resp, &b, ok, "text/plain; version=0.0.4; charset=utf-8");
 }
 
 #define HE_CONTROL_TLS_JSON 65536
@@ -371,15 +378,7 @@ static void he_control_route_stats(void *ctx, const he_admin_req_t *req, he_admi
     free((void *)snap->history);
     free(snap->workers);
     free(snap);
-    if (!ok) {
-        he_mbuf_free(&b);
-        he_admin_resp_text(resp, 500, "out of memory\n");
-        return;
-    }
-    resp->status = 200;
-    resp->type = "application/json";
-    resp->body = b.p;
-    resp->len = b.len;
+    he_control_reply(resp, &b, ok, "application/json");
 }
 
 static void he_control_route_healthz(void *ctx, const he_admin_req_t *req, he_admin_resp_t *resp)

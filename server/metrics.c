@@ -142,6 +142,20 @@ static void he_prom_per_worker(he_mbuf_t *b, const he_metrics_snap_t *s, const c
     }
 }
 
+void he__prom_per_worker_by(he_mbuf_t *b, const he_metrics_snap_t *s, const char *name,
+                            const char *help, const char *label, const char *const *values,
+                            size_t off, int n)
+{
+    he_prom_head(b, name, "counter", help);
+    for (unsigned i = 0; i < s->nworkers; i++)
+        for (int k = 0; k < n; k++) {
+            uint64_t v;
+            memcpy(&v, (const char *)&s->workers[i].st + off + (size_t)k * sizeof(v), sizeof(v));
+            he_mbuf_printf(b, "hlsedge_%s{worker=\"%u\",%s=\"%s\"} %llu\n", name, s->workers[i].id,
+                           label, values[k], (unsigned long long)v);
+        }
+}
+
 static void he_prom_label_value(he_mbuf_t *b, const char *v)
 {
     for (; *v; v++) {
@@ -249,12 +263,8 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_mbuf_t *b)
         he_mbuf_printf(b, "hlsedge_connections_active{worker=\"%u\"} %llu\n", s->workers[i].id,
                        (unsigned long long)he_metrics_active(&s->workers[i].st));
 
-    he_prom_head(b, "requests_total", "counter", "Requests by method.");
-    for (unsigned i = 0; i < s->nworkers; i++)
-        for (int m = 0; m < HE_STATS_METHOD_COUNT; m++)
-            he_mbuf_printf(b, "hlsedge_requests_total{worker=\"%u\",method=\"%s\"} %llu\n",
-                           s->workers[i].id, he_metrics_methods[m],
-                           (unsigned long long)s->workers[i].st.requests[m]);
+    he__prom_per_worker_by(b, s, "requests_total", "Requests by method.", "method",
+                           he_metrics_methods, HE_OFF(requests), HE_STATS_METHOD_COUNT);
     he_prom_head(b, "responses_total", "counter", "Responses by status class.");
     for (unsigned i = 0; i < s->nworkers; i++)
         for (int c = 1; c <= 5; c++)
@@ -271,13 +281,10 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_mbuf_t *b)
     he_prom_per_worker(b, s, "sent_bytes_total", "counter",
                        "Bytes handed to the kernel for clients (headers and bodies).",
                        HE_OFF(bytes_out));
-    he_prom_head(b, "errors_total", "counter",
-                 "Errors by cause: timeouts (header, keep-alive, send), bad requests, resets.");
-    for (unsigned i = 0; i < s->nworkers; i++)
-        for (int e = 0; e < HE_STATS_ERR_COUNT; e++)
-            he_mbuf_printf(b, "hlsedge_errors_total{worker=\"%u\",cause=\"%s\"} %llu\n",
-                           s->workers[i].id, he_metrics_errors[e],
-                           (unsigned long long)s->workers[i].st.errors[e]);
+    he__prom_per_worker_by(
+        b, s, "errors_total",
+        "Errors by cause: timeouts (header, keep-alive, send), bad requests, resets.", "cause",
+        he_metrics_errors, HE_OFF(errors), HE_STATS_ERR_COUNT);
     he_prom_per_worker(b, s, "fd_cache_hits_total", "counter", "Open-file cache hits.",
                        HE_OFF(fcache_hits));
     he_prom_per_worker(b, s, "fd_cache_misses_total", "counter", "Open-file cache misses.",
@@ -310,13 +317,10 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_mbuf_t *b)
     he_prom_per_worker(b, s, "tls_ktls_fallback_total", "counter",
                        "TLS connections that could not use kTLS for their cipher.",
                        HE_OFF(tls_conn_ktls_fallback));
-    he_prom_head(b, "tls_errors_total", "counter",
-                 "TLS connections that ended before or during the handshake, by cause.");
-    for (unsigned i = 0; i < s->nworkers; i++)
-        for (int e = 0; e < HE_STATS_TLS_ERR_COUNT; e++)
-            he_mbuf_printf(b, "hlsedge_tls_errors_total{worker=\"%u\",cause=\"%s\"} %llu\n",
-                           s->workers[i].id, he_metrics_tls_errors[e],
-                           (unsigned long long)s->workers[i].st.tls_errors[e]);
+    he__prom_per_worker_by(b, s, "tls_errors_total",
+                           "TLS connections that ended before or during the handshake, by cause.",
+                           "cause", he_metrics_tls_errors, HE_OFF(tls_errors),
+                           HE_STATS_TLS_ERR_COUNT);
 
     he_prom_head(b, "access_log_enabled", "gauge", "1 when an access log is open.");
     he_mbuf_printf(b, "hlsedge_access_log_enabled %d\n", s->alog_on ? 1 : 0);
@@ -443,14 +447,14 @@ void he_metrics_json(const he_metrics_snap_t *s, he_mbuf_t *b)
                    "\"features\":{\"io_uring\":{\"single_issuer\":%s,\"defer_taskrun\":%s,"
                    "\"coop_taskrun\":%s,\"multishot_accept\":%s,\"recv_multishot\":%s,"
                    "\"buf_ring\":%s,\"fixed_files\":%s,\"send_zc\":%s,\"zc_report_usage\":%s},"
-                   "\"openat2_beneath\":%s,"
-                   "\"reuseport_cbpf\":%s,\"ktls\":%s,\"numa_nodes\":%d,\"summary\":",
+                   "\"openat2_beneath\":%s,\"reuseport_cbpf\":%s,\"ktls\":%s,\"numa_nodes\":%d,"
+                   "\"summary\":",
                    f->single_issuer ? "true" : "false", f->defer_taskrun ? "true" : "false",
                    f->coop_taskrun ? "true" : "false", f->multishot_accept ? "true" : "false",
                    f->recv_multishot ? "true" : "false", f->buf_ring ? "true" : "false",
                    f->fixed_files ? "true" : "false", f->send_zc ? "true" : "false",
-                   f->zc_report_usage ? "true" : "false", f->openat2_beneath ? "true" : "false", f->reuseport_cbpf ? "true" : "false",
-                   f->ktls ? "true" : "false", f->numa_nodes);
+                   f->zc_report_usage ? "true" : "false", f->openat2_beneath ? "true" : "false",
+                   f->reuseport_cbpf ? "true" : "false", f->ktls ? "true" : "false", f->numa_nodes);
     he_mbuf_json_str(b, feat);
     he_mbuf_printf(b, "},");
 

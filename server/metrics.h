@@ -90,6 +90,11 @@ static inline uint64_t he_metrics_active(const he_stats_t *st)
 }
 
 void he_metrics_prometheus(const he_metrics_snap_t *s, he_mbuf_t *out);
+/* A counter per worker and per value of one label: hlsedge_<name>{worker,
+ * <label>="values[k]"} from the n uint64_t at offset off in he_stats_t. */
+void he__prom_per_worker_by(he_mbuf_t *b, const he_metrics_snap_t *s, const char *name,
+                            const char *help, const char *label, const char *const *values,
+                            size_t off, int n);
 void he_metrics_json(const he_metrics_snap_t *s, he_mbuf_t *out);
 
 #endif

@@ -15,6 +15,7 @@ typedef struct he_mc_counter {
 } he_mc_counter_t;
 
 #define HE_MC(f) offsetof(he_cache_stats_t, f)
+#define HE_MS(f) offsetof(he_stats_t, cache.f) /* in the worker's whole stats block */
 
 static const he_mc_counter_t he_mc_counters[] = {
     {"negative_hits", "Cached 404 answers served.", HE_MC(negative_hits)},
@@ -55,43 +56,23 @@ static uint64_t he_mc_get(const he_cache_stats_t *c, size_t off)
 
 void he__metrics_cache_prom(const he_metrics_snap_t *s, he_mbuf_t *b)
 {
+    const char *oerr[HE_CACHE_OERR_COUNT], *derr[HE_CACHE_DERR_COUNT];
+
     if (!he__cache_enabled()) return;
-    he_mbuf_printf(b, "# HELP hlsedge_cache_hits_total Cache hits by tier.\n"
-                      "# TYPE hlsedge_cache_hits_total counter\n");
-    for (unsigned i = 0; i < s->nworkers; i++)
-        for (int t = 0; t < HE_CACHE_TIER_COUNT; t++)
-            he_mbuf_printf(b, "hlsedge_cache_hits_total{worker=\"%u\",tier=\"%s\"} %llu\n",
-                           s->workers[i].id, he_mc_tiers[t],
-                           (unsigned long long)s->workers[i].st.cache.hits[t]);
-    he_mbuf_printf(b, "# HELP hlsedge_cache_misses_total Cache misses by tier.\n"
-                      "# TYPE hlsedge_cache_misses_total counter\n");
-    for (unsigned i = 0; i < s->nworkers; i++)
-        for (int t = 0; t < HE_CACHE_TIER_COUNT; t++)
-            he_mbuf_printf(b, "hlsedge_cache_misses_total{worker=\"%u\",tier=\"%s\"} %llu\n",
-                           s->workers[i].id, he_mc_tiers[t],
-                           (unsigned long long)s->workers[i].st.cache.misses[t]);
-    he_mbuf_printf(b, "# HELP hlsedge_cache_evictions_total Objects evicted by tier.\n"
-                      "# TYPE hlsedge_cache_evictions_total counter\n");
-    for (unsigned i = 0; i < s->nworkers; i++)
-        for (int t = 0; t < HE_CACHE_TIER_COUNT; t++)
-            he_mbuf_printf(b, "hlsedge_cache_evictions_total{worker=\"%u\",tier=\"%s\"} %llu\n",
-                           s->workers[i].id, he_mc_tiers[t],
-                           (unsigned long long)s->workers[i].st.cache.evictions[t]);
-    he_mbuf_printf(b, "# HELP hlsedge_cache_origin_errors_total Origin errors by cause.\n"
-                      "# TYPE hlsedge_cache_origin_errors_total counter\n");
-    for (unsigned i = 0; i < s->nworkers; i++)
-        for (int e = 0; e < HE_CACHE_OERR_COUNT; e++)
-            he_mbuf_printf(b,
-                           "hlsedge_cache_origin_errors_total{worker=\"%u\",cause=\"%s\"} %llu\n",
-                           s->workers[i].id, he_cache_oerr_name((he_cache_oerr_t)e),
-                           (unsigned long long)s->workers[i].st.cache.origin_errors[e]);
-    he_mbuf_printf(b, "# HELP hlsedge_cache_disk_errors_total SSD tier errors by cause.\n"
-                      "# TYPE hlsedge_cache_disk_errors_total counter\n");
-    for (unsigned i = 0; i < s->nworkers; i++)
-        for (int e = 0; e < HE_CACHE_DERR_COUNT; e++)
-            he_mbuf_printf(b, "hlsedge_cache_disk_errors_total{worker=\"%u\",cause=\"%s\"} %llu\n",
-                           s->workers[i].id, he_cache_derr_name((he_cache_derr_t)e),
-                           (unsigned long long)s->workers[i].st.cache.disk_errors[e]);
+    for (int e = 0; e < HE_CACHE_OERR_COUNT; e++)
+        oerr[e] = he_cache_oerr_name((he_cache_oerr_t)e);
+    for (int e = 0; e < HE_CACHE_DERR_COUNT; e++)
+        derr[e] = he_cache_derr_name((he_cache_derr_t)e);
+    he__prom_per_worker_by(b, s, "cache_hits_total", "Cache hits by tier.", "tier", he_mc_tiers,
+                           HE_MS(hits), HE_CACHE_TIER_COUNT);
+    he__prom_per_worker_by(b, s, "cache_misses_total", "Cache misses by tier.", "tier", he_mc_tiers,
+                           HE_MS(misses), HE_CACHE_TIER_COUNT);
+    he__prom_per_worker_by(b, s, "cache_evictions_total", "Objects evicted by tier.", "tier",
+                           he_mc_tiers, HE_MS(evictions), HE_CACHE_TIER_COUNT);
+    he__prom_per_worker_by(b, s, "cache_origin_errors_total", "Origin errors by cause.", "cause",
+                           oerr, HE_MS(origin_errors), HE_CACHE_OERR_COUNT);
+    he__prom_per_worker_by(b, s, "cache_disk_errors_total", "SSD tier errors by cause.", "cause",
+                           derr, HE_MS(disk_errors), HE_CACHE_DERR_COUNT);
     for (size_t k = 0; k < HE_MC_N; k++) {
         const he_mc_counter_t *m = &he_mc_counters[k];
         he_mbuf_printf(b,

@@ -627,6 +627,21 @@ static void he_rc_target(he_conn_t *c, const he_cache_key_t *key, char *out, siz
     }
 }
 
+/* Starts the origin request of a fill c created, for the target c asked
+ * for; a fill that cannot start ends at once (its waiters get an error). */
+static void he_rc_fetch(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key, he_cache_fill_t *f,
+                        he_cache_obj_t *stale)
+{
+    char *target = malloc(HE_CACHE_KEY_MAX + 2);
+    int rc = -ENOMEM;
+    if (target) {
+        he_rc_target(c, key, target, HE_CACHE_KEY_MAX + 2);
+        rc = he__oio_fetch_start(w, f, target, stale);
+        free(target);
+    }
+    if (rc < 0) he_cache_fill_end(f, rc, HE_CACHE_OERR_IO, he__cache_wall_ms(w));
+}
+
 static void he_rc_join(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key,
                        he_cache_obj_t *stale)
 {
@@ -647,14 +662,7 @@ static void he_rc_join(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key,
     c->cache_busy = true;
     c->cache_st = created ? (stale ? HE_CST_REVALIDATED : HE_CST_MISS) : HE_CST_COALESCED;
     if (created) {
-        char *target = malloc(HE_CACHE_KEY_MAX + 2);
-        int rc = -ENOMEM;
-        if (target) {
-            he_rc_target(c, key, target, HE_CACHE_KEY_MAX + 2);
-            rc = he__oio_fetch_start(w, f, target, stale);
-            free(target);
-        }
-        if (rc < 0) he_cache_fill_end(f, rc, HE_CACHE_OERR_IO, he__cache_wall_ms(w));
+        he_rc_fetch(w, c, key, f, stale);
         return;
     }
     if (he_cache_fill_status(f) && he_cache_fill_obj(f)) he_rc_on_headers(w, c);
@@ -668,16 +676,7 @@ static void he_rc_refresh(he_worker_t *w, he_conn_t *c, const he_cache_key_t *ke
     he_cache_fill_t *f;
     if (he_cache_fill_find(w->cache->fills, key)) return;
     f = he_cache_fill_join(w->cache->fills, key, NULL, stale, false, &created);
-    if (f && created) {
-        char *target = malloc(HE_CACHE_KEY_MAX + 2);
-        int rc = -ENOMEM;
-        if (target) {
-            he_rc_target(c, key, target, HE_CACHE_KEY_MAX + 2);
-            rc = he__oio_fetch_start(w, f, target, stale);
-            free(target);
-        }
-        if (rc < 0) he_cache_fill_end(f, rc, HE_CACHE_OERR_IO, he__cache_wall_ms(w));
-    }
+    if (f && created) he_rc_fetch(w, c, key, f, stale);
 }
 
 /* ---------------------------------------------------------------- SSD */
