@@ -52,7 +52,11 @@ typedef struct he_conf {
     /* cpus: "auto" (ncpus 0: worker i on the i-th allowed CPU) or a list */
     int cpus[HE_CONF_MAX_CPUS];
     unsigned ncpus;
-    bool pin;  /* pin worker threads to their CPU */
+    bool pin; /* pin worker threads to their CPU */
+    /* control_cpus: "auto" (ncontrol_cpus 0: the allowed CPUs no worker is
+     * pinned to, or all of them when workers use every one) or a list */
+    int control_cpus[HE_CONF_MAX_CPUS];
+    unsigned ncontrol_cpus;
     bool numa; /* allocate worker memory on the CPU's NUMA node */
 
     char root[PATH_MAX]; /* library directory */
@@ -75,6 +79,7 @@ typedef struct he_conf {
     char error_log[PATH_MAX];  /* "" = stderr */
     char access_log[PATH_MAX]; /* "" = off */
     he_access_log_format_t access_log_format;
+    bool access_log_direct; /* O_DIRECT writes of whole blocks, where the file system allows */
 
     he_conf_listen_t admin_listen; /* admin.listen; port 0 = off */
 

@@ -18,6 +18,8 @@ _Static_assert(HE_SEG_TYPE_COUNT == 8, "a new content type needs a cache_control
 _Static_assert(HE_SEG_KIND_COUNT == 4, "a new kind needs a cache.ttl row below");
 /* List counts are read and written through an unsigned. */
 _Static_assert(sizeof(((he_conf_t *)0)->nlisten) == sizeof(unsigned), "nlisten");
+_Static_assert(sizeof(((he_conf_t *)0)->ncpus) == sizeof(unsigned), "ncpus");
+_Static_assert(sizeof(((he_conf_t *)0)->ncontrol_cpus) == sizeof(unsigned), "ncontrol_cpus");
 _Static_assert(sizeof(((he_conf_t *)0)->ntls_listen) == sizeof(unsigned), "ntls_listen");
 _Static_assert(sizeof(((he_conf_t *)0)->ntls_certs) == sizeof(unsigned), "ntls_certs");
 _Static_assert(sizeof(((he_conf_t *)0)->ncache_stores) == sizeof(unsigned), "ncache_stores");
@@ -93,6 +95,13 @@ static const char *const he_conf_sources_names[] = {"root-first", "origin-first"
     HE_CONF_K_STR("cache_control." n, cache_control[t], HE__CONF_F_HEADER, dv,                     \
                   "Cache-Control for content type " n)
 
+#define HE_CONF_K_CPUS(n, f, cnt, d)                                                               \
+    {                                                                                              \
+        .name = n, .type = HE__CONF_CPUS, .off = offsetof(he_conf_t, f),                           \
+        .cnt_off = offsetof(he_conf_t, cnt), .nmax = HE_CONF_NELEM(f), .max = HE_CONF_MAX_CPUS - 1, \
+        .def = "auto", .doc = d                                                                    \
+    }
+
 /* Sections come before their keys; the order is the order of hlsedge.yaml
  * and of the key lists in error messages. */
 const he__conf_key_t he__conf_keys[] = {
@@ -104,12 +113,10 @@ const he__conf_key_t he__conf_keys[] = {
      .max = 1024,
      .def = "auto",
      .doc = "worker threads; auto = one per allowed CPU"},
-    {.name = "cpus",
-     .type = HE__CONF_CPUS,
-     .max = HE_CONF_MAX_CPUS - 1,
-     .def = "auto",
-     .doc = "CPUs to run workers on"},
+    HE_CONF_K_CPUS("cpus", cpus, ncpus, "CPUs to run workers on"),
     HE_CONF_K_BOOL("pin", pin, "true", "pin each worker to its CPU"),
+    HE_CONF_K_CPUS("control_cpus", control_cpus, ncontrol_cpus,
+                   "CPUs for the control thread; auto = those no worker is pinned to"),
     HE_CONF_K_BOOL("numa", numa, "true", "allocate worker memory on the worker's NUMA node"),
     HE_CONF_K_STR("root", root, HE__CONF_F_NONEMPTY, "demo/library", "library directory"),
 
@@ -149,6 +156,8 @@ const he__conf_key_t he__conf_keys[] = {
     HE_CONF_K_STR("log.access", access_log, 0, "", "access log path; \"\" = off"),
     HE_CONF_K_ENUM("log.access_format", access_log_format, he_conf_access_format_names, "combined",
                    "access log line format"),
+    HE_CONF_K_BOOL("log.access_direct", access_log_direct, "false",
+                   "write the access log with O_DIRECT, past the page cache"),
 
     HE_CONF_K_SECTION("admin", "statistics and control endpoint"),
     {.name = "admin.listen",
@@ -244,6 +253,7 @@ const he__conf_key_t he__conf_keys[] = {
 #undef HE_CONF_K_CACHE
 #undef HE_CONF_K_SIZE
 #undef HE_CONF_K_LISTEN
+#undef HE_CONF_K_CPUS
 #undef HE_CONF_K_STRS
 #undef HE_CONF_K_TTL
 

@@ -67,21 +67,24 @@ int he__conf_set_listen(he_conf_t *c, const he__conf_key_t *k, const char *v, si
     return 0;
 }
 
-/* cpus keeps its own shape: "auto" is a lone scalar meaning no list. */
+/* CPU lists keep their own shape: "auto" is a lone scalar meaning no list.
+ * The row names the int array (off), its count (cnt_off) and capacity. */
 int he__conf_set_cpus(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len, int idx,
                       char *why, size_t whylen)
 {
+    int *list = (int *)HE_CONF_FIELD(c, k);
     char got[64];
-    unsigned n;
+    unsigned n, cnt;
     int rc;
 
     if (idx <= 0) {
-        memset(c->cpus, 0, sizeof(c->cpus));
-        c->ncpus = 0;
+        memset(list, 0, sizeof(*list) * k->nmax);
+        he_conf_set_count(c, k, 0);
         if (idx < 0 && strcmp(v, "auto") == 0) return 0;
     }
-    if (c->ncpus >= HE_CONF_MAX_CPUS) {
-        snprintf(why, whylen, "expected at most %d CPUs", HE_CONF_MAX_CPUS);
+    cnt = he_conf_count(c, k);
+    if (cnt >= k->nmax) {
+        snprintf(why, whylen, "expected at most %u CPUs", k->nmax);
         return -E2BIG;
     }
     rc = he__conf_parse_uint(v, len, &n);
@@ -92,13 +95,14 @@ int he__conf_set_cpus(he_conf_t *c, const he__conf_key_t *k, const char *v, size
                  (unsigned long long)k->max, got);
         return -ERANGE;
     }
-    for (unsigned i = 0; i < c->ncpus; i++) {
-        if (c->cpus[i] == (int)n) {
+    for (unsigned i = 0; i < cnt; i++) {
+        if (list[i] == (int)n) {
             snprintf(why, whylen, "duplicate CPU %u", n);
             return -EEXIST;
         }
     }
-    c->cpus[c->ncpus++] = (int)n;
+    list[cnt] = (int)n;
+    he_conf_set_count(c, k, cnt + 1);
     return 0;
 }
 

@@ -272,6 +272,8 @@ static void he_control_snapshot(he_control_t *ctl, he_metrics_snap_t *s)
     s->uptime_s = (double)(he__now_ns() - ctl->start_ns) / 1e9;
     s->start_time_s = ctl->start_real_s;
     s->draining = ctl->draining;
+    s->control_cpus = ctl->cpus_text;
+    s->control_apart = ctl->cpus_apart;
     if (serving) s->features = serving->server->features;
     s->process_cpu_seconds = he_control_proc_cpu("/proc/self/stat");
     if (s->process_cpu_seconds < 0) s->process_cpu_seconds = 0;
@@ -303,6 +305,7 @@ static void he_control_snapshot(he_control_t *ctl, he_metrics_snap_t *s)
     s->alog_on = ctl->alog.fd >= 0;
     s->alog_path = ctl->alog.path;
     s->alog_format = ctl->alog.format == HE_ACCESS_LOG_JSON ? "json" : "combined";
+    s->alog_direct = ctl->alog.fd >= 0 && ctl->alog.direct;
     s->alog_written = ctl->alog.written;
     s->alog_write_errors = ctl->alog.write_errors;
 }
@@ -500,7 +503,8 @@ static int he_control_start(he_control_t *ctl, he_conf_t *conf)
         return rc;
     }
     if (conf->access_log[0] &&
-        (rc = he_alog_open(&ctl->alog, conf->access_log, conf->access_log_format)) < 0) {
+        (rc = he_alog_open(&ctl->alog, conf->access_log, conf->access_log_format,
+                           conf->access_log_direct)) < 0) {
         he_log_error("log.access %s: %s", conf->access_log, strerror(-rc));
         return rc;
     }
@@ -541,6 +545,7 @@ static int he_control_start(he_control_t *ctl, he_conf_t *conf)
         return rc;
     }
     he__control_groups_add(ctl, s);
+    he__control_pin(ctl); /* after the workers: they took their CPUs */
     ctl->admin_addr = conf->admin_listen;
     for (unsigned i = 0; i < conf->nlisten; i++)
         he_log_info("listening on %s", conf->listen[i].text);

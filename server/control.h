@@ -7,10 +7,12 @@
  *   control.c         loop, signals, timers, stats sampling, admin routes
  *   control_reload.c  SIGHUP: live configuration changes and new worker
  *                     generations (listener hand-over, draining the old)
+ *   control_cpus.c    control_cpus: the CPUs the control thread runs on
  */
 #ifndef HE_CONTROL_H
 #define HE_CONTROL_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -112,6 +114,8 @@ typedef struct he_control {
     bool draining;
     bool stopped;
     bool reload_pending; /* a SIGHUP arrived during a listener hand-over */
+    char cpus_text[256]; /* where the control thread runs, "0-3,8"; "" before he__control_pin */
+    bool cpus_apart;     /* on no CPU a worker is pinned to */
     bool migrate_checked;
     int exit_code;
 } he_control_t;
@@ -130,6 +134,12 @@ void he__control_reload(he_control_t *ctl);
 void he__control_reload_tick(he_control_t *ctl);
 /* Records the listeners of a new generation in the groups model. */
 void he__control_groups_add(he_control_t *ctl, he_server_t *s);
+/* control_cpus.c: pins the calling (control) thread as conf->control_cpus
+ * says, against the serving generation's workers; logs where, or why not. */
+void he__control_pin(he_control_t *ctl);
+bool he__control_cpus_pick(const he_conf_t *conf, const cpu_set_t *allowed,
+                           const he_server_t *serving, cpu_set_t *out);
+void he__control_cpus_text(const cpu_set_t *set, char *out, size_t cap);
 void he__control_fold_gen(he_control_t *ctl, he_gen_t *g);
 
 #endif

@@ -64,7 +64,10 @@ static bool he_reload_needs_workers(const he_conf_t *a, const he_conf_t *b, char
     memcpy(t->error_log, a->error_log, sizeof(t->error_log));
     memcpy(t->access_log, a->access_log, sizeof(t->access_log));
     t->access_log_format = a->access_log_format;
+    t->access_log_direct = a->access_log_direct;
     t->admin_listen = a->admin_listen;
+    memcpy(t->control_cpus, a->control_cpus, sizeof(t->control_cpus)); /* he__control_pin */
+    t->ncontrol_cpus = a->ncontrol_cpus;
     /* certificates: he_tls_reload swaps them under running workers */
     memcpy(t->tls_certs, a->tls_certs, sizeof(t->tls_certs));
     t->ntls_certs = a->ntls_certs;
@@ -394,7 +397,8 @@ void he__control_reload(he_control_t *ctl)
     needs = he_reload_needs_workers(old, n, keys, sizeof(keys));
     admin_changed = strcmp(ctl->admin_addr.text, n->admin_listen.text) != 0;
     alog_changed = strcmp(old->access_log, n->access_log) != 0 ||
-                   old->access_log_format != n->access_log_format;
+                   old->access_log_format != n->access_log_format ||
+                   old->access_log_direct != n->access_log_direct;
 
     /* Everything that can fail comes first; nothing has changed yet. */
     if (needs && ctl->ngens == HE_CONTROL_MAX_GENS) {
@@ -453,7 +457,8 @@ void he__control_reload(he_control_t *ctl)
         he_log_error("reload: log.file %s: %s", n->error_log, strerror(-rc));
     if (alog_changed) {
         he__control_drain_logs(ctl);
-        if ((rc = he_alog_open(&ctl->alog, n->access_log, n->access_log_format)) < 0)
+        if ((rc = he_alog_open(&ctl->alog, n->access_log, n->access_log_format,
+                               n->access_log_direct)) < 0)
             he_log_error("reload: log.access %s: %s", n->access_log, strerror(-rc));
         he__control_set_alog_enabled(ctl);
     }
@@ -467,6 +472,7 @@ void he__control_reload(he_control_t *ctl)
     } else {
         he_server_publish_conf(he__control_serving(ctl)->server, n);
     }
+    he__control_pin(ctl); /* control_cpus, or the new workers' CPUs */
     ctl->reloads_ok++;
     he_log_info("reload: configuration generation %u applied (%s)", n->generation,
                 needs ? "new workers; the previous ones drain" : "live, same workers");

@@ -62,6 +62,8 @@ typedef struct he_metrics_snap {
     bool draining;
     he_features_t features;
     double process_cpu_seconds;
+    const char *control_cpus; /* where the control thread runs, "0-3,8" */
+    bool control_apart;       /* on no worker's CPU */
 
     he_stats_t total;
     he_metrics_worker_t *workers;
@@ -80,6 +82,7 @@ typedef struct he_metrics_snap {
     bool alog_on;
     const char *alog_path;
     const char *alog_format;
+    bool alog_direct; /* written with O_DIRECT (log.access_direct, where possible) */
     uint64_t alog_written, alog_write_errors;
 } he_metrics_snap_t;
 

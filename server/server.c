@@ -16,9 +16,27 @@
 #include "server/tls.h"
 #include "server/cache_glue.h"
 
+/* The process's CPUs as they were at the first call, which comes before
+ * the control thread pins itself (control_cpus): later generations of
+ * workers are sized and placed by the process's set, not by the control
+ * thread's. Called from the control thread only. */
+void he_server_cpus_allowed(cpu_set_t *set)
+{
+    static cpu_set_t allowed;
+    static bool known;
+
+    if (!known) {
+        if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
+            CPU_ZERO(&allowed);
+            CPU_SET(0, &allowed);
+        }
+        known = true;
+    }
+    *set = allowed;
+}
+
 /* CPUs this process may run on, in order; worker i gets the i-th. */
-static int he_server_pick_cpus(const he_conf_t *conf, int *cpus, unsigned n, char *err,
-                               size_t errlen)
+static void he_server_pick_cpus(const he_conf_t *conf, int *cpus, unsigned n)
 {
     cpu_set_t set;
     unsigned k = 0;
@@ -26,18 +44,14 @@ static int he_server_pick_cpus(const he_conf_t *conf, int *cpus, unsigned n, cha
     if (conf->ncpus) {
         for (unsigned i = 0; i < n; i++)
             cpus[i] = conf->cpus[i % conf->ncpus];
-        return 0;
+        return;
     }
-    if (sched_getaffinity(0, sizeof(set), &set) < 0) {
-        snprintf(err, errlen, "sched_getaffinity: %s", strerror(errno));
-        return -errno;
-    }
+    he_server_cpus_allowed(&set);
     for (int cpu = 0; cpu < CPU_SETSIZE && k < n; cpu++)
         if (CPU_ISSET(cpu, &set)) cpus[k++] = cpu;
     /* More workers than CPUs: wrap around rather than refuse. */
     for (unsigned i = k; i < n; i++)
         cpus[i] = k ? cpus[i % k] : -1;
-    return 0;
 }
 
 int he_server_init(he_server_t *s, he_conf_t *conf, char *err, size_t errlen)
@@ -53,7 +67,8 @@ int he_server_init(he_server_t *s, he_conf_t *conf, char *err, size_t errlen)
 
     if (n == 0) {
         cpu_set_t set;
-        n = sched_getaffinity(0, sizeof(set), &set) == 0 ? (unsigned)CPU_COUNT(&set) : 1;
+        he_server_cpus_allowed(&set);
+        n = (unsigned)CPU_COUNT(&set);
         if (conf->ncpus && conf->ncpus < n) n = conf->ncpus;
     }
     s->nworkers = n;
@@ -71,7 +86,8 @@ int he_server_init(he_server_t *s, he_conf_t *conf, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    rc = he_server_pick_cpus(conf, cpus, n, err, errlen);
+    he_server_pick_cpus(conf, cpus, n);
+    rc = 0;
     for (unsigned i = 0; i < n; i++) {
         he_worker_t *w = &s->workers[i];
         w->server = s;
@@ -108,6 +124,8 @@ static const int he_server_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR
 int he_server_start(he_server_t *s, char *err, size_t errlen)
 {
     sigset_t block, saved;
+    pthread_attr_t attr;
+    cpu_set_t allowed;
 
     /* Workers inherit a mask without the control thread's signals, so a
      * signal never interrupts a worker's io_uring_enter and is always
@@ -119,9 +137,15 @@ int he_server_start(he_server_t *s, char *err, size_t errlen)
         he_worker_t *w = &s->workers[i];
         int rc;
         if (s->alog_notify) he_alog_ring_set_notify(w->alog, s->alog_notify);
+        /* The process's CPUs, not the control thread's (control_cpus); a
+         * pinned worker then moves to its own (he__worker_main). */
+        he_server_cpus_allowed(&allowed);
+        pthread_attr_init(&attr);
+        pthread_attr_setaffinity_np(&attr, sizeof(allowed), &allowed);
         pthread_sigmask(SIG_BLOCK, &block, &saved);
-        rc = pthread_create(&w->thread, NULL, he__worker_main, w);
+        rc = pthread_create(&w->thread, &attr, he__worker_main, w);
         pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        pthread_attr_destroy(&attr);
         if (rc != 0) {
             snprintf(err, errlen, "worker %u: pthread_create: %s", i, strerror(rc));
             return -rc;

@@ -17,6 +17,7 @@
 #include <liburing.h>
 #include <llhttp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -76,9 +77,9 @@ typedef struct he_file {
     char etag[40];
     uint8_t etag_len;
     char last_modified[30]; /* IMF-fixdate of mtime, formatted once */
-    char *body; /* whole body in memory for small playlists/keys, or NULL */
-    char *map;  /* whole file mapped read-only (userspace TLS sends from it), or NULL */
-    bool ssd;   /* an SSD-tier object (respond_cache.c): its disk errors go to the store */
+    char *body;             /* whole body in memory for small playlists/keys, or NULL */
+    char *map;              /* whole file mapped read-only (userspace TLS sends from it), or NULL */
+    bool ssd; /* an SSD-tier object (respond_cache.c): its disk errors go to the store */
 } he_file_t;
 
 typedef struct he_fcache he_fcache_t;
@@ -179,7 +180,7 @@ typedef struct he_conn {
     /* bytes received while busy, or left over after a pipelined request */
     char *in;
     uint32_t in_len, in_off, in_cap;
-    char *rbuf; /* receive buffer when there is no provided-buffer ring */
+    char *rbuf;      /* receive buffer when there is no provided-buffer ring */
     bool in_process; /* parsing buffered input: response_done must not recurse */
 
     /* response */
@@ -197,9 +198,9 @@ typedef struct he_conn {
 
     struct sockaddr_storage peer;
     struct he_tls_conn *tls; /* NULL on plain connections; server/tls.h */
-    uint8_t cache_st; /* enum he_cache_st (server/cache_glue.h): access log cache field */
-    bool cache_skip;  /* origin-first fell back to root: do not ask the cache again */
-    bool cache_busy;  /* the response is the cache's (server/respond_cache.c) */
+    uint8_t cache_st;        /* enum he_cache_st (server/cache_glue.h): access log cache field */
+    bool cache_skip;         /* origin-first fell back to root: do not ask the cache again */
+    bool cache_busy;         /* the response is the cache's (server/respond_cache.c) */
 } he_conn_t;
 
 /* ---------------------------------------------------------------- workers */
@@ -270,9 +271,9 @@ typedef struct he_worker {
     _Atomic(const he_conf_t *) conf_next;
     atomic_uint conf_ack;
     /* Worker -> control thread. */
-    atomic_int exited;    /* the thread has left its loop and freed its ring */
-    atomic_int tid;       /* for per-thread CPU time in /proc/self/task */
-    he_alog_ring_t *alog; /* access log records; the control thread drains it */
+    atomic_int exited;       /* the thread has left its loop and freed its ring */
+    atomic_int tid;          /* for per-thread CPU time in /proc/self/task */
+    he_alog_ring_t *alog;    /* access log records; the control thread drains it */
     struct he_wcache *cache; /* origins, fills, SSD writes; NULL without origin.urls */
 } he_worker_t;
 
@@ -286,12 +287,12 @@ struct he_server {
      * conf->listen then conf->tls_listen (the last nlisten_tls) */
     int *listen_fds;
     unsigned nlisten, nlisten_tls;
-    struct he_tls *tls; /* TLS contexts when tls_listen is set; server/tls.h */
-    atomic_int draining;   /* he_server_drain: stop, closing idle connections */
-    atomic_int soft_drain; /* he_server_retire: a reload replaced this generation */
-    atomic_int retiring;   /* listeners are being shut by the control thread:
-                            * an accept that fails is not re-armed */
-    void *alog_notify;     /* uv_async_t of the control thread, or NULL */
+    struct he_tls *tls;      /* TLS contexts when tls_listen is set; server/tls.h */
+    atomic_int draining;     /* he_server_drain: stop, closing idle connections */
+    atomic_int soft_drain;   /* he_server_retire: a reload replaced this generation */
+    atomic_int retiring;     /* listeners are being shut by the control thread:
+                              * an accept that fails is not re-armed */
+    void *alog_notify;       /* uv_async_t of the control thread, or NULL */
     struct he_scache *cache; /* resolved origins + the shared tiers; server/cache_glue.c */
 };
 
@@ -372,6 +373,9 @@ const he_conf_listen_t *he__listener_conf(const he_server_t *s, unsigned li, boo
 
 /* server.c */
 int he_server_init(he_server_t *s, he_conf_t *conf, char *err, size_t errlen);
+/* The CPUs the process may run on, as they were before the control thread
+ * pinned itself (its first call is in the first he_server_init). */
+void he_server_cpus_allowed(cpu_set_t *set);
 int he_server_start(he_server_t *s, char *err, size_t errlen);
 void he_server_drain(he_server_t *s);
 /* Drains a generation replaced by a reload: connections stay open until

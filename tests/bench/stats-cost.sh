@@ -40,9 +40,14 @@
 #   RUNS=5 ROUNDS=10 bash tests/bench/stats-cost.sh
 #   TOGGLE=1 RUNS=3 ROUNDS=16 bash tests/bench/stats-cost.sh
 #
+# CONTROL_CPU puts the control thread (control_cpus) on a CPU of its own,
+# as on a box with a housekeeping CPU; here that is the client's CPU, so
+# the control thread is still charged (threads, ticks) but no longer
+# shares the worker's caches. By default it shares the worker's CPU.
+#
 # Environment: RUNS=1 ROUNDS=20 SLICE=2s CONNS=50 PORT=18090 (PORT..PORT+3,
 # and PORT+10 for the admin listener with TOGGLE=1) TOGGLE=0
-# SERVER_CPU=0 CLIENT_CPU=1 LIBRARY=demo/library HLSEDGE=build/hlsedge
+# SERVER_CPU=0 CLIENT_CPU=1 CONTROL_CPU=SERVER_CPU LIBRARY=demo/library HLSEDGE=build/hlsedge
 # MODES="base stats alog json" OUT=var/bench/stats-cost-<time>
 set -euo pipefail
 
@@ -55,6 +60,9 @@ CONNS=${CONNS:-50}
 BASE_PORT=${PORT:-18090}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
+CONTROL_CPU=${CONTROL_CPU:-$SERVER_CPU}
+PROC_CPUS=$SERVER_CPU
+[ "$CONTROL_CPU" = "$SERVER_CPU" ] || PROC_CPUS=$SERVER_CPU,$CONTROL_CPU
 LIBRARY=${LIBRARY:-demo/library}
 HLSEDGE=${HLSEDGE:-build/hlsedge}
 MODES=${MODES:-"base stats alog json"}
@@ -91,6 +99,7 @@ start() { # start MODE PORT
         echo "listen: [\"127.0.0.1:$port\"]"
         echo "workers: 1"
         echo "cpus: [$SERVER_CPU]"
+        echo "control_cpus: [$CONTROL_CPU]"
         echo "root: \"$ROOT\""
         echo "limits:"
         echo "  max_connections: 4096"
@@ -105,14 +114,33 @@ start() { # start MODE PORT
         esac
     } >"$conf"
     [ "$mode" = base ] && env=(HE_STATS_DISABLE=1)
-    env "${env[@]}" taskset -c "$SERVER_CPU" "$HLSEDGE" -c "$conf" >"$TMP/$mode.log" 2>&1 &
+    env "${env[@]}" taskset -c "$PROC_CPUS" "$HLSEDGE" -c "$conf" >"$TMP/$mode.log" 2>&1 &
     PID[$mode]=$!
     PORTOF[$mode]=$port
     for _ in $(seq 100); do
-        curl -sf -o /dev/null "http://127.0.0.1:$port/master.m3u8" && return 0
+        if curl -sf -o /dev/null "http://127.0.0.1:$port/master.m3u8"; then
+            control_first "${PID[$mode]}"
+            return 0
+        fi
         sleep 0.1
     done
     die "hlsedge ($mode) did not start: $(tail -n 3 "$TMP/$mode.log")"
+}
+
+# On its own CPU the control thread shares it with wrk, which never
+# sleeps. Under chrt -r both are round-robin at one priority: the control
+# thread would wait up to a 100 ms time slice, the rings would fill and
+# records drop. A box's housekeeping CPU is idle when the control thread
+# wakes, so the control thread (the main thread: its TID is the PID) gets
+# one priority more.
+control_first() {
+    local pol prio
+    [ "$CONTROL_CPU" = "$SERVER_CPU" ] && return 0
+    pol=$(chrt -p $$ | sed -n 's/.*policy: //p')
+    prio=$(chrt -p $$ | sed -n 's/.*priority: //p')
+    case $pol in
+        SCHED_RR | SCHED_FIFO) chrt -r -p $((prio + 1)) "$1" >/dev/null ;;
+    esac
 }
 
 load() { # load MODE DURATION -> requests
@@ -126,7 +154,7 @@ load() { # load MODE DURATION -> requests
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  kernel: $(uname -r)"
     echo "cpu: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo) ($(nproc) CPUs)"
     echo "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "modes: $MODES; $ROUNDS rounds of $SLICE per mode; wrk 1 thread, $CONNS connections on CPU $CLIENT_CPU; hlsedge on CPU $SERVER_CPU"
+    echo "modes: $MODES; $ROUNDS rounds of $SLICE per mode; wrk 1 thread, $CONNS connections on CPU $CLIENT_CPU; hlsedge worker on CPU $SERVER_CPU, control thread on CPU $CONTROL_CPU"
 } | tee "$OUT/env.txt"
 : >"$OUT/raw.tsv"
 

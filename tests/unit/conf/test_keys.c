@@ -91,6 +91,7 @@ static void test_happy_all_keys(void)
                                "workers: 12\n"
                                "cpus: [3, 1, 2]\n"
                                "pin: no\n"
+                               "control_cpus: [0, 4]\n"
                                "numa: off\n"
                                "root: /srv/hls\n"
                                "limits:\n"
@@ -118,6 +119,7 @@ static void test_happy_all_keys(void)
                                "  file: /var/log/hlsedge/error.log\n"
                                "  access: 'access.log'\n"
                                "  access_format: json\n"
+                               "  access_direct: yes\n"
                                "admin:\n"
                                "  listen: \"[::1]:9191\"\n"
                                "fd_cache:\n"
@@ -138,6 +140,9 @@ static void test_happy_all_keys(void)
     HE_CHECK_INT(conf.cpus[1], 1);
     HE_CHECK_INT(conf.cpus[2], 2);
     HE_CHECK(!conf.pin);
+    HE_CHECK_INT(conf.ncontrol_cpus, 2);
+    HE_CHECK_INT(conf.control_cpus[0], 0);
+    HE_CHECK_INT(conf.control_cpus[1], 4);
     HE_CHECK(!conf.numa);
     HE_CHECK_STR(conf.root, "/srv/hls");
     HE_CHECK_INT(conf.max_connections, 123456);
@@ -160,6 +165,7 @@ static void test_happy_all_keys(void)
     HE_CHECK_STR(conf.error_log, "/var/log/hlsedge/error.log");
     HE_CHECK_STR(conf.access_log, "access.log");
     HE_CHECK_INT(conf.access_log_format, HE_ACCESS_LOG_JSON);
+    HE_CHECK(conf.access_log_direct);
     HE_CHECK_STR(conf.admin_listen.text, "[::1]:9191");
     a6 = (const struct sockaddr_in6 *)&conf.admin_listen.addr;
     HE_CHECK_INT(a6->sin6_family, AF_INET6);
@@ -265,6 +271,17 @@ static void test_key_errors(void)
     expect_err("workers: Auto\n", -EINVAL,
                "t.yaml:1:10: workers: expected a positive integer or \"auto\", got \"Auto\"");
 
+    /* control_cpus: the same shape as cpus, its own list */
+    HE_CHECK_INT(load("cpus: [1, 2]\ncontrol_cpus: 0\n"), 0);
+    HE_CHECK_INT(conf.ncpus, 2);
+    HE_CHECK_INT(conf.ncontrol_cpus, 1);
+    HE_CHECK_INT(conf.control_cpus[0], 0);
+    HE_CHECK_INT(load("control_cpus: auto\n"), 0);
+    HE_CHECK_INT(conf.ncontrol_cpus, 0);
+    expect_err("control_cpus: [2, 2]\n", -EEXIST,
+               "t.yaml:1:19: control_cpus: duplicate CPU 2");
+    expect_err("control_cpus: [0, 999]\n", -ERANGE,
+               "t.yaml:1:19: control_cpus: expected a CPU number in 0..255, got \"999\"");
     expect_err("cpus: [0, 256]\n", -ERANGE,
                "t.yaml:1:11: cpus: expected a CPU number in 0..255, got \"256\"");
     expect_err("cpus: 300\n", -ERANGE,
