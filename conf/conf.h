@@ -79,7 +79,6 @@ typedef struct he_conf {
     char error_log[PATH_MAX];  /* "" = stderr */
     char access_log[PATH_MAX]; /* "" = off */
     he_access_log_format_t access_log_format;
-    bool access_log_direct; /* O_DIRECT writes of whole blocks, where the file system allows */
 
     he_conf_listen_t admin_listen; /* admin.listen; port 0 = off */
 

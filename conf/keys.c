@@ -156,8 +156,6 @@ const he__conf_key_t he__conf_keys[] = {
     HE_CONF_K_STR("log.access", access_log, 0, "", "access log path; \"\" = off"),
     HE_CONF_K_ENUM("log.access_format", access_log_format, he_conf_access_format_names, "combined",
                    "access log line format"),
-    HE_CONF_K_BOOL("log.access_direct", access_log_direct, "false",
-                   "write the access log with O_DIRECT, past the page cache"),
 
     HE_CONF_K_SECTION("admin", "statistics and control endpoint"),
     {.name = "admin.listen",

@@ -16,7 +16,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 #include <time.h>
 
 #include "conf/conf.h"
@@ -120,15 +119,8 @@ typedef struct he_alog {
     int fd; /* -1 = off */
     he_access_log_format_t format;
     char path[PATH_MAX];
-    char *buf; /* aligned for direct writes */
+    char *buf;
     size_t len, cap;
-    /* log.access_direct (server/accesslog_file.c): asked for, and in use
-     * on this file; buf[0..carry) is the file's last partial block, which
-     * lies at off, a multiple of align */
-    bool want_direct, direct;
-    unsigned align;
-    size_t carry;
-    off_t off;
     uint64_t written; /* records */
     uint64_t write_errors;
     int64_t real_minus_mono_ns; /* refreshed at every drain */
@@ -150,11 +142,10 @@ typedef struct he_alog {
 } he_alog_t;
 
 void he_alog_init(he_alog_t *a);
-/* Opens path (append, create) for format, with direct (O_DIRECT) writes
- * where asked and possible (else buffered, with a warning); on success
- * replaces the open log, on failure keeps it. "" turns the log off.
- * 0 or -errno. (server/accesslog_file.c) */
-int he_alog_open(he_alog_t *a, const char *path, he_access_log_format_t format, bool direct);
+/* Opens path (append, create) for format; on success replaces the open
+ * log, on failure keeps it. "" turns the log off. 0 or -errno.
+ * (The file side is server/accesslog_file.c.) */
+int he_alog_open(he_alog_t *a, const char *path, he_access_log_format_t format);
 /* Opens the same path again (SIGUSR1, after logrotate renamed it). */
 int he_alog_reopen(he_alog_t *a);
 void he_alog_close(he_alog_t *a);
@@ -165,8 +156,7 @@ size_t he_alog_drain(he_alog_t *a, he_alog_ring_t *r);
  * order already), so that lines from different workers interleave as the
  * responses finished. Returns the number of records. */
 size_t he_alog_drain_many(he_alog_t *a, he_alog_ring_t *const *rings, unsigned n);
-/* Writes the batch: one write(2), or direct, the whole blocks with one
- * and the last partial block with another. */
+/* Writes the batch with one write(2). */
 void he_alog_flush(he_alog_t *a);
 /* Room he_alog_format needs: more than a record's longest line, escapes
  * included, plus what it writes past the line's end (a piece's copy). */

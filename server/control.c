@@ -305,7 +305,6 @@ static void he_control_snapshot(he_control_t *ctl, he_metrics_snap_t *s)
     s->alog_on = ctl->alog.fd >= 0;
     s->alog_path = ctl->alog.path;
     s->alog_format = ctl->alog.format == HE_ACCESS_LOG_JSON ? "json" : "combined";
-    s->alog_direct = ctl->alog.fd >= 0 && ctl->alog.direct;
     s->alog_written = ctl->alog.written;
     s->alog_write_errors = ctl->alog.write_errors;
 }
@@ -503,8 +502,7 @@ static int he_control_start(he_control_t *ctl, he_conf_t *conf)
         return rc;
     }
     if (conf->access_log[0] &&
-        (rc = he_alog_open(&ctl->alog, conf->access_log, conf->access_log_format,
-                           conf->access_log_direct)) < 0) {
+        (rc = he_alog_open(&ctl->alog, conf->access_log, conf->access_log_format)) < 0) {
         he_log_error("log.access %s: %s", conf->access_log, strerror(-rc));
         return rc;
     }

@@ -64,7 +64,6 @@ static bool he_reload_needs_workers(const he_conf_t *a, const he_conf_t *b, char
     memcpy(t->error_log, a->error_log, sizeof(t->error_log));
     memcpy(t->access_log, a->access_log, sizeof(t->access_log));
     t->access_log_format = a->access_log_format;
-    t->access_log_direct = a->access_log_direct;
     t->admin_listen = a->admin_listen;
     memcpy(t->control_cpus, a->control_cpus, sizeof(t->control_cpus)); /* he__control_pin */
     t->ncontrol_cpus = a->ncontrol_cpus;
@@ -397,8 +396,7 @@ void he__control_reload(he_control_t *ctl)
     needs = he_reload_needs_workers(old, n, keys, sizeof(keys));
     admin_changed = strcmp(ctl->admin_addr.text, n->admin_listen.text) != 0;
     alog_changed = strcmp(old->access_log, n->access_log) != 0 ||
-                   old->access_log_format != n->access_log_format ||
-                   old->access_log_direct != n->access_log_direct;
+                   old->access_log_format != n->access_log_format;
 
     /* Everything that can fail comes first; nothing has changed yet. */
     if (needs && ctl->ngens == HE_CONTROL_MAX_GENS) {
@@ -457,8 +455,7 @@ void he__control_reload(he_control_t *ctl)
         he_log_error("reload: log.file %s: %s", n->error_log, strerror(-rc));
     if (alog_changed) {
         he__control_drain_logs(ctl);
-        if ((rc = he_alog_open(&ctl->alog, n->access_log, n->access_log_format,
-                               n->access_log_direct)) < 0)
+        if ((rc = he_alog_open(&ctl->alog, n->access_log, n->access_log_format)) < 0)
             he_log_error("reload: log.access %s: %s", n->access_log, strerror(-rc));
         he__control_set_alog_enabled(ctl);
     }

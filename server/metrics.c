@@ -324,9 +324,6 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_mbuf_t *b)
 
     he_prom_head(b, "access_log_enabled", "gauge", "1 when an access log is open.");
     he_mbuf_printf(b, "hlsedge_access_log_enabled %d\n", s->alog_on ? 1 : 0);
-    he_prom_head(b, "access_log_direct", "gauge",
-                 "1 when the access log is written with O_DIRECT (log.access_direct).");
-    he_mbuf_printf(b, "hlsedge_access_log_direct %d\n", s->alog_direct ? 1 : 0);
     he_prom_head(b, "access_log_records_total", "counter", "Access log records written.");
     he_mbuf_printf(b, "hlsedge_access_log_records_total %llu\n",
                    (unsigned long long)s->alog_written);
@@ -486,8 +483,7 @@ void he_metrics_json(const he_metrics_snap_t *s, he_mbuf_t *b)
     if (s->tls_json && s->tls_json[0] == '{') he_mbuf_printf(b, "\"tls_config\":%s,", s->tls_json);
     he_mbuf_printf(b, "\"access_log\":{\"enabled\":%s,\"path\":", s->alog_on ? "true" : "false");
     he_mbuf_json_str(b, s->alog_path ? s->alog_path : "");
-    he_mbuf_printf(b, ",\"format\":\"%s\",\"direct\":%s,",
-                   s->alog_format ? s->alog_format : "combined", s->alog_direct ? "true" : "false");
+    he_mbuf_printf(b, ",\"format\":\"%s\",", s->alog_format ? s->alog_format : "combined");
     he_json_u64(b, "written", s->alog_written, true);
     he_json_u64(b, "dropped", t->log_dropped, true);
     he_json_u64(b, "write_errors", s->alog_write_errors, false);

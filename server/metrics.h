@@ -82,7 +82,6 @@ typedef struct he_metrics_snap {
     bool alog_on;
     const char *alog_path;
     const char *alog_format;
-    bool alog_direct; /* written with O_DIRECT (log.access_direct, where possible) */
     uint64_t alog_written, alog_write_errors;
 } he_metrics_snap_t;
 

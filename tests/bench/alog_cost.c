@@ -5,11 +5,10 @@
  *   drain        he_alog_drain: the ring walk and the formatting into the
  *                batch buffer (and any write when that fills up)
  *   flush        he_alog_flush after it: the write(2) to a file in DIR
- *                (with -d: log.access_direct, O_DIRECT whole blocks)
  *   write(2)     with -w: raw writes of log text to a file in DIR, by
  *                write size (what chose the batch buffer's size)
  *
- *   bench_alog_cost [-w] [-d] [dir] [records]     defaults /tmp 1000000
+ *   bench_alog_cost [-w] [dir] [records]     defaults /tmp 1000000
  *
  * Records are realistic: an IPv4 client (127.0.0.1), playlists and
  * segments of three renditions, status 200, 400 B to 2 MB, times a few
@@ -36,8 +35,6 @@
 
 #define REPS 5
 #define NCONN 16
-
-static bool bench_direct; /* -d */
 
 static uint64_t clock_ns(clockid_t id)
 {
@@ -246,12 +243,8 @@ static void bench_drain(const char *path, he_access_log_format_t fmt, uint64_t r
      * on close (auto_da_alloc), a cost the server does not have */
     unlink(path);
     he_alog_init(&a);
-    if ((rc = he_alog_open(&a, path, fmt, bench_direct)) < 0) {
+    if ((rc = he_alog_open(&a, path, fmt)) < 0) {
         fprintf(stderr, "%s: %s\n", path, strerror(-rc));
-        exit(1);
-    }
-    if (bench_direct && !a.direct) {
-        fprintf(stderr, "%s: no direct writes on this file system\n", path);
         exit(1);
     }
     while (done < records) {
@@ -355,8 +348,6 @@ int main(int argc, char **argv)
     for (int i = 1, pos = 0; i < argc; i++) {
         if (strcmp(argv[i], "-w") == 0)
             sizes = true;
-        else if (strcmp(argv[i], "-d") == 0)
-            bench_direct = true;
         else if (pos++ == 0)
             dir = argv[i];
         else
@@ -401,9 +392,8 @@ int main(int argc, char **argv)
     }
 
     printf("records %llu per measurement, best of %d; %u records per drain; "
-           "line %.0f B combined, %.0f B json; file %s%s\n",
-           (unsigned long long)records, REPS, nper, line_c, line_j, path,
-           bench_direct ? " (log.access_direct)" : "");
+           "line %.0f B combined, %.0f B json; file %s\n",
+           (unsigned long long)records, REPS, nper, line_c, line_j, path);
     tot_c = (cost_t){push.wall + df_c.wall, push.cpu + df_c.cpu};
     tot_j = (cost_t){push.wall + df_j.wall, push.cpu + df_j.cpu};
     printf("%-32s %8s %8s   %8s %8s\n", "ns per record", "combined", "json", "cpu:comb",

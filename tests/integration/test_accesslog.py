@@ -1,7 +1,7 @@
 """The access log through the real binary: combined and JSON lines with
 every field, one record per response and none dropped, SIGUSR1 reopening
-both logs after logrotate renamed them, the log turned on by a reload,
-and direct (O_DIRECT) writes."""
+both logs after logrotate renamed them, and the log turned on by a
+reload."""
 
 import datetime
 import json
@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, expect_eq, make_library, run_tests  # noqa: E402
-from he_admin import metrics_text, stats, wait_for  # noqa: E402
+from he_admin import stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-alog-")
 ROOT = make_library(os.path.join(TMP, "lib"), big_mb=1)
@@ -146,78 +146,6 @@ def test_reload_turns_access_log_on():
         expect_eq(srv.get("/360p/index.m3u8").status, 200)
         rec = json.loads(lines(log, 1)[0])
         expect_eq(rec["target"], "/360p/index.m3u8")
-
-
-def direct_ok(d):
-    """Whether O_DIRECT writes work in directory d (the file system's say)."""
-    import mmap
-    path = os.path.join(d, "probe")
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o644)
-    except OSError:
-        return False
-    try:
-        blk = mmap.mmap(-1, 4096)  # page-aligned
-        blk.write(b"x" * 4096)
-        return os.write(fd, blk) == 4096
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-        os.unlink(path)
-
-
-def test_direct_writes():
-    """log.access_direct: every line whole, in order, nothing else in the
-    file, across many blocks, a rotation and a reload back to buffered."""
-    log = os.path.join(TMP, "direct.log")
-    can = direct_ok(TMP)
-    with open(log, "w") as f:
-        f.write("a line from before\n")  # the file already ends mid-block
-    with Server(ROOT, admin=True, extra="log:\n  access: %s\n  access_direct: true\n" % log) as srv:
-        expect_eq(stats(srv)["access_log"]["direct"], can, "direct writes in use")
-        expect_eq("hlsedge_access_log_direct %d" % can in metrics_text(srv), True, "metric")
-        if not can:
-            expect("no direct writes here" in srv.read_log(), "the fallback is logged")
-        c = srv.conn()
-        targets = []
-        for i in range(1500):  # about 190 KiB of lines: dozens of blocks
-            t = "/360p/index.m3u8?n=%d&pad=%s" % (i, "p" * (i % 97))
-            expect_eq(c.request("GET", t).status, 200)
-            targets.append(t)
-            if i % 300 == 0:  # batches that end anywhere in a block
-                lines(log, 2 + i)
-        ls = lines(log, 1 + len(targets))
-        expect_eq(ls[0], "a line from before")
-        for t, l in zip(targets, ls[1:]):
-            m = COMBINED.match(l)
-            expect(m and m.group("target") == t, "line for %s: %r" % (t, l))
-        with open(log, "rb") as f:
-            data = f.read()
-        expect_eq(data.count(b"\n"), 1 + len(targets), "nothing but the lines")
-        expect(data.endswith(b"\n") and b"\0" not in data, "no padding, no hole")
-
-        # logrotate: rename, SIGUSR1; the new file is written direct too
-        os.rename(log, log + ".1")
-        srv.signal(signal.SIGUSR1)
-        wait_for(lambda: os.path.exists(log), what="new log file")
-        expect_eq(c.request("GET", "/master.m3u8").status, 200)
-        expect("/master.m3u8" in lines(log, 1)[0], "record in the new file")
-        expect_eq(len(open(log + ".1").read().splitlines()), 1 + len(targets), "old file complete")
-        expect_eq(stats(srv)["access_log"]["direct"], can)
-
-        # back to buffered by a reload: lines go on after the others
-        with open(srv.conf) as f:
-            conf = f.read()
-        with open(srv.conf, "w") as f:
-            f.write(conf.replace("access_direct: true", "access_direct: false"))
-        srv.signal(signal.SIGHUP)
-        wait_for(lambda: stats(srv)["config"]["generation"] == 2, what="reload")
-        expect_eq(stats(srv)["access_log"]["direct"], False)
-        expect_eq(c.request("GET", "/576p/index.m3u8").status, 200)
-        ls = lines(log, 2)
-        expect("/master.m3u8" in ls[0] and "/576p/index.m3u8" in ls[1], "appended in order: %r" % ls)
-        c.close()
 
 
 def main():

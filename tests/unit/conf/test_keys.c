@@ -119,7 +119,6 @@ static void test_happy_all_keys(void)
                                "  file: /var/log/hlsedge/error.log\n"
                                "  access: 'access.log'\n"
                                "  access_format: json\n"
-                               "  access_direct: yes\n"
                                "admin:\n"
                                "  listen: \"[::1]:9191\"\n"
                                "fd_cache:\n"
@@ -165,7 +164,6 @@ static void test_happy_all_keys(void)
     HE_CHECK_STR(conf.error_log, "/var/log/hlsedge/error.log");
     HE_CHECK_STR(conf.access_log, "access.log");
     HE_CHECK_INT(conf.access_log_format, HE_ACCESS_LOG_JSON);
-    HE_CHECK(conf.access_log_direct);
     HE_CHECK_STR(conf.admin_listen.text, "[::1]:9191");
     a6 = (const struct sockaddr_in6 *)&conf.admin_listen.addr;
     HE_CHECK_INT(a6->sin6_family, AF_INET6);

@@ -349,7 +349,7 @@ static void test_ring(void)
     HE_CHECK(fd >= 0);
     close(fd);
     he_alog_init(&a);
-    HE_CHECK_INT(he_alog_open(&a, path, HE_ACCESS_LOG_COMBINED, false), 0);
+    HE_CHECK_INT(he_alog_open(&a, path, HE_ACCESS_LOG_COMBINED), 0);
 
     /* Rounds of: fill until full, drain. Targets of varying length make
      * records of varying size, so the rounds end at different offsets and
@@ -410,7 +410,7 @@ static void test_merge(void)
     HE_CHECK(fd >= 0);
     close(fd);
     he_alog_init(&a);
-    HE_CHECK_INT(he_alog_open(&a, path, HE_ACCESS_LOG_COMBINED, false), 0);
+    HE_CHECK_INT(he_alog_open(&a, path, HE_ACCESS_LOG_COMBINED), 0);
     for (int i = 0; i < 4; i++) {
         for (int k = 0; k < 2; k++) {
             he_alog_rec_t *x = he_alog_reserve(r[k], 2);
