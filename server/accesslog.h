@@ -21,16 +21,24 @@
 #include "conf/conf.h"
 
 /* Bytes per worker ring (a power of two), paged in only once the access
- * log is on: about 12,000 playlist requests. The control thread drains
+ * log is on: about 24,000 playlist requests. The control thread drains
  * every 100 ms and whenever a producer has written another
  * HE_ALOG_NOTIFY_BYTES (one uv_async_send), so a ring fills only when the
  * control thread cannot keep up for eight of those. Fewer, bigger drains
  * cost less per record: one wake-up and one write(2) each, and on ext4 a
  * write of 64 KiB costs 20% more per byte than one of 256 KiB
  * (tests/bench/alog_cost.c, drain and write per combined line: 92 ns at
- * 32 KiB of records per drain, 75 at 64 KiB, 70 at 128 KiB). */
-#define HE_ALOG_RING_BYTES (1u << 20)
-#define HE_ALOG_NOTIFY_BYTES (1u << 17)
+ * 32 KiB of records per drain, 75 at 64 KiB, 70 at 128 KiB). In the
+ * server, with the control thread on its own CPU, 256 KiB wake-ups and a
+ * 2 MiB ring cost it 151-163 ns per JSON line against 168-187 with 128 KiB
+ * and 1 MiB (same run, alternating; 512 KiB and 4 MiB: no better). The
+ * compile-time overrides are for such comparisons. */
+#ifndef HE_ALOG_RING_BYTES
+#define HE_ALOG_RING_BYTES (1u << 21)
+#endif
+#ifndef HE_ALOG_NOTIFY_BYTES
+#define HE_ALOG_NOTIFY_BYTES (1u << 18)
+#endif
 
 enum he_alog_tls { HE_ALOG_TLS_NONE = 0, HE_ALOG_TLS_USERSPACE, HE_ALOG_TLS_KTLS };
 

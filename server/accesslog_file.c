@@ -20,8 +20,10 @@
 #include "server/log.h"
 
 /* The batch: what one drain of HE_ALOG_NOTIFY_BYTES of records makes
- * (about 220 KiB combined, 380 KiB JSON), so that it is one write(2). */
-#define HE_ALOG_BUF (512 * 1024)
+ * (about 440 KiB combined, 760 KiB JSON), so that it is one write(2). */
+#ifndef HE_ALOG_BUF
+#define HE_ALOG_BUF (1024 * 1024)
+#endif
 
 void he_alog_init(he_alog_t *a)
 {

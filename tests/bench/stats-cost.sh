@@ -40,6 +40,11 @@
 #   RUNS=5 ROUNDS=10 bash tests/bench/stats-cost.sh
 #   TOGGLE=1 RUNS=3 ROUNDS=16 bash tests/bench/stats-cost.sh
 #
+# WORKLOAD=live requests, instead of playlists alone, what live viewers
+# do: each segment of the demo library and as often its rendition's media
+# playlist (a player reloads it once per segment), so half the requests
+# are segments of 0.4-4.7 MB.
+#
 # CONTROL_CPU puts the control thread (control_cpus) on a CPU of its own,
 # as on a box with a housekeeping CPU; here that is the client's CPU, so
 # the control thread is still charged (threads, ticks) but no longer
@@ -47,7 +52,8 @@
 #
 # Environment: RUNS=1 ROUNDS=20 SLICE=2s CONNS=50 PORT=18090 (PORT..PORT+3,
 # and PORT+10 for the admin listener with TOGGLE=1) TOGGLE=0
-# SERVER_CPU=0 CLIENT_CPU=1 CONTROL_CPU=SERVER_CPU LIBRARY=demo/library HLSEDGE=build/hlsedge
+# SERVER_CPU=0 CLIENT_CPU=1 CONTROL_CPU=SERVER_CPU WORKLOAD=playlists
+# LIBRARY=demo/library HLSEDGE=build/hlsedge
 # MODES="base stats alog json" OUT=var/bench/stats-cost-<time>
 set -euo pipefail
 
@@ -66,6 +72,7 @@ PROC_CPUS=$SERVER_CPU
 LIBRARY=${LIBRARY:-demo/library}
 HLSEDGE=${HLSEDGE:-build/hlsedge}
 MODES=${MODES:-"base stats alog json"}
+WORKLOAD=${WORKLOAD:-playlists}
 BENCH_NAME=stats-cost
 # shellcheck source=tests/bench/lib.sh
 . tests/bench/lib.sh # cpu_ticks, cpu_busy_ticks, port_free; it resets PORT
@@ -88,7 +95,13 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-(cd "$ROOT" && find . -name '*.m3u8' -type f | sed 's|^\.||' | sort) >"$OUT/paths.txt"
+case $WORKLOAD in
+    playlists) (cd "$ROOT" && find . -name '*.m3u8' -type f | sed 's|^\.||' | sort) >"$OUT/paths.txt" ;;
+    live) # every segment and, as often, its rendition's playlist
+        (cd "$ROOT" && find . -name '*.ts' -type f | sed 's|^\.||' | sort |
+            while read -r s; do echo "$s"; echo "${s%/*}/index.m3u8"; done) >"$OUT/paths.txt" ;;
+    *) die "WORKLOAD is playlists or live" ;;
+esac
 CLK_TCK=$(getconf CLK_TCK)
 
 start() { # start MODE PORT
@@ -154,7 +167,7 @@ load() { # load MODE DURATION -> requests
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  kernel: $(uname -r)"
     echo "cpu: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo) ($(nproc) CPUs)"
     echo "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "modes: $MODES; $ROUNDS rounds of $SLICE per mode; wrk 1 thread, $CONNS connections on CPU $CLIENT_CPU; hlsedge worker on CPU $SERVER_CPU, control thread on CPU $CONTROL_CPU"
+    echo "workload: $WORKLOAD; modes: $MODES; $ROUNDS rounds of $SLICE per mode; wrk 1 thread, $CONNS connections on CPU $CLIENT_CPU; hlsedge worker on CPU $SERVER_CPU, control thread on CPU $CONTROL_CPU"
 } | tee "$OUT/env.txt"
 : >"$OUT/raw.tsv"
 
@@ -226,7 +239,11 @@ if [ "${TOGGLE:-0}" = 1 ]; then
                 printf '%s\t%s\trequests=%s\tcpu_ticks=%s\tcpu_busy=%s\tworker_ns=%s\tcontrol_ns=%s\tloadavg=%s\n' \
                     "$m" "$run.$r" "$req" "$((t1 - t0))" "$((b1 - b0))" "$((w1 - w0))" "$((c1 - c0))" \
                     "$(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/raw.tsv"
-                rm -f "$TMP/live-$run.$r.$m.log" # the next reload closes it
+                # the next reload closes it. Deleted, so its page cache is
+                # reused: a log that grows for minutes measures how this VM
+                # backs guest memory touched for the first time (the copy
+                # into new page cache then costs 5x), not hlsedge.
+                rm -f "$TMP/live-$run.$r.$m.log"
             done
         done
         kill "${PID[live]}"
