@@ -137,8 +137,9 @@ void he__control_groups_add(he_control_t *ctl, he_server_t *s);
 /* control_cpus.c: pins the calling (control) thread as conf->control_cpus
  * says, against the serving generation's workers; logs where, or why not. */
 void he__control_pin(he_control_t *ctl);
-bool he__control_cpus_pick(const he_conf_t *conf, const cpu_set_t *allowed,
+void he__control_cpus_pick(const he_conf_t *conf, const cpu_set_t *allowed,
                            const he_server_t *serving, cpu_set_t *out);
+bool he__control_cpus_apart(const cpu_set_t *set, const he_server_t *serving);
 void he__control_cpus_text(const cpu_set_t *set, char *out, size_t cap);
 void he__control_fold_gen(he_control_t *ctl, he_gen_t *g);
 

@@ -144,6 +144,8 @@ int he_server_start(he_server_t *s, char *err, size_t errlen)
         pthread_attr_setaffinity_np(&attr, sizeof(allowed), &allowed);
         pthread_sigmask(SIG_BLOCK, &block, &saved);
         rc = pthread_create(&w->thread, &attr, he__worker_main, w);
+        if (rc == EINVAL) /* the process's CPUs changed since (cpuset): inherit */
+            rc = pthread_create(&w->thread, NULL, he__worker_main, w);
         pthread_sigmask(SIG_SETMASK, &saved, NULL);
         pthread_attr_destroy(&attr);
         if (rc != 0) {

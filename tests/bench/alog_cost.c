@@ -1,5 +1,6 @@
 /* What the access log costs per record, through the real server/accesslog.c:
  *
+ *   stats        the worker's latency histograms: two he_hist_record
  *   push         the worker's side: he_alog_push (reserve, fill, commit)
  *   format       he_alog_format alone, line after line into a buffer
  *   drain        he_alog_drain: the ring walk and the formatting into the
@@ -186,6 +187,31 @@ static cost_t bench_push_ns(uint64_t records)
     return cost_per(c, records);
 }
 
+/* The statistics' part of a response on the worker, beside the counters
+ * (a few increments): both latency histograms, with latencies spread over
+ * 20 us..20 ms as a loaded server sees them. */
+static cost_t bench_hist_ns(uint64_t records)
+{
+    he_stats_t *st = &bench_w->stats;
+    uint64_t x = 88172645463325252ull, sum = 0;
+    cost_t c = {0, 0};
+    stamp_t t0 = stamp();
+    for (uint64_t k = 0; k < records; k++) {
+        uint64_t total, ttfb;
+        x ^= x << 13; /* xorshift: no pattern the branch predictor learns */
+        x ^= x >> 7;
+        x ^= x << 17;
+        total = 20 + (x & 0x3fff) * ((x >> 20) & 1 ? 1 : 0) + ((x >> 32) & 0x3ff);
+        ttfb = total >> ((x >> 40) & 3);
+        he_hist_record(&st->ttfb, ttfb);
+        he_hist_record(&st->total, total);
+    }
+    spent(&c, t0, stamp());
+    sum = st->ttfb.count + st->total.count;
+    if (sum < 2 * records) exit(1);
+    return cost_per(c, records);
+}
+
 /* he_alog_format of the records one ring holds, over and over. */
 static cost_t bench_format_ns(he_access_log_format_t fmt, uint64_t records, unsigned per)
 {
@@ -338,7 +364,7 @@ int main(int argc, char **argv)
     uint64_t records = 1000000;
     bool sizes = false;
     char path[4096];
-    cost_t push, fmt_c, fmt_j, tot_c, tot_j;
+    cost_t push, hist, fmt_c, fmt_j, tot_c, tot_j;
     cost_t dr_c = INF, dr_j = INF, fl_c = INF, fl_j = INF, df_c = INF, df_j = INF;
     double line_c, line_j;
     unsigned nper;
@@ -384,6 +410,7 @@ int main(int argc, char **argv)
     line_j = (double)len_j / NCONN;
 
     BEST(push, bench_push_ns(records));
+    BEST(hist, bench_hist_ns(records));
     BEST(fmt_c, bench_format_ns(HE_ACCESS_LOG_COMBINED, records, nper));
     BEST(fmt_j, bench_format_ns(HE_ACCESS_LOG_JSON, records, nper));
     for (int rep = 0; rep < REPS; rep++) {
@@ -398,6 +425,7 @@ int main(int argc, char **argv)
     tot_j = (cost_t){push.wall + df_j.wall, push.cpu + df_j.cpu};
     printf("%-32s %8s %8s   %8s %8s\n", "ns per record", "combined", "json", "cpu:comb",
            "cpu:json");
+    row("stats: 2 histograms (worker)", hist, hist);
     row("push (worker)", push, push);
     row("format", fmt_c, fmt_j);
     row("drain (format into batch)", dr_c, dr_j);

@@ -97,6 +97,7 @@ def test_auto_keeps_off_the_workers_and_reload_moves_it():
         expect_eq(workers(srv), [("he-worker-0", cpu_text(ALLOWED)), ("he-worker-1", cpu_text(ALLOWED))],
                   "unpinned workers on every CPU of the process")
         expect_eq(control_allowed(srv), str(first), "control thread stays")
+        expect_eq(stats(srv)["control_thread"]["apart_from_workers"], False, "unpinned workers may run there")
 
         # every CPU to the workers, auto: the control thread shares them
         reload(srv, "workers: %d\n" % len(ALLOWED), 4)
