@@ -411,6 +411,15 @@ def expect_eq(a, b, what=""):
         raise AssertionError("%s: got %r, expected %r" % (what, a, b))
 
 
+def run_main(module_globals, tmp, only=None):
+    """A test file's main(): run_tests, then remove its scratch directory
+    tmp whatever happened."""
+    try:
+        return run_tests(module_globals, only)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def run_tests(module_globals, only=None):
     tests = [(n, f) for n, f in module_globals.items() if n.startswith("test_") and callable(f)]
     tests.sort(key=lambda t: t[1].__code__.co_firstlineno)

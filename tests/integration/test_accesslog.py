@@ -7,14 +7,13 @@ import datetime
 import json
 import os
 import re
-import shutil
 import signal
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Server, expect, expect_eq, make_library, run_tests  # noqa: E402
+from he import Server, expect, expect_eq, make_library, run_main  # noqa: E402
 from he_admin import stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-alog-")
@@ -148,12 +147,5 @@ def test_reload_turns_access_log_on():
         expect_eq(rec["target"], "/360p/index.m3u8")
 
 
-def main():
-    try:
-        return run_tests(globals())
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(globals(), TMP))

@@ -4,7 +4,6 @@ the SIGTERM drain. Every wait is bounded."""
 
 import os
 import selectors
-import shutil
 import signal
 import socket
 import ssl
@@ -14,7 +13,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import TLS, Server, connect, expect, expect_eq, make_library, recv_nb, run_tests, sha256  # noqa: E402
+from he import Server, TLS, connect, expect, expect_eq, make_library, recv_nb, run_main, sha256  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-conns-")
 ROOT = make_library(os.path.join(TMP, "lib"), big_mb=32)
@@ -235,12 +234,5 @@ def test_drain_timeout_bounds_exit():
         s.close()
 
 
-def main():
-    try:
-        return run_tests(globals())
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(globals(), TMP))

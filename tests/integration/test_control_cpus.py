@@ -6,13 +6,12 @@ the process's CPUs rather than inheriting the control thread's; a CPU the
 process may not use is refused with a warning and changes nothing."""
 
 import os
-import shutil
 import signal
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Server, expect, expect_eq, make_library, run_tests  # noqa: E402
+from he import Server, expect, expect_eq, make_library, run_main  # noqa: E402
 from he_admin import stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-ccpu-")
@@ -121,12 +120,5 @@ def test_cpu_outside_the_process_is_refused():
         expect_eq(srv.get("/master.m3u8").status, 200)
 
 
-def main():
-    try:
-        return run_tests(globals())
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(globals(), TMP))

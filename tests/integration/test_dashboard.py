@@ -16,7 +16,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Conn, Server, expect, expect_eq, make_library, run_tests  # noqa: E402
+from he import Conn, Server, expect, expect_eq, make_library, run_main  # noqa: E402
 from he_admin import stats, wait_for  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -127,12 +127,5 @@ def test_dashboard_shows_live_figures():
             expect(f.read(8) == b"\x89PNG\r\n\x1a\n", "screenshot is a PNG")
 
 
-def main():
-    try:
-        return run_tests(globals())
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(globals(), TMP))

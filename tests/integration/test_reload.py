@@ -5,11 +5,9 @@ through a live reload and two listener/worker changes without a single
 error or truncated body, admin.listen moving, and SIGTERM's drain with
 /healthz answering 503. Every wait is bounded."""
 
-import hashlib
 import os
 import random
 import re
-import shutil
 import signal
 import socket
 import sys
@@ -18,7 +16,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Conn, Server, expect, expect_eq, free_port, make_library, run_tests, sha256  # noqa: E402
+from he import Conn, Server, expect, expect_eq, free_port, make_library, run_main, sha256  # noqa: E402
 from he_admin import admin_get, port_refuses, stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-reload-")
@@ -230,12 +228,5 @@ def test_sigterm_drains_with_healthz_503():
         expect_eq(srv.proc.wait(15), 0, "exit status")
 
 
-def main():
-    try:
-        return run_tests(globals(), only=sys.argv[1:] or None)
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(globals(), TMP, only=sys.argv[1:] or None))

@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Server, expect, expect_eq, make_library, run_tests  # noqa: E402
+from he import Server, expect, expect_eq, make_library, run_main  # noqa: E402
 from he_admin import admin_get, metric_sum, metrics_text, parse_metrics, stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-stats-")
@@ -175,12 +175,5 @@ def test_admin_off_by_default_in_harness():
         expect("admin on" not in srv.read_log(), "no admin listener when admin.listen is off")
 
 
-def main():
-    try:
-        return run_tests(globals())
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(globals(), TMP))

@@ -6,12 +6,11 @@ worker on CPU k. Without the program (HE_DISABLE_FEATURES=reuseport_cbpf)
 the kernel's hash spreads connections instead."""
 
 import os
-import shutil
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Server, expect, expect_eq, make_library, run_tests  # noqa: E402
+from he import Server, expect, expect_eq, make_library, run_main  # noqa: E402
 from he_admin import stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-steer-")
@@ -69,12 +68,5 @@ def test_without_program_both_workers_serve():
         expect(all(v > 0 for v in acc.values()), "both workers accepted: %r" % acc)
 
 
-def main():
-    try:
-        return run_tests(globals())
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(globals(), TMP))

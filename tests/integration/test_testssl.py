@@ -17,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Server, expect, expect_eq, make_library, run_tests  # noqa: E402
+from he import Server, expect, expect_eq, make_library, run_main  # noqa: E402
 
 TESTSSL = shutil.which("testssl") or shutil.which("testssl.sh")
 TMP = tempfile.mkdtemp(prefix="he-testssl-")
@@ -75,10 +75,7 @@ def main():
     if not TESTSSL:
         print("testssl not installed (apt-get install testssl.sh): skipped")
         return 77
-    try:
-        return run_tests(globals())
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
+    return run_main(globals(), TMP)
 
 
 if __name__ == "__main__":

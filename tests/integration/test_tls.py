@@ -21,7 +21,7 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from he import (Server, client_context, connect, expect, expect_eq, make_certs, make_library,  # noqa: E402
-                run_tests)
+                run_main)
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)  # TLS 1.0/1.1 clients, on purpose
 TMP = tempfile.mkdtemp(prefix="he-tls-")
@@ -478,10 +478,7 @@ def main():
         self.log_text = log
         return log
     Server.stop = stop
-    try:
-        return run_tests(globals(), only=sys.argv[1:] or None)
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
+    return run_main(globals(), TMP, only=sys.argv[1:] or None)
 
 
 if __name__ == "__main__":
