@@ -36,6 +36,12 @@
 #                            tickets; nginx with sendfile on and ssl_buffer_size
 #                            at its default (16k); wrk with https URLs. Without
 #                            kTLS in the kernel both encrypt in userspace.
+#   ACCESS_LOG=1             both servers write a combined access log to a file:
+#                            nginx "access_log FILE combined buffer=512k
+#                            flush=1s", hlsedge log.access with its control
+#                            thread on the worker's CPU (the whole process is
+#                            pinned there, so it is charged); the files are
+#                            deleted when their server stops
 # Loopback only; every wrk run is bounded by -d; servers are killed on exit.
 set -euo pipefail
 
@@ -58,6 +64,7 @@ LIBRARY=${LIBRARY:-demo/library}
 HLSEDGE=${HLSEDGE:-build/hlsedge}
 PERF=${PERF:-0}
 TLS=${TLS:-0}
+ACCESS_LOG=${ACCESS_LOG:-0}
 SCHEME=http
 [ "$TLS" = 1 ] && SCHEME=https
 OUT=${OUT:-var/bench/vs-nginx-$(date +%Y%m%d-%H%M%S)}
@@ -188,6 +195,10 @@ start_nginx() {
         -e "s|@CC_M3U8@|$CC_M3U8|g" -e "s|@CC_TS@|$CC_TS|g" \
         -e "s|@SSL@|$([ "$TLS" = 1 ] && echo " ssl")|g" \
         "$BENCH_DIR/nginx.conf.in" >"$conf"
+    if [ "$ACCESS_LOG" = 1 ]; then
+        sed -i "s|^    access_log off;|    access_log $TMP/nginx-access.log combined buffer=512k flush=1s;|" "$conf"
+        grep -q "nginx-access.log" "$conf" || die "nginx.conf.in: no 'access_log off;' line to replace"
+    fi
     cp "$conf" "$OUT/nginx.conf"
     nginx -t -q -e "$TMP/nginx-error.log" -p "$TMP" -c "$conf" ||
         die "nginx -t failed: $(cat "$TMP/nginx-error.log" 2>/dev/null)"
@@ -209,6 +220,10 @@ start_hlsedge() {
         -e "s|@MAX_CONNS@|$((CONNS * 4 > 4096 ? CONNS * 4 : 4096))|g" \
         -e "s|@CC_M3U8@|$CC_M3U8|g" -e "s|@CC_TS@|$CC_TS|g" \
         "$BENCH_DIR/hlsedge.yaml.in" >"$conf"
+    if [ "$ACCESS_LOG" = 1 ]; then
+        sed -i "s|^  access: \"\"|  access: \"$TMP/hlsedge-access.log\"|" "$conf"
+        grep -q "hlsedge-access.log" "$conf" || die "hlsedge.yaml.in: no 'access: \"\"' line to replace"
+    fi
     if [ "$TLS" = 1 ]; then
         printf 'tls:\n  listen: ["127.0.0.1:%s"]\n  certificates: ["%s"]\n' \
             "$HLSEDGE_PORT" "$TMP/tls.pem" >>"$conf"
@@ -226,6 +241,10 @@ start_hlsedge() {
 stop_server() { # stop_server NAME
     stop_pid "$SERVER_PID" TERM
     SERVER_PID=""
+    if [ -f "$TMP/$1-access.log" ]; then
+        echo "$1 access log: $(wc -l <"$TMP/$1-access.log") lines" >>"$OUT/env.txt"
+        rm -f "$TMP/$1-access.log"
+    fi
     case "$1" in
         nginx) cp "$TMP/nginx-error.log" "$OUT/nginx-error.log" 2>/dev/null || true ;;
         hlsedge) cp "$TMP/hlsedge.log" "$OUT/hlsedge.log" 2>/dev/null || true ;;
@@ -288,6 +307,7 @@ measure() { # measure SERVER PHASE
     echo "servers: $SERVERS, one worker on CPU $SERVER_CPU"
     echo "library: $ROOT ($nseg segments, $npl playlists, $lib_bytes bytes)"
     echo "perf: $PERF"
+    echo "access log: $([ "$ACCESS_LOG" = 1 ] && echo "on, combined, to a file" || echo off)"
     echo "tls: $TLS$([ "$TLS" = 1 ] && echo " (ECDSA P-256; kernel tls ULP: $(grep -qw tls /proc/sys/net/ipv4/tcp_available_ulp 2>/dev/null && echo yes || echo no))")"
 } >"$OUT/env.txt"
 : >"$OUT/raw.tsv"

@@ -119,8 +119,12 @@ def test_sigusr1_reopens_both_logs():
         expect("listening on" in open(elog).read(), "error log file in use")
         os.rename(alog, alog + ".1")
         os.rename(elog, elog + ".1")
-        # records until the signal still go to the renamed file
+        # records until the signal still go to the renamed file. The worker
+        # records a response when it reaps the send's completion, which can
+        # come after the client has read the response: wait for the line
+        # before signalling, or it may rightly land in the new file.
         expect_eq(srv.get("/360p/index.m3u8").status, 200)
+        lines(alog + ".1", 2)
         srv.signal(signal.SIGUSR1)
         wait_for(lambda: os.path.exists(alog) and os.path.exists(elog), what="new log files")
         expect_eq(srv.get("/576p/index.m3u8").status, 200)
