@@ -4,9 +4,10 @@
  * about 400 bytes through the caches per request. On a worker's CPU that
  * time is the worker's (a preemption whenever the control thread wakes,
  * shared caches), so the control thread goes to CPUs no worker is pinned
- * to when there are any ("auto"), or where the operator says. Threads inherit their
- * creator's CPUs, so worker generations started later by this thread get
- * the process's own set back explicitly (he_server_start). */
+ * to when there are any ("auto"), or where the operator says. Threads
+ * inherit their creator's CPUs, so worker generations started later by
+ * this thread get the process's own set back explicitly
+ * (he_server_start). */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
