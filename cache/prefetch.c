@@ -257,18 +257,23 @@ int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o, co
     return rc;
 }
 
+static he__pf_seg_t *he_pf_seg_find(he_cache_prefetch_t *p, const char *seg_path)
+{
+    uint64_t h = he_cache_hash(seg_path, strlen(seg_path));
+    he__pf_seg_t *s = p->buckets[h % HE__PF_BUCKETS];
+    for (; s; s = s->hnext)
+        if (s->hash == h && strcmp(s->path, seg_path) == 0) return s;
+    return NULL;
+}
+
 int he_cache_prefetch_next(he_cache_prefetch_t *p, const char *seg_path, int64_t wall_ms,
                            he_cache_present_fn present, void *ctx, he_cache_prefetch_item_t *out,
                            unsigned max, bool *playlist_stale)
 {
-    size_t pl = strlen(seg_path);
-    uint64_t h = he_cache_hash(seg_path, pl);
-    he__pf_seg_t *s = p->buckets[h % HE__PF_BUCKETS];
+    he__pf_seg_t *s = he_pf_seg_find(p, seg_path);
     unsigned n = 0, k = p->conf->prefetch_segments;
     he__pf_rend_t *r;
     *playlist_stale = false;
-    for (; s; s = s->hnext)
-        if (s->hash == h && strcmp(s->path, seg_path) == 0) break;
     if (!s) return 0;
     r = s->r;
     r->used = ++p->tick;
@@ -283,15 +288,6 @@ int he_cache_prefetch_next(he_cache_prefetch_t *p, const char *seg_path, int64_t
         n++;
     }
     return (int)n;
-}
-
-static he__pf_seg_t *he_pf_seg_find(he_cache_prefetch_t *p, const char *seg_path)
-{
-    uint64_t h = he_cache_hash(seg_path, strlen(seg_path));
-    he__pf_seg_t *s = p->buckets[h % HE__PF_BUCKETS];
-    for (; s; s = s->hnext)
-        if (s->hash == h && strcmp(s->path, seg_path) == 0) return s;
-    return NULL;
 }
 
 int he_cache_prefetch_refresh(he_cache_prefetch_t *p, const char *seg_path,
