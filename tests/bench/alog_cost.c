@@ -33,6 +33,7 @@
 #include "server/accesslog.h"
 #include "server/cache_glue.h"
 #include "server/server.h"
+#include "tests/he_xorshift.h"
 
 #define REPS 5
 #define NCONN 16
@@ -198,9 +199,7 @@ static cost_t bench_hist_ns(uint64_t records)
     stamp_t t0 = stamp();
     for (uint64_t k = 0; k < records; k++) {
         uint64_t total, ttfb;
-        x ^= x << 13; /* xorshift: no pattern the branch predictor learns */
-        x ^= x >> 7;
-        x ^= x << 17;
+        he_xorshift64(&x); /* no pattern the branch predictor learns */
         total = 20 + (x & 0x3fff) * ((x >> 20) & 1 ? 1 : 0) + ((x >> 32) & 0x3ff);
         ttfb = total >> ((x >> 40) & 3);
         he_hist_record(&st->ttfb, ttfb);

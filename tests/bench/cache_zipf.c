@@ -17,17 +17,11 @@
 #include <time.h>
 
 #include "cache/cache.h"
+#include "tests/he_xorshift.h"
 
 #define CHUNK 4096
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next_rand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 static double now_s(void)
 {
@@ -133,12 +127,12 @@ static uint32_t *make_trace(uint32_t nreq, uint32_t nobj, double alpha)
         perm[i] = i;
     }
     for (uint32_t i = nobj - 1; i > 0; i--) {
-        uint32_t j = (uint32_t)(next_rand() % (i + 1)), x = perm[i];
+        uint32_t j = (uint32_t)(he_xorshift64(&rng) % (i + 1)), x = perm[i];
         perm[i] = perm[j];
         perm[j] = x;
     }
     for (uint32_t i = 0; i < nreq; i++) {
-        double u = (double)(next_rand() >> 11) / 9007199254740992.0 * sum;
+        double u = (double)(he_xorshift64(&rng) >> 11) / 9007199254740992.0 * sum;
         uint32_t lo = 0, hi = nobj - 1;
         while (lo < hi) {
             uint32_t mid = (lo + hi) / 2;

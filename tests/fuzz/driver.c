@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/he_xorshift.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define HE_FUZZ_MAX_SEEDS 256
@@ -15,34 +17,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static uint64_t he_fuzz_rng = 0x9e3779b97f4a7c15ull;
 
-static uint64_t he_fuzz_next(void)
-{
-    he_fuzz_rng ^= he_fuzz_rng << 13;
-    he_fuzz_rng ^= he_fuzz_rng >> 7;
-    he_fuzz_rng ^= he_fuzz_rng << 17;
-    return he_fuzz_rng;
-}
-
 static size_t he_fuzz_mutate(uint8_t *buf, size_t len, size_t cap)
 {
-    int n = 1 + (int)(he_fuzz_next() % 8);
+    int n = 1 + (int)(he_xorshift64(&he_fuzz_rng) % 8);
     for (int i = 0; i < n; i++) {
-        switch (he_fuzz_next() % 5) {
+        switch (he_xorshift64(&he_fuzz_rng) % 5) {
         case 0: /* flip a byte */
-            if (len) buf[he_fuzz_next() % len] = (uint8_t)he_fuzz_next();
+            if (len) buf[he_xorshift64(&he_fuzz_rng) % len] = (uint8_t)he_xorshift64(&he_fuzz_rng);
             break;
         case 1: /* insert an interesting byte */
             if (len < cap) {
-                static const uint8_t interesting[] = {'\r', '\n', '%', '.', '/', '\\', 0, '#', ':', ',', '"', '-', '='};
-                size_t at = len ? he_fuzz_next() % (len + 1) : 0;
+                static const uint8_t interesting[] = {'\r', '\n', '%', '.', '/', '\\', 0,
+                                                      '#',  ':',  ',', '"', '-', '='};
+                size_t at = len ? he_xorshift64(&he_fuzz_rng) % (len + 1) : 0;
                 memmove(buf + at + 1, buf + at, len - at);
-                buf[at] = interesting[he_fuzz_next() % sizeof(interesting)];
+                buf[at] = interesting[he_xorshift64(&he_fuzz_rng) % sizeof(interesting)];
                 len++;
             }
             break;
         case 2: /* delete a run */
             if (len) {
-                size_t at = he_fuzz_next() % len, n2 = 1 + he_fuzz_next() % 16;
+                size_t at = he_xorshift64(&he_fuzz_rng) % len,
+                       n2 = 1 + he_xorshift64(&he_fuzz_rng) % 16;
                 if (at + n2 > len) n2 = len - at;
                 memmove(buf + at, buf + at + n2, len - at - n2);
                 len -= n2;
@@ -50,7 +46,8 @@ static size_t he_fuzz_mutate(uint8_t *buf, size_t len, size_t cap)
             break;
         case 3: /* duplicate a run */
             if (len && len < cap) {
-                size_t at = he_fuzz_next() % len, n2 = 1 + he_fuzz_next() % 64;
+                size_t at = he_xorshift64(&he_fuzz_rng) % len,
+                       n2 = 1 + he_xorshift64(&he_fuzz_rng) % 64;
                 if (at + n2 > len) n2 = len - at;
                 if (len + n2 > cap) n2 = cap - len;
                 memmove(buf + at + n2, buf + at, len - at);
@@ -58,7 +55,7 @@ static size_t he_fuzz_mutate(uint8_t *buf, size_t len, size_t cap)
             }
             break;
         case 4: /* truncate */
-            if (len) len = he_fuzz_next() % len;
+            if (len) len = he_xorshift64(&he_fuzz_rng) % len;
             break;
         }
     }
@@ -92,9 +89,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "fuzz driver: no seeds in %s\n", argc > 1 ? argv[1] : "(none)");
         return 1;
     }
-    for (int i = 0; i < nseeds; i++) LLVMFuzzerTestOneInput(seeds[i], seed_len[i]);
+    for (int i = 0; i < nseeds; i++)
+        LLVMFuzzerTestOneInput(seeds[i], seed_len[i]);
     for (long it = 0; it < iterations; it++) {
-        int s = (int)(he_fuzz_next() % (uint64_t)nseeds);
+        int s = (int)(he_xorshift64(&he_fuzz_rng) % (uint64_t)nseeds);
         memcpy(work, seeds[s], seed_len[s]);
         size_t len = he_fuzz_mutate(work, seed_len[s], sizeof(work));
         LLVMFuzzerTestOneInput(work, len);

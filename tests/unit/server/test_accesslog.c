@@ -12,6 +12,7 @@
 #include "he_test.h"
 #include "server/accesslog.h"
 #include "server/cache_glue.h"
+#include "tests/he_xorshift.h"
 
 /* 2024-03-01T12:34:56.789Z as the offset from a monotonic 1 s */
 #define HE_T_REAL_NS 1709296496789000000ll
@@ -186,22 +187,15 @@ static void he_t_ref(const he_alog_rec_t *r, int json, int64_t real_minus_mono, 
 }
 
 static uint64_t he_t_rng = 0x2545f4914f6cdd1dull;
-static uint64_t he_t_rand(void)
-{
-    he_t_rng ^= he_t_rng << 13;
-    he_t_rng ^= he_t_rng >> 7;
-    he_t_rng ^= he_t_rng << 17;
-    return he_t_rng;
-}
 
 /* A number of a random digit count, often at a power of ten's edge. */
 static uint64_t he_t_num(uint64_t max)
 {
     uint64_t p = 1, v;
-    unsigned d = (unsigned)(he_t_rand() % 21);
+    unsigned d = (unsigned)(he_xorshift64(&he_t_rng) % 21);
     for (unsigned i = 0; i < d && p <= UINT64_MAX / 10; i++)
         p *= 10;
-    switch (he_t_rand() % 4) {
+    switch (he_xorshift64(&he_t_rng) % 4) {
     case 0:
         v = p - 1;
         break;
@@ -212,7 +206,7 @@ static uint64_t he_t_num(uint64_t max)
         v = 0;
         break;
     default:
-        v = he_t_rand() % p;
+        v = he_xorshift64(&he_t_rng) % p;
     }
     return v > max ? max : v;
 }
@@ -238,7 +232,9 @@ static void test_format_reference(void)
     he_alog_init(&a);
     a.real_minus_mono_ns = HE_T_REAL_NS - HE_T_MONO_NS;
     for (int i = 0; i < 100000; i++) {
-        size_t len = he_t_rand() % 4 ? he_t_rand() % 40 : he_t_rand() % (HE_ALOG_TARGET_MAX + 1);
+        size_t len = he_xorshift64(&he_t_rng) % 4
+                         ? he_xorshift64(&he_t_rng) % 40
+                         : he_xorshift64(&he_t_rng) % (HE_ALOG_TARGET_MAX + 1);
         int json;
 
         /* the format changes now and then, as after a reload */
@@ -246,35 +242,44 @@ static void test_format_reference(void)
         json = a.format == HE_ACCESS_LOG_JSON;
         memset(r, 0, sizeof(*r));
         for (size_t k = 0; k < len; k++)
-            r->target[k] = he_t_rand() % 16 ? (char)('!' + he_t_rand() % 94)
-                                            : special[he_t_rand() % (sizeof(special) - 1)];
+            r->target[k] = he_xorshift64(&he_t_rng) % 16
+                               ? (char)('!' + he_xorshift64(&he_t_rng) % 94)
+                               : special[he_xorshift64(&he_t_rng) % (sizeof(special) - 1)];
         r->target_len = (uint16_t)len;
-        r->truncated = he_t_rand() % 10 == 0;
-        t += he_t_rand() % 3 ? he_t_rand() % 5000000 : he_t_rand() % 3000000000ull;
+        r->truncated = he_xorshift64(&he_t_rng) % 10 == 0;
+        t += he_xorshift64(&he_t_rng) % 3 ? he_xorshift64(&he_t_rng) % 5000000
+                                          : he_xorshift64(&he_t_rng) % 3000000000ull;
         r->end_ns = t;
         r->bytes_sent = he_t_num(UINT64_MAX);
         r->head_len = (uint16_t)he_t_num(UINT16_MAX);
         r->duration_us = (uint32_t)he_t_num(UINT32_MAX);
         r->ttfb_us = (uint32_t)he_t_num(UINT32_MAX);
-        r->status = (uint16_t)(he_t_rand() % 4 ? 200 + he_t_rand() % 400 : he_t_num(UINT16_MAX));
+        r->status = (uint16_t)(he_xorshift64(&he_t_rng) % 4 ? 200 + he_xorshift64(&he_t_rng) % 400
+                                                            : he_t_num(UINT16_MAX));
         r->worker = (uint16_t)he_t_num(UINT16_MAX);
         r->port = (uint16_t)he_t_num(UINT16_MAX);
-        r->method = (uint8_t)(he_t_rand() % 4 ? 1 : he_t_rand() % 46); /* llhttp's methods */
-        r->http_major = (uint8_t)(he_t_rand() % 4 ? 1 : he_t_rand() % 256);
-        r->http_minor = (uint8_t)(he_t_rand() % 4 ? 1 : he_t_rand() % 256);
-        r->cache = (uint8_t)(he_t_rand() % 4 ? he_t_rand() % HE_CST_COUNT : he_t_rand() % 256);
-        r->tls = (uint8_t)(he_t_rand() % 4 ? he_t_rand() % 3 : he_t_rand() % 256);
-        switch (he_t_rand() % 8) {
+        r->method = (uint8_t)(he_xorshift64(&he_t_rng) % 4
+                                  ? 1
+                                  : he_xorshift64(&he_t_rng) % 46); /* llhttp's methods */
+        r->http_major =
+            (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? 1 : he_xorshift64(&he_t_rng) % 256);
+        r->http_minor =
+            (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? 1 : he_xorshift64(&he_t_rng) % 256);
+        r->cache = (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? he_xorshift64(&he_t_rng) % HE_CST_COUNT
+                                                          : he_xorshift64(&he_t_rng) % 256);
+        r->tls = (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? he_xorshift64(&he_t_rng) % 3
+                                                        : he_xorshift64(&he_t_rng) % 256);
+        switch (he_xorshift64(&he_t_rng) % 8) {
         case 0:
             r->family = 0;
             break;
         case 1:
             r->family = AF_INET6;
-            inet_pton(AF_INET6, addrs[4 + he_t_rand() % 4], r->addr);
+            inet_pton(AF_INET6, addrs[4 + he_xorshift64(&he_t_rng) % 4], r->addr);
             break;
         default:
             r->family = AF_INET;
-            inet_pton(AF_INET, addrs[he_t_rand() % 4], r->addr);
+            inet_pton(AF_INET, addrs[he_xorshift64(&he_t_rng) % 4], r->addr);
             break;
         }
         he_t_ref(r, json, a.real_minus_mono_ns, want);
