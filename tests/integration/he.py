@@ -124,6 +124,20 @@ def recv_nb(sock, n=1 << 20):
             return out
 
 
+def recv_until_close(sock, got=b"", errors=(ConnectionError, socket.timeout)):
+    """got plus whatever sock delivers until the peer closes it or one of
+    errors ends the read (a reset, a timeout): what a client ends up with."""
+    try:
+        while True:
+            d = sock.recv(1 << 20)
+            if not d:
+                break
+            got += d
+    except errors:
+        pass
+    return got
+
+
 def raise_nofile():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:

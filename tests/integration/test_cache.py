@@ -36,7 +36,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Server, blob, expect, expect_eq, run_tests  # noqa: E402
+from he import Server, blob, expect, expect_eq, recv_until_close, run_tests  # noqa: E402
 from he_admin import metrics_text, stats, wait_for  # noqa: E402
 from origin import Origin  # noqa: E402
 
@@ -329,14 +329,7 @@ def test_ssd_file_shrinks_mid_send():
             expect(got.startswith(b"HTTP/1.1 200"), "an SSD hit started")
             time.sleep(0.3)  # the server is blocked on a full socket now
             os.truncate(objs[0], 0)
-            try:
-                while True:
-                    d = s.recv(1 << 20)
-                    if not d:
-                        break
-                    got += d
-            except (ConnectionError, socket.timeout):
-                pass
+            got = recv_until_close(s, got)
             s.close()
             head, _, body = got.partition(b"\r\n\r\n")
             expect(len(body) < len(data), "the client saw a short body (%d bytes)" % len(body))

@@ -21,7 +21,7 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from he import (Server, client_context, connect, expect, expect_eq, make_certs, make_library,  # noqa: E402
-                run_main)
+                recv_until_close, run_main)
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)  # TLS 1.0/1.1 clients, on purpose
 TMP = tempfile.mkdtemp(prefix="he-tls-")
@@ -450,14 +450,7 @@ def test_file_truncated_during_userspace_send():
         with open(p, "r+b") as f:
             f.truncate(100000)
         s.settimeout(10)
-        try:
-            while True:
-                d = s.recv(1 << 20)
-                if not d:
-                    break
-                got += d
-        except (ConnectionResetError, ssl.SSLError, socket.timeout):
-            pass
+        got = recv_until_close(s, got, (ConnectionResetError, ssl.SSLError, socket.timeout))
         s.close()
         expect(len(got) < len(data), "the response was cut (%d bytes)" % len(got))
         expect_eq(srv.get("/master.m3u8").status, 200, "server alive")
