@@ -1,6 +1,7 @@
 """The dashboard in headless Chromium: hlsedge serves GET / on the admin
 listener; under a bounded loopback load the page, polling /stats, must
-show live non-zero figures in its charts. Exits 77 (skip) without
+show live non-zero figures in its charts, and with the cache on, each
+tier's hit ratio as /stats has it. Exits 77 (skip) without
 Chromium. HE_DASHBOARD_SHOT=FILE also saves a screenshot there (how
 docs/dashboard.png is made, with HE_DASHBOARD_LOAD_S=60 for a fuller
 history)."""
@@ -18,6 +19,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Conn, Server, expect, expect_eq, make_library, run_main  # noqa: E402
 from he_admin import stats, wait_for  # noqa: E402
+from origin import Origin  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 TMP = tempfile.mkdtemp(prefix="he-dash-")
@@ -125,6 +127,34 @@ def test_dashboard_shows_live_figures():
         expect_eq(a["cache"]["data-value"], "n/a", "cache tiers n/a until the cache adds them")
         with open(shot, "rb") as f:
             expect(f.read(8) == b"\x89PNG\r\n\x1a\n", "screenshot is a PNG")
+
+
+def test_dashboard_shows_cache_hit_ratio():
+    """With the cache on: the hit ratio per tier as /stats has it, live."""
+    if not CHROMIUM:
+        print("SKIP: chromium not installed (apt-get install chromium)")
+        return
+    empty = os.path.join(TMP, "empty")  # everything comes from the origin
+    os.makedirs(empty, exist_ok=True)
+    with Origin(files={"/v/seg_1.ts": b"s" * 100000}) as o:
+        conf = ("cache:\n  ram_size: 16m\n  admission: false\n"
+                'origin:\n  urls: ["%s"]\n  retries: 0\n' % o.url)
+        with Server(empty, extra=conf, admin=True) as srv:
+            c = Conn(srv.port)
+            for _ in range(10):  # one miss, then RAM hits
+                expect_eq(c.request("GET", "/v/seg_1.ts").status, 200)
+            c.close()
+            tiers = wait_for(lambda: (stats(srv).get("cache") or {}).get("tiers", {}).get("ram", {}).get("hits") == 9
+                             and stats(srv)["cache"]["tiers"], what="9 RAM hits in /stats")
+            ram = tiers["ram"]
+            ratio = ram["hits"] / (ram["hits"] + ram["misses"])
+            expect(ratio >= 0.9 - 1e-9, "RAM hit ratio in /stats: %r" % ram)
+            p = Attrs()
+            p.feed(chromium("http://127.0.0.1:%d/" % srv.admin_port, "--dump-dom", budget_ms=3000))
+            shown = dict(v.split("=") for v in p.by_id["cache"]["data-value"].split())
+            expect(set(shown) >= {"ram"}, "tiers shown: %r" % shown)
+            expect(abs(float(shown["ram"]) - ratio) < 1e-3, "RAM hit ratio shown %r, /stats %r" % (shown, ram))
+            expect_eq(o.count("/v/seg_1.ts"), 1, "origin requests")
 
 
 if __name__ == "__main__":
