@@ -28,8 +28,9 @@
 # state is the same process. Each slice waits for its last log lines.
 #
 # Figures per slice: the time on CPU of the worker thread and of the
-# control thread, from the scheduler (/proc/PID/task/TID/schedstat, exact
-# to the ns; the headline figure is their sum), the process's utime+stime
+# control thread (and with TOGGLE=1 of the kernel's write-back threads),
+# from the scheduler (/proc/PID/task/TID/schedstat, exact to the ns; the
+# headline figure is the two server threads' sum), the process's utime+stime
 # (sampled per tick), and the busy time of SERVER_CPU from /proc/stat
 # (network softirqs run in whatever thread is on the CPU, so this one also
 # catches receive work moved between threads). It prints per run the
@@ -183,9 +184,25 @@ thread_ns() {
     done
     echo "$w $c"
 }
+# The kernel's write-back of the log runs in its threads (kworker, jbd2),
+# not hlsedge's: their time on CPU by PID, and the sum of what grew
+# between two snapshots (threads that came or went in between are left
+# out).
+kthreads_snap() { # kthreads_snap FILE
+    local p comm ns
+    for p in /proc/[0-9]*; do
+        read -r comm <"$p/comm" 2>/dev/null || continue
+        case $comm in
+            kworker* | jbd2*) read -r ns _ <"$p/schedstat" 2>/dev/null && echo "${p#/proc/} $ns" ;;
+        esac
+    done >"$1"
+}
+kthreads_delta() { awk 'NR == FNR { a[$1] = $2; next } ($1 in a) { d += $2 - a[$1] } END { print d + 0 }' "$1" "$2"; }
 # TOGGLE=1: one server, the access log switched by SIGHUP between slices
 # (off, combined, json): the same process, so the same memory layout for
-# every state. Latency histograms stay on throughout.
+# every state. Latency histograms stay on throughout. Each slice ends with
+# a sync, so the write-back of what it logged happens inside it and is
+# counted (kthreads); in state nolog that is the baseline.
 lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
 set_state() { # set_state nolog|alog|json NAME: rewrite the config, reload, settle
     # (a new file name each time, so every reload reopens the log)
@@ -216,6 +233,7 @@ if [ "${TOGGLE:-0}" = 1 ]; then
                 t0=$(cpu_ticks "${PID[live]}")
                 b0=$(cpu_busy_ticks "$SERVER_CPU")
                 read -r w0 c0 <<<"$(thread_ns "${PID[live]}")"
+                kthreads_snap "$TMP/k0"
                 req=$(load live "$SLICE")
                 sleep 0.3
                 # the last batch is written within the slice it belongs to
@@ -226,6 +244,9 @@ if [ "${TOGGLE:-0}" = 1 ]; then
                 t1=$(cpu_ticks "${PID[live]}")
                 b1=$(cpu_busy_ticks "$SERVER_CPU")
                 read -r w1 c1 <<<"$(thread_ns "${PID[live]}")"
+                sync
+                kthreads_snap "$TMP/k1"
+                kt=$(kthreads_delta "$TMP/k0" "$TMP/k1")
                 l1=$(lines "$TMP/live-$run.$r.$m.log")
                 # a state that did not take would show here; records the
                 # worker's ring had no room for are dropped and counted
@@ -236,9 +257,9 @@ if [ "${TOGGLE:-0}" = 1 ]; then
                     die "$m: $((l1 - l0)) lines and $((drops - drops0)) drops for $req requests"
                 fi
                 [ "$drops" != "$drops0" ] && echo "stats-cost: $m: $((drops - drops0)) records dropped" >&2
-                printf '%s\t%s\trequests=%s\tcpu_ticks=%s\tcpu_busy=%s\tworker_ns=%s\tcontrol_ns=%s\tloadavg=%s\n' \
+                printf '%s\t%s\trequests=%s\tcpu_ticks=%s\tcpu_busy=%s\tworker_ns=%s\tcontrol_ns=%s\tkthreads_ns=%s\tloadavg=%s\n' \
                     "$m" "$run.$r" "$req" "$((t1 - t0))" "$((b1 - b0))" "$((w1 - w0))" "$((c1 - c0))" \
-                    "$(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/raw.tsv"
+                    "$kt" "$(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/raw.tsv"
                 # the next reload closes it. Deleted, so its page cache is
                 # reused: a log that grows for minutes measures how this VM
                 # backs guest memory touched for the first time (the copy
@@ -300,6 +321,7 @@ for line in open(raw):
         "control": int(kv["control_ns"]) / req,
         "ticks": 1e9 * int(kv["cpu_ticks"]) / clk / req,
         "cpu": 1e9 * int(kv["cpu_busy"]) / clk / req,
+        "kthreads": int(kv.get("kthreads_ns", 0)) / req,
         "req": req})
 runs = sorted({r for r, _ in per})
 modes = list(dict.fromkeys(m for _, m in per))
@@ -323,12 +345,15 @@ for r in runs:
             row += "%9.0f %+7.2f%%" % (v, x)
         print(row)
 print("median over %d runs of the cost against %s:" % (len(runs), ref))
+kt = ref in modes and all("kthreads_ns=" in l for l in open(raw))
 for m in modes:
     if m == ref:
         continue
     d = [med(r, m, "control") + 0 for r in runs if (r, m) in per]
-    print("  %-6s threads %+.2f%% (runs: %s), ticks %+.2f%%, cpu %+.2f%%; control thread %.0f ns/request" % (
+    k = ("; kernel write-back threads %+.1f ns/request" % statistics.median(
+        med(r, m, "kthreads") - med(r, ref, "kthreads") for r in runs if (r, m) in per)) if kt else ""
+    print("  %-6s threads %+.2f%% (runs: %s), ticks %+.2f%%, cpu %+.2f%%; control thread %.0f ns/request%s" % (
         m, statistics.median(rel[(m, "threads")]), " ".join("%+.1f" % x for x in rel[(m, "threads")]),
-        statistics.median(rel[(m, "ticks")]), statistics.median(rel[(m, "cpu")]), statistics.median(d)))
+        statistics.median(rel[(m, "ticks")]), statistics.median(rel[(m, "cpu")]), statistics.median(d), k))
 PY
 echo "stats-cost: results in $OUT"
