@@ -1,6 +1,6 @@
 /* server/control_cpus.c: where the control thread runs (control_cpus).
  *
- * The control thread formats and writes the access log: 110-180 ns and
+ * The control thread formats and writes the access log: 105-190 ns and
  * about 400 bytes through the caches per request. On a worker's CPU that
  * time is the worker's (a preemption whenever the control thread wakes,
  * shared caches), so the control thread goes to CPUs no worker is pinned
