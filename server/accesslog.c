@@ -140,18 +140,15 @@ void he_alog_push(struct he_worker *w, const struct he_conn *c, uint64_t end_ns,
     rec->cache = c->cache_st; /* a number here; the control thread names it */
     rec->truncated = c->req.url_len > HE_ALOG_TARGET_MAX;
     rec->family = (uint8_t)c->peer.ss_family;
-    rec->port = 0;
     if (c->peer.ss_family == AF_INET) {
         const struct sockaddr_in *a = (const struct sockaddr_in *)&c->peer;
         uint32_t v4;
         __builtin_memcpy(&v4, &a->sin_addr, 4);
         a0 = v4;
-        rec->port = ntohs(a->sin_port);
     } else if (c->peer.ss_family == AF_INET6) {
         const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&c->peer;
         __builtin_memcpy(&a0, &a->sin6_addr, 8);
         __builtin_memcpy(&a1, (const char *)&a->sin6_addr + 8, 8);
-        rec->port = ntohs(a->sin6_port);
     } else {
         rec->family = 0;
     }
@@ -418,7 +415,7 @@ static char *he_alog_method(he_alog_t *a, char *o, uint8_t m)
         size_t n;
         if (!name || !*name) name = "-";
         n = strnlen(name, 20); /* the longest is 13 */
-        if (a->format == HE_ACCESS_LOG_JSON) p = he_alog_lit(p, ",\"method\":\"");
+        if (a->format == HE_ACCESS_LOG_JSON) p = he_alog_lit(p, "\",\"method\":\"");
         memcpy(p, name, n);
         p += n;
         p = a->format == HE_ACCESS_LOG_JSON ? he_alog_lit(p, "\",\"target\":\"")
@@ -493,8 +490,6 @@ static char *he_alog_json(he_alog_t *a, const he_alog_rec_t *rec, uint64_t real_
     o = he_alog_3d(o, (unsigned)((real_ns - a->tcache_ns) / 1000000));
     o = he_alog_lit(o, "Z\",\"client\":\"");
     o = he_alog_addr(a, o, rec);
-    o = he_alog_lit(o, "\",\"port\":");
-    o = he_alog_u64(o, rec->port);
     o = he_alog_method(a, o, rec->method);
     o = he_alog_escape(o, rec->target, rec->target_len, true);
     if (rec->truncated) o = he_alog_lit(o, "...");
@@ -502,8 +497,6 @@ static char *he_alog_json(he_alog_t *a, const he_alog_rec_t *rec, uint64_t real_
     o = he_alog_status(o, rec->status);
     o = he_alog_lit(o, ",\"bytes\":");
     o = he_alog_u64(o, he_alog_body(rec));
-    o = he_alog_lit(o, ",\"bytes_sent\":");
-    o = he_alog_u64(o, rec->bytes_sent);
     o = he_alog_lit(o, ",\"duration_us\":");
     o = he_alog_u64(o, rec->duration_us);
     o = he_alog_lit(o, ",\"ttfb_us\":");

@@ -64,14 +64,13 @@ typedef struct he_alog_rec {
     uint32_t ttfb_us;
     uint16_t head_len; /* of bytes_sent, the header; the rest is the body */
     uint16_t worker;
-    uint16_t port;  /* client port, host order */
     uint8_t family; /* AF_INET, AF_INET6, 0 = unknown */
     uint8_t method; /* llhttp_method_t */
     uint8_t http_major, http_minor;
     uint8_t tls;       /* enum he_alog_tls */
     uint8_t truncated; /* the target was longer than HE_ALOG_TARGET_MAX */
     uint8_t cache;     /* enum he_cache_st (server/cache_glue.h), named when formatted */
-    uint8_t pad[3];
+    uint8_t pad[5];
     uint8_t addr[16]; /* IPv4: 4 bytes, then zeros (the formatter's cache key) */
     char target[];    /* target_len bytes */
 } he_alog_rec_t;

@@ -32,7 +32,6 @@ static void he_t_fill(he_alog_rec_t *r, const char *target)
     r->ttfb_us = 250;
     r->status = 200;
     r->worker = 3;
-    r->port = 40000;
     r->family = AF_INET;
     inet_pton(AF_INET, "192.0.2.7", r->addr);
     r->method = 1; /* HTTP_GET */
@@ -119,12 +118,11 @@ static void test_format_json(void)
     a.real_minus_mono_ns = HE_T_REAL_NS - HE_T_MONO_NS;
     r = he_t_rec("/a\"b\\c\x01\xe9");
     he_alog_format(&a, r, line, sizeof(line));
-    HE_CHECK_STR(line,
-                 "{\"time\":\"2024-03-01T12:34:56.789Z\",\"client\":\"192.0.2.7\",\"port\":40000,"
-                 "\"method\":\"GET\",\"target\":\"/a\\\"b\\\\c\\u0001\\u00E9\",\"protocol\":"
-                 "\"HTTP/1.1\",\"status\":200,\"bytes\":1000,\"bytes_sent\":1234,"
-                 "\"duration_us\":1500,\"ttfb_us\":250,\"worker\":3,\"cache\":\"-\","
-                 "\"tls\":\"-\"}\n");
+    HE_CHECK_STR(line, "{\"time\":\"2024-03-01T12:34:56.789Z\",\"client\":\"192.0.2.7\","
+                       "\"method\":\"GET\",\"target\":\"/a\\\"b\\\\c\\u0001\\u00E9\",\"protocol\":"
+                       "\"HTTP/1.1\",\"status\":200,\"bytes\":1000,"
+                       "\"duration_us\":1500,\"ttfb_us\":250,\"worker\":3,\"cache\":\"-\","
+                       "\"tls\":\"-\"}\n");
 }
 
 /* ---------------------------------------------------------------- reference */
@@ -167,14 +165,13 @@ static void he_t_ref(const he_alog_rec_t *r, int json, int64_t real_minus_mono, 
     strcpy(t, r->truncated ? "..." : "");
     if (json)
         sprintf(out,
-                "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03uZ\",\"client\":\"%s\",\"port\":%u,"
+                "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03uZ\",\"client\":\"%s\","
                 "\"method\":\"%s\",\"target\":\"%s\",\"protocol\":\"HTTP/%u.%u\",\"status\":%u,"
-                "\"bytes\":%llu,\"bytes_sent\":%llu,\"duration_us\":%u,\"ttfb_us\":%u,"
+                "\"bytes\":%llu,\"duration_us\":%u,\"ttfb_us\":%u,"
                 "\"worker\":%u,\"cache\":\"%s\",\"tls\":\"%s\"}\n",
                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                (unsigned)(real / 1000000 % 1000), addr, r->port, method, target,
-                r->http_major % 10, r->http_minor % 10, r->status, body,
-                (unsigned long long)r->bytes_sent, r->duration_us, r->ttfb_us, r->worker,
+                (unsigned)(real / 1000000 % 1000), addr, method, target, r->http_major % 10,
+                r->http_minor % 10, r->status, body, r->duration_us, r->ttfb_us, r->worker,
                 he__cache_st_name(r->cache), r->tls < 3 ? tls[r->tls] : "-");
     else
         sprintf(out,
@@ -258,7 +255,6 @@ static void test_format_reference(void)
         r->status = (uint16_t)(he_xorshift64(&he_t_rng) % 4 ? 200 + he_xorshift64(&he_t_rng) % 400
                                                             : he_t_num(UINT16_MAX));
         r->worker = (uint16_t)he_t_num(UINT16_MAX);
-        r->port = (uint16_t)he_t_num(UINT16_MAX);
         r->method = (uint8_t)(he_xorshift64(&he_t_rng) % 4
                                   ? 1
                                   : he_xorshift64(&he_t_rng) % 46); /* llhttp's methods */
@@ -310,7 +306,7 @@ static void test_format_longest(void)
         r->end_ns = UINT64_MAX / 2;
         r->bytes_sent = UINT64_MAX;
         r->duration_us = r->ttfb_us = UINT32_MAX;
-        r->status = r->worker = r->port = UINT16_MAX;
+        r->status = r->worker = UINT16_MAX;
         r->method = 41; /* GET_PARAMETER: the longest name */
         r->cache = HE_CST_REVALIDATED;
         r->tls = HE_ALOG_TLS_KTLS;
