@@ -270,6 +270,10 @@ void he_cache_obj_ref(he_cache_obj_t *o);
  * evicted object stays readable by whoever still holds it. */
 void he_cache_obj_unref(he_cache_obj_t *o);
 uint64_t he_cache_obj_len(const he_cache_obj_t *o); /* bytes available now */
+/* Names this object among all the cache ever held (never 0): a header
+ * reused for another object gets another serial, so a serial seen before
+ * means the same bytes. */
+uint64_t he_cache_obj_serial(const he_cache_obj_t *o);
 bool he_cache_obj_complete(const he_cache_obj_t *o);
 const he_cache_meta_t *he_cache_obj_meta(const he_cache_obj_t *o);
 const he_cache_key_t *he_cache_obj_key(const he_cache_obj_t *o);

@@ -31,6 +31,7 @@ struct he_cache_obj {
     /* stable while a reference is held */
     he__cache_node_t *node;
     he_cache_key_t *key; /* allocated to its length: never copy by value */
+    uint64_t serial;     /* he_cache_obj_serial */
     he_cache_meta_t meta;
     _Atomic int64_t stored_ms, expires_ms; /* refreshable part of meta.fresh */
     _Atomic uint64_t len;                  /* bytes written (final when COMPLETE) */
@@ -95,7 +96,8 @@ struct he_cache_ram {
     uint32_t chunk_size;
     int nnodes;
     he__cache_node_t *nodes;
-    _Atomic uint64_t epoch; /* removals begun (he_cache_ram_remove) */
+    _Atomic uint64_t epoch;   /* removals begun (he_cache_ram_remove) */
+    _Atomic uint64_t serials; /* objects created */
 };
 
 /* evict.c (node lock held) */

@@ -34,6 +34,7 @@ struct he__pf_rend {
     char *target;  /* origin-form target a viewer's request used; NULL: unknown */
     char *pending; /* a segment waiting for a fresh copy of this playlist */
     uint64_t hash, body_hash;
+    uint64_t obj_serial; /* the cache object learnt last (0: learnt from bytes) */
     int64_t fresh_until_ms;
     uint64_t used; /* tick of last use, for LRU */
     he__pf_seg_t *segs;
@@ -149,6 +150,12 @@ static bool he_pf_resolve(const char *base, const char *uri, he__pf_seg_t *s)
 }
 
 /* The newest viewer's target wins: any of them names the resource. */
+/* target, or NULL when it is not in origin form ("/path?query") */
+static const char *he_pf_origin_form(const char *target)
+{
+    return target && target[0] == '/' && target[1] != '/' ? target : NULL;
+}
+
 static int he_pf_set_target(he__pf_rend_t *r, const char *target)
 {
     char *t;
@@ -167,7 +174,7 @@ int he_cache_prefetch_playlist(he_cache_prefetch_t *p, const char *path, const c
     he_seg_playlist_t pl;
     he__pf_seg_t *segs;
     char err[128], base[HE_CACHE_KEY_MAX + 1];
-    if (target && (target[0] != '/' || target[1] == '/')) target = NULL; /* not origin-form */
+    target = he_pf_origin_form(target);
     if (r && r->body_hash == bh) {
         r->fresh_until_ms = fresh_until_ms;
         return he_pf_set_target(r, target);
@@ -217,6 +224,7 @@ int he_cache_prefetch_playlist(he_cache_prefetch_t *p, const char *path, const c
     r->segs = segs;
     r->nsegs = (uint32_t)pl.nsegments;
     r->body_hash = bh;
+    r->obj_serial = 0;
     r->fresh_until_ms = fresh_until_ms;
     r->used = ++p->tick;
     for (uint32_t i = 0; i < r->nsegs; i++) {
@@ -234,14 +242,25 @@ int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o, co
 {
     const he_cache_key_t *k = he_cache_obj_key(o);
     const he_cache_meta_t *m = he_cache_obj_meta(o);
-    uint64_t len = he_cache_obj_len(o), off = 0;
+    uint64_t len = he_cache_obj_len(o), off = 0, serial = he_cache_obj_serial(o), h;
     char path[HE_CACHE_KEY_MAX], *flat;
+    he__pf_rend_t *r;
     he_cache_fresh_t fr;
     int rc;
     if (!he_cache_obj_complete(o) || m->kind != HE_SEG_KIND_MEDIA || m->status != 200)
         return -EINVAL;
     memcpy(path, k->s, k->path_len);
     path[k->path_len] = '\0';
+    h = he_cache_hash(path, strlen(path)); /* as he_cache_prefetch_playlist does */
+    he_cache_obj_fresh(o, &fr);
+    /* Served again and again while fresh: the object learnt last needs no
+     * copy, hash or parse, which for a long VOD playlist would cost more
+     * than serving it. */
+    r = he_pf_find(p, path, h);
+    if (r && r->obj_serial == serial) {
+        r->fresh_until_ms = fr.expires_ms;
+        return he_pf_set_target(r, he_pf_origin_form(target));
+    }
     flat = malloc(len ? len : 1);
     if (!flat) return -ENOMEM;
     while (off < len) {
@@ -251,9 +270,9 @@ int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o, co
         memcpy(flat + off, b, n);
         off += n;
     }
-    he_cache_obj_fresh(o, &fr);
     rc = he_cache_prefetch_playlist(p, path, target, flat, (size_t)off, fr.expires_ms);
     free(flat);
+    if (rc == 0 && (r = he_pf_find(p, path, h))) r->obj_serial = serial;
     return rc;
 }
 

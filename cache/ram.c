@@ -392,6 +392,7 @@ he_cache_obj_t *he_cache_obj_new(he_cache_ram_t *ram, int node, const he_cache_k
     }
     o->node = n;
     o->key = k;
+    o->serial = atomic_fetch_add_explicit(&ram->serials, 1, memory_order_relaxed) + 1;
     memset(&o->meta, 0, sizeof(o->meta));
     atomic_store_explicit(&o->stored_ms, 0, memory_order_relaxed);
     atomic_store_explicit(&o->expires_ms, 0, memory_order_relaxed);
@@ -614,6 +615,11 @@ int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key)
 }
 
 /* ---------------------------------------------------------------- reading */
+
+uint64_t he_cache_obj_serial(const he_cache_obj_t *o)
+{
+    return o->serial;
+}
 
 uint64_t he_cache_obj_len(const he_cache_obj_t *o)
 {

@@ -468,17 +468,19 @@ static void he_rc_start(he_worker_t *w, he_conn_t *c)
 }
 
 /* A media playlist served: prefetch learns its segments, and the request's
- * raw target (escapes and query as sent), which a refresh must ask for. */
+ * raw target (escapes and query as sent), which a refresh must ask for.
+ * Nothing to learn while prefetch is off. */
 static void he_rc_playlist_seen(he_worker_t *w, he_conn_t *c, he_cache_obj_t *o)
 {
     size_t n = c->req.url_len;
-    char *t = NULL;
-    if (n && n < HE_CACHE_KEY_MAX && c->url[0] == '/' && (t = malloc(n + 1))) {
+    char t[HE_CACHE_KEY_MAX];
+    bool have = n && n < sizeof(t) && c->url[0] == '/';
+    if (!w->cache->conf->prefetch_segments) return;
+    if (have) {
         memcpy(t, c->url, n);
         t[n] = 0;
     }
-    he_cache_prefetch_playlist_obj(w->cache->pf, o, t);
-    free(t);
+    he_cache_prefetch_playlist_obj(w->cache->pf, o, have ? t : NULL);
 }
 
 /* A complete object (a hit, a stale copy, a fill that ended): answers c.

@@ -43,8 +43,9 @@ static void test_window(void)
     bool stale;
     int n;
 
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "vod/720p/index.m3u8", NULL, vod, strlen(vod), NOW + 1000),
-                 0);
+    HE_CHECK_INT(
+        he_cache_prefetch_playlist(p, "vod/720p/index.m3u8", NULL, vod, strlen(vod), NOW + 1000),
+        0);
     conf.prefetch_segments = 2;
     n = he_cache_prefetch_next(p, "vod/720p/seg_1.ts", NOW, fake_present, &pr, out, 8, &stale);
     HE_CHECK_INT(n, 2);
@@ -90,15 +91,17 @@ static void test_window(void)
     he_cache_prefetch_next(p, "vod/720p/seg_1.ts", NOW + 1000, NULL, NULL, out, 8, &stale);
     HE_CHECK(stale);
     /* the same bytes again only extend the freshness */
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "vod/720p/index.m3u8", NULL, vod, strlen(vod), NOW + 5000),
-                 0);
+    HE_CHECK_INT(
+        he_cache_prefetch_playlist(p, "vod/720p/index.m3u8", NULL, vod, strlen(vod), NOW + 5000),
+        0);
     he_cache_prefetch_next(p, "vod/720p/seg_1.ts", NOW + 1000, NULL, NULL, out, 8, &stale);
     HE_CHECK(!stale);
 
     /* master playlists and garbage are refused */
     static const char master[] = "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000\n720p/index.m3u8\n";
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "vod/master.m3u8", NULL, master, strlen(master), NOW),
-                 -EINVAL);
+    HE_CHECK_INT(
+        he_cache_prefetch_playlist(p, "vod/master.m3u8", NULL, master, strlen(master), NOW),
+        -EINVAL);
     HE_CHECK_INT(he_cache_prefetch_playlist(p, "vod/x.m3u8", NULL, "junk", 4, NOW), -EINVAL);
     HE_CHECK_INT(he_cache_prefetch_renditions(p), 1);
     he_cache_prefetch_free(p);
@@ -123,13 +126,15 @@ static void test_live_and_lru(void)
     conf.prefetch_segments = 3;
 
     live_playlist(pl, sizeof(pl), 10, 4); /* 10..13 */
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/a/index.m3u8", NULL, pl, strlen(pl), NOW + 1000), 0);
+    HE_CHECK_INT(
+        he_cache_prefetch_playlist(p, "live/a/index.m3u8", NULL, pl, strlen(pl), NOW + 1000), 0);
     /* at the live edge: only what the playlist has */
     HE_CHECK_INT(he_cache_prefetch_next(p, "live/a/seg_12.ts", NOW, NULL, NULL, out, 8, &stale), 1);
     HE_CHECK_STR(out[0].key.s, "live/a/seg_13.ts");
     /* the playlist moves on: 12..16 */
     live_playlist(pl, sizeof(pl), 12, 5);
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/a/index.m3u8", NULL, pl, strlen(pl), NOW + 2000), 0);
+    HE_CHECK_INT(
+        he_cache_prefetch_playlist(p, "live/a/index.m3u8", NULL, pl, strlen(pl), NOW + 2000), 0);
     HE_CHECK_INT(he_cache_prefetch_next(p, "live/a/seg_12.ts", NOW, NULL, NULL, out, 8, &stale), 3);
     HE_CHECK_STR(out[2].key.s, "live/a/seg_15.ts");
     /* segments that left the playlist are forgotten */
@@ -137,9 +142,11 @@ static void test_live_and_lru(void)
 
     /* two renditions kept: a third pushes out the least recently used */
     live_playlist(pl, sizeof(pl), 0, 4);
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/b/index.m3u8", NULL, pl, strlen(pl), NOW + 2000), 0);
+    HE_CHECK_INT(
+        he_cache_prefetch_playlist(p, "live/b/index.m3u8", NULL, pl, strlen(pl), NOW + 2000), 0);
     HE_CHECK_INT(he_cache_prefetch_next(p, "live/a/seg_13.ts", NOW, NULL, NULL, out, 8, &stale), 3);
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/c/index.m3u8", NULL, pl, strlen(pl), NOW + 2000), 0);
+    HE_CHECK_INT(
+        he_cache_prefetch_playlist(p, "live/c/index.m3u8", NULL, pl, strlen(pl), NOW + 2000), 0);
     HE_CHECK_INT(he_cache_prefetch_renditions(p), 2);
     HE_CHECK_INT(he_cache_prefetch_next(p, "live/b/seg_0.ts", NOW, NULL, NULL, out, 8, &stale), 0);
     HE_CHECK_INT(he_cache_prefetch_next(p, "live/a/seg_13.ts", NOW, NULL, NULL, out, 8, &stale), 3);
@@ -319,14 +326,13 @@ static void test_refresh_raw_target(void)
     HE_CHECK_INT(he_cache_key_make(&conf, raw, strlen(raw), &k), 0);
     live_playlist(pl, sizeof(pl), 10, 4);
     HE_CHECK_INT(he_cache_prefetch_playlist(p, k.s, raw, pl, strlen(pl), NOW + 1000), 0);
-    HE_CHECK_INT(he_cache_prefetch_next(p, "live/my show/seg_10.ts", NOW, NULL, NULL, out, 8,
-                                        &stale),
-                 2);
+    HE_CHECK_INT(
+        he_cache_prefetch_next(p, "live/my show/seg_10.ts", NOW, NULL, NULL, out, 8, &stale), 2);
     HE_CHECK_STR(out[0].target, "/live/my%20show/seg_11.ts");
     HE_CHECK_STR(out[0].key.s, "live/my show/seg_11.ts");
-    HE_CHECK_INT(he_cache_prefetch_next(p, "live/my show/seg_13.ts", NOW + 3000, NULL, NULL, out,
-                                        8, &stale),
-                 0);
+    HE_CHECK_INT(
+        he_cache_prefetch_next(p, "live/my show/seg_13.ts", NOW + 3000, NULL, NULL, out, 8, &stale),
+        0);
     HE_CHECK(stale);
     HE_CHECK_INT(he_cache_prefetch_refresh(p, "live/my show/seg_13.ts", &it), 0);
     HE_CHECK_STR(it.target, raw);
@@ -339,11 +345,59 @@ static void test_refresh_raw_target(void)
     HE_CHECK_STR(it.target, "/live/my%20show/idx%3Fv.m3u8?token=new");
 
     /* known only from the cache (no viewer's target): not refreshed */
-    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/u/index.m3u8", NULL, pl, strlen(pl),
-                                            NOW + 1000),
-                 0);
+    HE_CHECK_INT(
+        he_cache_prefetch_playlist(p, "live/u/index.m3u8", NULL, pl, strlen(pl), NOW + 1000), 0);
     HE_CHECK_INT(he_cache_prefetch_refresh(p, "live/u/seg_13.ts", &it), -ENODATA);
     he_cache_prefetch_free(p);
+}
+
+/* A playlist served again and again from one cache object is learnt once:
+ * later serves only take its freshness and the viewer's target. Learning
+ * other bytes for the path in between makes the object count as new. */
+static void test_obj_learnt_once(void)
+{
+    he_cache_ram_opts_t ro = {.bytes = 8 << 20, .chunk_size = 1024};
+    he_cache_ram_t *ram = he_cache_ram_new(&ro);
+    he_cache_prefetch_t *p = he_cache_prefetch_new(&conf, 4);
+    he_cache_prefetch_item_t out[8], it;
+    he_cache_fresh_t fr;
+    char a[2048], b[2048];
+    bool stale;
+    conf.prefetch_segments = 3;
+
+    live_playlist(a, sizeof(a), 0, 6);  /* seg_0..5 */
+    live_playlist(b, sizeof(b), 10, 6); /* seg_10..15 */
+    he_cache_obj_t *oa = put(ram, "live/s/index.m3u8", a, HE_SEG_KIND_MEDIA, false, NOW + 1000);
+    he_cache_obj_t *ob = put(ram, "live/s/other.m3u8", a, HE_SEG_KIND_MEDIA, false, NOW + 1000);
+    HE_CHECK(he_cache_obj_serial(oa) != 0 && he_cache_obj_serial(ob) != 0);
+    HE_CHECK(he_cache_obj_serial(oa) != he_cache_obj_serial(ob));
+
+    HE_CHECK_INT(he_cache_prefetch_playlist_obj(p, oa, "/live/s/index.m3u8?t=1"), 0);
+    HE_CHECK_INT(he_cache_prefetch_next(p, "live/s/seg_0.ts", NOW, NULL, NULL, out, 8, &stale), 3);
+    /* the same object again, revalidated (fresh 4 s longer), another token */
+    fr.stored_ms = NOW;
+    fr.expires_ms = NOW + 5000;
+    fr.swr_ms = fr.sie_ms = 0;
+    he_cache_obj_refresh(oa, &fr);
+    HE_CHECK_INT(he_cache_prefetch_playlist_obj(p, oa, "/live/s/index.m3u8?t=2"), 0);
+    HE_CHECK_INT(
+        he_cache_prefetch_next(p, "live/s/seg_5.ts", NOW + 3000, NULL, NULL, out, 8, &stale), 0);
+    HE_CHECK(!stale); /* fresh until NOW + 5000 now */
+    HE_CHECK_INT(he_cache_prefetch_refresh(p, "live/s/seg_5.ts", &it), 0);
+    HE_CHECK_STR(it.target, "/live/s/index.m3u8?t=2");
+
+    /* other bytes for the path, then the old object again: learnt again */
+    HE_CHECK_INT(he_cache_prefetch_playlist(p, "live/s/index.m3u8", NULL, b, strlen(b), NOW + 1000),
+                 0);
+    HE_CHECK_INT(he_cache_prefetch_next(p, "live/s/seg_0.ts", NOW, NULL, NULL, out, 8, &stale), 0);
+    HE_CHECK_INT(he_cache_prefetch_playlist_obj(p, oa, NULL), 0);
+    HE_CHECK_INT(he_cache_prefetch_next(p, "live/s/seg_0.ts", NOW, NULL, NULL, out, 8, &stale), 3);
+    HE_CHECK_STR(out[0].key.s, "live/s/seg_1.ts");
+
+    he_cache_obj_unref(oa);
+    he_cache_obj_unref(ob);
+    he_cache_prefetch_free(p);
+    he_cache_ram_free(ram);
 }
 
 int main(void)
@@ -354,5 +408,6 @@ int main(void)
     test_with_cache();
     test_refresh_expired();
     test_refresh_raw_target();
+    test_obj_learnt_once();
     HE_TEST_MAIN_END();
 }
