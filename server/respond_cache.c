@@ -771,14 +771,12 @@ int he__rcache_sendfile_disk_error(int fd, uint64_t off, int err)
 
 void he__rcache_file_error(he_worker_t *w, he_conn_t *c, int err)
 {
-    he_cache_key_t *key;
+    he_cache_key_t key;
     if (!w->cache || !w->cache->store) return;
     /* the request is still c's (the next is parsed after this one ends),
      * so its key is the one the hit was found under */
-    key = malloc(sizeof(*key));
-    if (key && he_cache_key_make(w->cache->conf, c->url, c->req.url_len, key) == 0)
-        he_cache_store_error(w->cache->store, key, err, w->cache->st);
-    free(key);
+    if (he_cache_key_make(w->cache->conf, c->url, c->req.url_len, &key) == 0)
+        he_cache_store_error(w->cache->store, &key, err, w->cache->st);
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -786,18 +784,14 @@ void he__rcache_file_error(he_worker_t *w, he_conn_t *c, int err)
 bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
 {
     he_wcache_t *wc = w->cache;
-    he_cache_key_t *key = malloc(sizeof(*key));
+    he_cache_key_t key_buf, *key = &key_buf; /* on the stack: no malloc per request */
     he_cache_store_hit_t hit;
     he_cache_fresh_t fr;
     he_cache_obj_t *o;
     int64_t wall = he__cache_wall_ms(w);
     uint64_t epoch;
 
-    if (!key) return false;
-    if (he_cache_key_make(wc->conf, c->url, c->req.url_len, key) < 0) {
-        free(key);
-        return false;
-    }
+    if (he_cache_key_make(wc->conf, c->url, c->req.url_len, key) < 0) return false;
     o = he_cache_ram_lookup(wc->ram, wc->node, key, wc->st);
     if (o) {
         he_cache_obj_fresh(o, &fr);
@@ -816,7 +810,6 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
             he_cache_obj_unref(o);
             break;
         }
-        free(key);
         return true;
     }
     /* before the SSD lookup: a purge after it makes a promotion drop its copy */
@@ -830,13 +823,11 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
             }
             if (he_rc_serve_ssd(w, c, key, &hit, fs == HE_CACHE_FRESH, epoch)) {
                 if (fs == HE_CACHE_STALE_REVALIDATE) c->cache_st = HE_CST_STALE;
-                free(key);
                 return true;
             }
         }
     }
     he_rc_join(w, c, key, NULL);
-    free(key);
     return true;
 }
 
