@@ -28,7 +28,7 @@ typedef enum he__conf_type {
 #define HE__CONF_F_NONEMPTY 1u /* strings: "" is not a valid value */
 #define HE__CONF_F_HEADER 2u   /* strings: sent as a header value, so no control bytes */
 #define HE__CONF_F_EMPTY_OK 4u /* lists: [], "" and null mean none (the default) */
-#define HE__CONF_F_TOKEN 8u    /* string lists: RFC 9110 token characters only */
+#define HE__CONF_F_TOKEN 8u    /* string lists: RFC 9110 token characters but '&' */
 #define HE__CONF_F_URL 16u     /* string lists: http:// or https:// base URLs */
 
 /* Upper bound on the table size, for the per-load "seen" arrays. */

@@ -245,7 +245,7 @@ void he__conf_expect(const he__conf_key_t *k, char *buf, size_t len)
                      "an http:// or https:// URL such as \"https://origin.example.com/vod\", or "
                      "a list of them");
         else if (k->flags & HE__CONF_F_TOKEN)
-            snprintf(buf, len, "a %s of letters, digits and !#$%%&'*+-.^_`|~, or a list of them",
+            snprintf(buf, len, "a %s of letters, digits and !#$%%'*+-.^_`|~, or a list of them",
                      k->item);
         else
             snprintf(buf, len, "a %s, or a list of them", k->item);

@@ -121,7 +121,10 @@ int he__conf_set_strs(he_conf_t *c, const he__conf_key_t *k, const char *v, size
         snprintf(why, whylen, "expected at most %zu bytes, got %zu", k->size - 1, len);
         return -ENAMETOOLONG;
     }
-    if ((k->flags & HE__CONF_F_TOKEN) && !he__conf_is_token(v, len)) return -EINVAL;
+    /* a parameter name with '&' in it would put the query's separator into
+     * the cache key, where "a&b=1" could be either one parameter or two */
+    if ((k->flags & HE__CONF_F_TOKEN) && (!he__conf_is_token(v, len) || memchr(v, '&', len)))
+        return -EINVAL;
     if ((k->flags & HE__CONF_F_URL) && he__conf_check_url(v, len, &what) < 0) {
         he__conf_quote(v, len, got, sizeof(got));
         snprintf(why, whylen, "expected %s, got %s", what, got);

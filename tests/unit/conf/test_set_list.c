@@ -173,19 +173,21 @@ static void test_key_params(void)
     char yaml[256];
 
     HE_CHECK_INT(
-        load("cache:\n  key_params: [token, Token, \"x-Id\", \"a.b~c\", \"!#$%&'*+-.^_`|~\"]\n"),
-        0);
+        load("cache:\n  key_params: [token, Token, \"x-Id\", \"a.b~c\", \"!#$%'*+-.^_`|~\"]\n"), 0);
     HE_CHECK_INT(conf.ncache_key_params, 5);
     HE_CHECK_STR(conf.cache_key_params[0], "token");
     HE_CHECK_STR(conf.cache_key_params[1], "Token"); /* parameters are case-sensitive */
     HE_CHECK_STR(conf.cache_key_params[2], "x-Id");
     HE_CHECK_STR(conf.cache_key_params[3], "a.b~c");
-    HE_CHECK_STR(conf.cache_key_params[4], "!#$%&'*+-.^_`|~");
+    HE_CHECK_STR(conf.cache_key_params[4], "!#$%'*+-.^_`|~");
     HE_CHECK_INT(load("cache:\n  key_params: v\n"), 0);
     HE_CHECK_INT(conf.ncache_key_params, 1);
     HE_CHECK_STR(conf.cache_key_params[0], "v");
 
-    static const char *const bad[] = {"a b", "a=b", "a/b", "a?", "\\u00e9", "a\\tb", "[x]"};
+    /* '&' is a token character but the query's separator (a name of
+     * "to&ken" would make key "?to&ken=1" for two parameters or one) */
+    static const char *const bad[] = {"a b",     "a=b",   "a/b", "a?",
+                                      "\\u00e9", "a\\tb", "[x]", "to&ken"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char want[HE_CONF_ERR_MAX], shown[32];
         snprintf(yaml, sizeof(yaml), "cache:\n  key_params: [ok, \"%s\"]\n", bad[i]);
@@ -194,13 +196,13 @@ static void test_key_params(void)
         if (strcmp(bad[i], "a\\tb") == 0) snprintf(shown, sizeof(shown), "a?b");
         snprintf(want, sizeof(want),
                  "t.yaml:2:20: cache.key_params: expected a parameter name of letters, digits and "
-                 "!#$%%&'*+-.^_`|~, or a list of them, got \"%s\"",
+                 "!#$%%'*+-.^_`|~, or a list of them, got \"%s\"",
                  shown);
         expect_err(yaml, -EINVAL, want);
     }
     expect_err("cache:\n  key_params: [\"\"]\n", -EINVAL,
                "t.yaml:2:16: cache.key_params: expected a parameter name of letters, digits and "
-               "!#$%&'*+-.^_`|~, or a list of them, got \"\"");
+               "!#$%'*+-.^_`|~, or a list of them, got \"\"");
     expect_err("cache:\n  key_params: [a, b, a]\n", -EEXIST,
                "t.yaml:2:22: cache.key_params: duplicate parameter name \"a\"");
 
