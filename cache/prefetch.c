@@ -149,13 +149,13 @@ static bool he_pf_resolve(const char *base, const char *uri, he__pf_seg_t *s)
     return true;
 }
 
-/* The newest viewer's target wins: any of them names the resource. */
 /* target, or NULL when it is not in origin form ("/path?query") */
 static const char *he_pf_origin_form(const char *target)
 {
     return target && target[0] == '/' && target[1] != '/' ? target : NULL;
 }
 
+/* The newest viewer's target wins: any of them names the resource. */
 static int he_pf_set_target(he__pf_rend_t *r, const char *target)
 {
     char *t;
