@@ -1,15 +1,12 @@
 /* Access log: per-worker record rings (producer side runs on workers) and
- * the writer the control thread drives. See accesslog.h. */
+ * the drain and formatter the control thread drives; the file it writes
+ * is server/accesslog_file.c. See accesslog.h. */
 #include "server/accesslog.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 #include <uv.h>
 
 #include "server/log.h"
