@@ -70,7 +70,7 @@ void he__control_pin(he_control_t *ctl)
     cpu_set_t allowed, want, now;
     char text[sizeof(ctl->cpus_text)];
     bool first = ctl->cpus_text[0] == 0, moved = false;
-    int rc;
+    int rc = 0;
 
     he_server_cpus_allowed(&allowed);
     he__control_cpus_pick(ctl->conf, &allowed, s, &want);
@@ -80,16 +80,14 @@ void he__control_pin(he_control_t *ctl)
         if (rc == 0) {
             now = want;
             moved = true;
-        } else {
-            /* a CPU that is offline or outside the process's set (taskset, cgroup) */
-            he__control_cpus_text(&want, text, sizeof(text));
-            he__control_cpus_text(&now, ctl->cpus_text, sizeof(ctl->cpus_text));
-            he_log_warn(
-                "control_cpus: cannot run the control thread on CPUs %s: %s (it stays on %s)", text,
-                strerror(rc), ctl->cpus_text);
         }
     }
     he__control_cpus_text(&now, ctl->cpus_text, sizeof(ctl->cpus_text));
+    if (rc != 0) { /* a CPU that is offline or outside the process's set (taskset, cgroup) */
+        he__control_cpus_text(&want, text, sizeof(text));
+        he_log_warn("control_cpus: cannot run the control thread on CPUs %s: %s (it stays on %s)",
+                    text, strerror(rc), ctl->cpus_text);
+    }
     ctl->cpus_apart = he__control_cpus_apart(&now, s);
     if (first || moved)
         he_log_info("control thread on CPUs %s%s", ctl->cpus_text,
