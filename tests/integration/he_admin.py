@@ -3,6 +3,7 @@ the Prometheus text, wait for counters to settle."""
 
 import json
 import re
+import signal
 import socket
 import time
 
@@ -63,6 +64,13 @@ def wait_for(pred, timeout=5.0, what="condition"):
             return last
         time.sleep(0.05)
     raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))
+
+
+def reload_and_wait(srv, generation, timeout=10):
+    """SIGHUP, then wait until /stats reports configuration generation."""
+    srv.signal(signal.SIGHUP)
+    return wait_for(lambda: stats(srv)["config"]["generation"] == generation, timeout,
+                    "configuration generation %d" % generation)
 
 
 def port_refuses(port, host="127.0.0.1"):

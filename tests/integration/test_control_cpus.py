@@ -6,13 +6,12 @@ the process's CPUs rather than inheriting the control thread's; a CPU the
 process may not use is refused with a warning and changes nothing."""
 
 import os
-import signal
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, expect_eq, make_library, run_main  # noqa: E402
-from he_admin import stats, wait_for  # noqa: E402
+from he_admin import reload_and_wait, stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-ccpu-")
 ROOT = make_library(os.path.join(TMP, "lib"), big_mb=1)
@@ -61,9 +60,7 @@ def reload(srv, conf, generation):
                 if not l.startswith(("cpus:", "control_cpus:", "workers:", "pin:"))]
     with open(srv.conf, "w") as f:
         f.write("".join(base) + conf)
-    srv.signal(signal.SIGHUP)
-    wait_for(lambda: stats(srv)["config"]["generation"] == generation, 10,
-             "configuration generation %d" % generation)
+    reload_and_wait(srv, generation)
 
 
 def test_auto_keeps_off_the_workers_and_reload_moves_it():

@@ -144,8 +144,11 @@ def test_dashboard_shows_cache_hit_ratio():
             for _ in range(10):  # one miss, then RAM hits
                 expect_eq(c.request("GET", "/v/seg_1.ts").status, 200)
             c.close()
-            tiers = wait_for(lambda: (stats(srv).get("cache") or {}).get("tiers", {}).get("ram", {}).get("hits") == 9
-                             and stats(srv)["cache"]["tiers"], what="9 RAM hits in /stats")
+            def ram_tiers():  # one GET /stats per look
+                tiers = (stats(srv).get("cache") or {}).get("tiers", {})
+                return tiers if tiers.get("ram", {}).get("hits") == 9 else None
+
+            tiers = wait_for(ram_tiers, what="9 RAM hits in /stats")
             ram = tiers["ram"]
             ratio = ram["hits"] / (ram["hits"] + ram["misses"])
             expect(ratio >= 0.9 - 1e-9, "RAM hit ratio in /stats: %r" % ram)

@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Conn, Server, expect, expect_eq, free_port, make_library, run_main, sha256  # noqa: E402
-from he_admin import admin_get, port_refuses, stats, wait_for  # noqa: E402
+from he_admin import admin_get, port_refuses, reload_and_wait, stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-reload-")
 ROOT = make_library(os.path.join(TMP, "lib"), big_mb=16)
@@ -43,12 +43,6 @@ def write_conf(srv, listen=None, workers=1, extra=""):
         f.write("root: %s\n" % ROOT)
         f.write('admin:\n  listen: "127.0.0.1:%d"\n' % srv.admin_port)
         f.write(extra)
-
-
-def reload_and_wait(srv, generation, timeout=10):
-    srv.signal(signal.SIGHUP)
-    return wait_for(lambda: stats(srv)["config"]["generation"] == generation, timeout,
-                    "configuration generation %d" % generation)
 
 
 def test_invalid_file_changes_nothing():
