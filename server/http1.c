@@ -167,6 +167,13 @@ static int he_http1_on_headers_complete(llhttp_t *p)
     r->has_body =
         (p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
     if (r->inm_len && r->inm[r->inm_len - 1] == ',') r->inm[--r->inm_len] = 0;
+    /* We never switch protocols: Upgrade (h2c, websocket) is ignored, as
+     * RFC 9110 7.8 allows, and CONNECT gets an error. llhttp reads this
+     * after the callback; left set, it would take the bytes after the
+     * request for another protocol and fail the next request. */
+    p->upgrade = 0;
+    /* a CONNECT client may send tunnel bytes right behind the request */
+    if (r->method == HTTP_CONNECT) r->keepalive = false;
     if (r->has_body) {
         /* We serve no method with a body. Answer now and close rather than
          * read a body we would throw away. */

@@ -1,0 +1,96 @@
+"""HTTP/1.1 conformance points (RFC 9110, RFC 9112) through the real
+binary, most over raw sockets since curl will not send these requests:
+
+  - Upgrade (h2c, websocket) is ignored and the connection stays usable;
+    CONNECT gets 405 and the connection closes."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from he import Server, expect, expect_eq, make_library, recv_until_close, run_tests  # noqa: E402
+from he_admin import wait_for  # noqa: E402
+from origin import Origin  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="he-rfc-")
+ROOT = make_library(os.path.join(TMP, "lib"), big_mb=1)
+ALOG = os.path.join(TMP, "access.log")
+SRV = None
+
+
+def lib(path):
+    with open(os.path.join(ROOT, path.lstrip("/")), "rb") as f:
+        return f.read()
+
+
+def exchange(data, head_only=False, srv=None):
+    """Sends data on a new connection; (first response, bytes that followed
+    it until the server closed the connection)."""
+    c = (srv or SRV).conn()
+    c.send(data)
+    r = c.read_response(head_only=head_only)
+    c.sock.settimeout(5)
+    rest = recv_until_close(c.sock, c.buf)
+    c.close()
+    return r, rest
+
+
+def test_upgrade_h2c_ignored():
+    # what `curl --http2 http://...` sends: two requests on one connection
+    out = subprocess.run(["curl", "-s", "--http2", "-o", "/dev/null", "-o", "/dev/null", "-w", "%{http_code}\n"]
+                         + SRV.curl_args() + [SRV.url("/master.m3u8"), SRV.url("/360p/index.m3u8")],
+                         capture_output=True, timeout=30, text=True)
+    expect_eq(out.stdout.split(), ["200", "200"], "curl --http2 statuses")
+    for upgrade in ("h2c", "websocket"):
+        c = SRV.conn()
+        r = c.request("GET", "/master.m3u8", {"Connection": "Upgrade, HTTP2-Settings", "Upgrade": upgrade,
+                                              "HTTP2-Settings": "AAMAAABkAAQCAAAAAAIAAAAA",
+                                              "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+        expect_eq((r.status, r.body), (200, lib("master.m3u8")), upgrade)
+        expect(r.h("upgrade") is None, "no Upgrade in the answer")
+        r = c.request("GET", "/360p/index.m3u8")
+        expect_eq((r.status, r.body), (200, lib("360p/index.m3u8")), upgrade + ": the next request")
+        c.close()
+    # pipelined behind it in the same segment: parsed as HTTP, not as another protocol
+    c = SRV.conn()
+    c.send("GET /master.m3u8 HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+           "HEAD /master.m3u8 HTTP/1.1\r\nHost: t\r\n\r\n")
+    expect_eq(c.read_response().status, 200)
+    r = c.read_response(head_only=True)
+    expect_eq(r.status, 200, "pipelined request after Upgrade")
+    r = c.request("GET", "/misc/aes.key")
+    expect_eq(r.body, lib("misc/aes.key"))
+    c.close()
+
+
+def test_connect_405_and_close():
+    # tunnel bytes sent right behind the CONNECT are not read as a request
+    r, rest = exchange(b"CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n"
+                       b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + b"\x00" * 40)
+    expect_eq(r.status, 405)
+    expect_eq(r.h("allow"), "GET, HEAD, OPTIONS")
+    expect_eq(r.h("connection"), "close")
+    expect_eq(rest, b"", "nothing after the 405")
+    expect_eq(SRV.get("/master.m3u8").status, 200, "after CONNECT")
+
+
+def main():
+    global SRV
+    extra = "limits:\n  header_bytes: 4096\n  uri_bytes: 1024\nlog:\n  access: %s\n" % ALOG
+    SRV = Server(ROOT, extra=extra, workers=2).start()
+    try:
+        rc = run_tests(globals())
+        SRV.stop()
+    finally:
+        if SRV.proc and SRV.proc.poll() is None:
+            SRV.proc.kill()
+        shutil.rmtree(TMP, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
