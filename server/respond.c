@@ -384,7 +384,9 @@ void he__respond(he_worker_t *w, he_conn_t *c)
     c->t_first_byte_ns = 0;
     c->bytes_sent = 0;
     if (r->has_body) c->close_after = true;
-    if (!r->keepalive) c->close_after = true;
+    /* timeouts.keepalive 0: say so in this response, not by closing
+     * under the client at the next tick */
+    if (!r->keepalive || !w->conf->keepalive_timeout_ms) c->close_after = true;
     if (r->method == HTTP_PURGE && w->cache) {
         he__rcache_purge(w, c);
         return;

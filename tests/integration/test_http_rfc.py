@@ -2,7 +2,8 @@
 binary, most over raw sockets since curl will not send these requests:
 
   - Upgrade (h2c, websocket) is ignored and the connection stays usable;
-    CONNECT gets 405 and the connection closes."""
+    CONNECT gets 405 and the connection closes;
+  - timeouts.keepalive: 0 announces Connection: close and closes."""
 
 import os
 import shutil
@@ -76,6 +77,38 @@ def test_connect_405_and_close():
     expect_eq(r.h("connection"), "close")
     expect_eq(rest, b"", "nothing after the 405")
     expect_eq(SRV.get("/master.m3u8").status, 200, "after CONNECT")
+
+
+def test_keepalive_zero_closes_with_notice():
+    with Server(ROOT, extra="timeouts:\n  keepalive: 0\n") as srv:
+        for version, hdrs in (("1.1", {}), ("1.0", {"Connection": "keep-alive"})):
+            c = srv.conn()
+            r = c.request("GET", "/master.m3u8", hdrs, version=version)
+            expect_eq((r.status, r.body), (200, lib("master.m3u8")), version)
+            expect_eq(r.h("connection"), "close", "HTTP/%s announces the close" % version)
+            expect(c.closed_by_peer(2), "closed after the response")
+            c.close()
+        # error pages and 304s too
+        r, rest = exchange(b"GET /nope.ts HTTP/1.1\r\nHost: t\r\n\r\n", srv=srv)
+        expect_eq((r.status, r.h("connection"), rest), (404, "close", b""))
+        etag = srv.get("/master.m3u8").h("etag")
+        r, rest = exchange(("GET /master.m3u8 HTTP/1.1\r\nHost: t\r\nIf-None-Match: %s\r\n\r\n" % etag).encode(),
+                           srv=srv)
+        expect_eq((r.status, r.h("connection"), rest), (304, "close", b""))
+
+
+def test_keepalive_zero_cache_path():
+    origin = Origin(files={"/o/seg.ts": b"s" * 3000}).start()
+    try:
+        conf = ("timeouts:\n  keepalive: 0\ncache:\n  ram_size: 16m\n  admission: false\n"
+                'origin:\n  urls: ["%s"]\n  retries: 0\n' % origin.url)
+        with Server(ROOT, extra=conf) as srv:
+            for _ in range(2):  # a miss, then a RAM hit
+                r, rest = exchange(b"GET /o/seg.ts HTTP/1.1\r\nHost: t\r\n\r\n", srv=srv)
+                expect_eq((r.status, len(r.body)), (200, 3000))
+                expect_eq((r.h("connection"), rest), ("close", b""))
+    finally:
+        origin.stop()
 
 
 def main():
