@@ -3,6 +3,7 @@
  * receive buffer can go back to the kernel as soon as it is parsed. The
  * parser pauses after each complete request: pipelined requests are
  * answered one at a time, in order. */
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
 
@@ -156,6 +157,30 @@ static int he_http1_on_header_value_complete(llhttp_t *p)
     return 0;
 }
 
+/* RFC 9112 3.2.2: a server must accept absolute-form. One site is served
+ * whatever the authority, so "http://host/p?q" becomes "/p?q" in place
+ * (the cache key, the origin request and the access log all want origin
+ * form). Returns -EINVAL for an http(s) URI without a host (RFC 9110
+ * 4.2.1) or with userinfo (4.2.4: treated as an error). */
+static int he_http1_absolute_form(char *url, uint32_t *len)
+{
+    size_t n = *len, skip, i;
+
+    if (n >= 7 && strncasecmp(url, "http://", 7) == 0)
+        skip = 7;
+    else if (n >= 8 && strncasecmp(url, "https://", 8) == 0)
+        skip = 8;
+    else
+        return 0;
+    for (i = skip; i < n && url[i] != '/' && url[i] != '?' && url[i] != '#'; i++)
+        if (url[i] == '@') return -EINVAL;
+    if (i == skip) return -EINVAL;
+    if (i == n || url[i] != '/') url[--i] = '/'; /* an empty path is "/" */
+    memmove(url, url + i, n - i);
+    *len = (uint32_t)(n - i);
+    return 0;
+}
+
 static int he_http1_on_headers_complete(llhttp_t *p)
 {
     he_conn_t *c = HE_CONN(p);
@@ -174,6 +199,7 @@ static int he_http1_on_headers_complete(llhttp_t *p)
     p->upgrade = 0;
     /* a CONNECT client may send tunnel bytes right behind the request */
     if (r->method == HTTP_CONNECT) r->keepalive = false;
+    if (he_http1_absolute_form(he_http1_url, &r->url_len) < 0) return HPE_USER;
     if (r->has_body) {
         /* We serve no method with a body. Answer now and close rather than
          * read a body we would throw away. */

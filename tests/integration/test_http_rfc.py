@@ -3,7 +3,9 @@ binary, most over raw sockets since curl will not send these requests:
 
   - Upgrade (h2c, websocket) is ignored and the connection stays usable;
     CONNECT gets 405 and the connection closes;
-  - timeouts.keepalive: 0 announces Connection: close and closes."""
+  - timeouts.keepalive: 0 announces Connection: close and closes;
+  - absolute-form targets are served as their path (the access log and
+    the origin see origin-form)."""
 
 import os
 import shutil
@@ -107,6 +109,53 @@ def test_keepalive_zero_cache_path():
                 r, rest = exchange(b"GET /o/seg.ts HTTP/1.1\r\nHost: t\r\n\r\n", srv=srv)
                 expect_eq((r.status, len(r.body)), (200, 3000))
                 expect_eq((r.h("connection"), rest), ("close", b""))
+    finally:
+        origin.stop()
+
+
+def test_absolute_form():
+    host = "127.0.0.1:%d" % SRV.port
+    for target in ("http://%s/master.m3u8" % host, "HTTP://%s/master.m3u8?token=1" % host,
+                   "https://other.example:8443/master.m3u8", "hTTp://[::1]/master.m3u8#frag"):
+        c = SRV.conn()
+        r = c.request("GET", target)
+        expect_eq((r.status, r.body), (200, lib("master.m3u8")), target)
+        r = c.request("GET", "/360p/index.m3u8")  # the connection is still in step
+        expect_eq(r.status, 200, target + ": next request")
+        c.close()
+    # an empty path is "/"; OPTIONS to the server as a whole
+    expect_eq(SRV.get("http://%s" % host).status, 404, "empty path is /")
+    expect_eq(SRV.get("http://%s?x=1" % host).status, 404, "empty path with a query")
+    expect_eq(SRV.get("http://%s" % host, method="OPTIONS").status, 204)
+    # an http URI without a host is invalid, one with userinfo refused
+    # (RFC 9110 4.2.1, 4.2.4); other schemes are not ours
+    for target in ("http:///master.m3u8", "http://", "http://user@%s/master.m3u8" % host,
+                   "ftp://%s/master.m3u8" % host):
+        r, rest = exchange(("GET %s HTTP/1.1\r\nHost: t\r\n\r\n" % target).encode())
+        expect_eq((r.status, rest), (400, b""), target)
+    # the access log records origin-form
+    target = "/288p/index.m3u8?abs=1"
+
+    def logged():
+        with open(ALOG) as f:
+            return [l for l in f if "abs=1" in l] or None
+    expect_eq(SRV.get("http://%s%s" % (host, target)).status, 200)
+    line = wait_for(logged, 5, "the access log line")[0]
+    expect('"GET %s HTTP/1.1"' % target in line, "logged target: %r" % line)
+
+
+def test_absolute_form_to_origin():
+    origin = Origin(files={"/o/abs.ts": b"a" * 2000}).start()
+    try:
+        conf = 'cache:\n  ram_size: 16m\n  admission: false\norigin:\n  urls: ["%s"]\n  retries: 0\n' % origin.url
+        with Server(ROOT, extra=conf) as srv:
+            c = srv.conn()
+            r = c.request("GET", "http://edge.example/o/abs.ts")
+            expect_eq((r.status, len(r.body)), (200, 2000))
+            r = c.request("GET", "/o/abs.ts")
+            expect_eq((r.status, len(r.body)), (200, 2000))
+            c.close()
+            expect_eq(origin.count("/o/abs.ts"), 1, "origin asked once, in origin-form, same cache key")
     finally:
         origin.stop()
 
