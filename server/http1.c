@@ -94,6 +94,7 @@ static int he_http1_on_header_field_complete(llhttp_t *p)
         {"if-unmodified-since", 19, HE_HDR_IUS},
         {"if-range", 8, HE_HDR_IF_RANGE},
         {"origin", 6, HE_HDR_ORIGIN},
+        {"host", 4, HE_HDR_HOST},
     };
     r->cur_hdr = HE_HDR_NONE;
     if (!r->field_overflow)
@@ -103,6 +104,7 @@ static int he_http1_on_header_field_complete(llhttp_t *p)
                 r->cur_hdr = known[i].id;
                 break;
             }
+    if (r->cur_hdr == HE_HDR_HOST && r->host_seen < 2) r->host_seen++;
     r->field_len = 0;
     r->field_overflow = 0;
     return 0;
@@ -199,6 +201,9 @@ static int he_http1_on_headers_complete(llhttp_t *p)
     p->upgrade = 0;
     /* a CONNECT client may send tunnel bytes right behind the request */
     if (r->method == HTTP_CONNECT) r->keepalive = false;
+    /* RFC 9112 3.2: exactly one Host in HTTP/1.1, never two in any version */
+    if (r->host_seen > 1 || (!r->host_seen && (r->http_major > 1 || r->http_minor > 0)))
+        return HPE_USER;
     if (he_http1_absolute_form(he_http1_url, &r->url_len) < 0) return HPE_USER;
     if (r->has_body) {
         /* We serve no method with a body. Answer now and close rather than

@@ -115,6 +115,7 @@ typedef struct he_req {
     char field[32];
     uint8_t field_len;
     uint8_t field_overflow;
+    uint8_t host_seen; /* Host lines, counted up to 2 */
     /* interesting headers, truncated to their buffers (truncation can only
      * turn a conditional or range request into a full 200) */
     char range[HE_HDR_SMALL];
@@ -137,6 +138,7 @@ enum {
     HE_HDR_IUS,
     HE_HDR_IF_RANGE,
     HE_HDR_ORIGIN,
+    HE_HDR_HOST,
     HE_HDR_COUNT
 };
 

@@ -5,7 +5,8 @@ binary, most over raw sockets since curl will not send these requests:
     CONNECT gets 405 and the connection closes;
   - timeouts.keepalive: 0 announces Connection: close and closes;
   - absolute-form targets are served as their path (the access log and
-    the origin see origin-form)."""
+    the origin see origin-form);
+  - HTTP/1.1 needs exactly one Host, HTTP/1.0 none, and never two."""
 
 import os
 import shutil
@@ -158,6 +159,21 @@ def test_absolute_form_to_origin():
             expect_eq(origin.count("/o/abs.ts"), 1, "origin asked once, in origin-form, same cache key")
     finally:
         origin.stop()
+
+
+def test_host_required_once():
+    for req in (b"GET /master.m3u8 HTTP/1.1\r\n\r\n",
+                b"GET /master.m3u8 HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n",
+                b"GET /master.m3u8 HTTP/1.1\r\nHost: a\r\nX: 1\r\nhost: b\r\n\r\n",
+                b"GET /master.m3u8 HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n",
+                b"GET http://a/master.m3u8 HTTP/1.1\r\n\r\n"):
+        r, rest = exchange(req)
+        expect_eq((r.status, r.h("connection"), rest), (400, "close", b""), repr(req))
+    r, _ = exchange(b"GET /master.m3u8 HTTP/1.0\r\n\r\n")
+    expect_eq((r.status, r.body), (200, lib("master.m3u8")), "HTTP/1.0 without Host")
+    r, _ = exchange(b"GET /master.m3u8 HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n")
+    expect_eq(r.status, 200, "empty Host")
+    expect_eq(SRV.get("/master.m3u8").status, 200)
 
 
 def main():
