@@ -107,56 +107,80 @@ static int he_http1_on_header_field_complete(llhttp_t *p)
     if (r->cur_hdr == HE_HDR_HOST && r->host_seen < 2) r->host_seen++;
     r->field_len = 0;
     r->field_overflow = 0;
+    r->value_more = false;
     return 0;
 }
 
-static void he_http1_append(char *dst, uint16_t *len, size_t cap, const char *at, size_t n)
+/* Returns false when the value was cut to the buffer. */
+static bool he_http1_append(char *dst, uint16_t *len, size_t cap, const char *at, size_t n)
 {
-    if (n > cap - 1 - *len) n = cap - 1 - *len;
+    bool whole = n <= cap - 1 - *len;
+    if (!whole) n = cap - 1 - *len;
     memcpy(dst + *len, at, n);
     *len = (uint16_t)(*len + n);
     dst[*len] = 0;
+    return whole;
 }
 
 static int he_http1_on_header_value(llhttp_t *p, const char *at, size_t n)
 {
     he_req_t *r = &HE_CONN(p)->req;
+    char *dst;
+    uint16_t *len;
+    size_t cap;
+
     switch (r->cur_hdr) {
     case HE_HDR_RANGE:
-        he_http1_append(r->range, &r->range_len, sizeof(r->range), at, n);
+        dst = r->range, len = &r->range_len, cap = sizeof(r->range);
         break;
     case HE_HDR_INM:
-        he_http1_append(r->inm, &r->inm_len, sizeof(r->inm), at, n);
+        dst = r->inm, len = &r->inm_len, cap = sizeof(r->inm);
         break;
     case HE_HDR_IMS:
-        he_http1_append(r->ims, &r->ims_len, sizeof(r->ims), at, n);
+        dst = r->ims, len = &r->ims_len, cap = sizeof(r->ims);
         break;
     case HE_HDR_IM:
-        he_http1_append(r->im, &r->im_len, sizeof(r->im), at, n);
+        dst = r->im, len = &r->im_len, cap = sizeof(r->im);
         break;
     case HE_HDR_IUS:
-        he_http1_append(r->ius, &r->ius_len, sizeof(r->ius), at, n);
+        dst = r->ius, len = &r->ius_len, cap = sizeof(r->ius);
         break;
     case HE_HDR_IF_RANGE:
-        he_http1_append(r->if_range, &r->if_range_len, sizeof(r->if_range), at, n);
+        dst = r->if_range, len = &r->if_range_len, cap = sizeof(r->if_range);
         break;
     case HE_HDR_ORIGIN:
         r->has_origin = 1;
-        break;
+        /* fall through */
     default:
-        break;
+        return he_http1_count(r, n);
     }
+    /* Another line of the same field continues its list (RFC 9110 5.3);
+     * for the single-valued ones the result fails to parse, as it should. */
+    if (*len && !r->value_more && !he_http1_append(dst, len, cap, ",", 1))
+        r->hdr_cut |= (uint8_t)(1u << r->cur_hdr);
+    if (!he_http1_append(dst, len, cap, at, n)) r->hdr_cut |= (uint8_t)(1u << r->cur_hdr);
+    r->value_more = true;
     return he_http1_count(r, n);
 }
 
 static int he_http1_on_header_value_complete(llhttp_t *p)
 {
-    he_req_t *r = &HE_CONN(p)->req;
-    /* A second If-None-Match line continues the list. */
-    if (r->cur_hdr == HE_HDR_INM && r->inm_len && r->inm_len < sizeof(r->inm) - 1)
-        he_http1_append(r->inm, &r->inm_len, sizeof(r->inm), ",", 1);
-    r->cur_hdr = HE_HDR_NONE;
+    HE_CONN(p)->req.cur_hdr = HE_HDR_NONE;
     return 0;
+}
+
+/* A value cut to its buffer could read as a different one (a shorter
+ * If-Match list fails where the whole would match; a Range list cut
+ * after its first member asks for less): it counts as absent. A cut
+ * If-Range cannot be checked, so the Range goes with it. */
+static void he_http1_drop_cut(he_req_t *r)
+{
+    if (r->hdr_cut & (1u << HE_HDR_INM)) r->inm_len = 0;
+    if (r->hdr_cut & (1u << HE_HDR_IMS)) r->ims_len = 0;
+    if (r->hdr_cut & (1u << HE_HDR_IM)) r->im_len = 0;
+    if (r->hdr_cut & (1u << HE_HDR_IUS)) r->ius_len = 0;
+    if (r->hdr_cut & (1u << HE_HDR_RANGE | 1u << HE_HDR_IF_RANGE))
+        r->range_len = r->if_range_len = 0;
 }
 
 /* RFC 9112 3.2.2: a server must accept absolute-form. One site is served
@@ -193,7 +217,6 @@ static int he_http1_on_headers_complete(llhttp_t *p)
     r->keepalive = llhttp_should_keep_alive(p);
     r->has_body =
         (p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
-    if (r->inm_len && r->inm[r->inm_len - 1] == ',') r->inm[--r->inm_len] = 0;
     /* We never switch protocols: Upgrade (h2c, websocket) is ignored, as
      * RFC 9110 7.8 allows, and CONNECT gets an error. llhttp reads this
      * after the callback; left set, it would take the bytes after the
@@ -205,6 +228,7 @@ static int he_http1_on_headers_complete(llhttp_t *p)
     if (r->host_seen > 1 || (!r->host_seen && (r->http_major > 1 || r->http_minor > 0)))
         return HPE_USER;
     if (he_http1_absolute_form(he_http1_url, &r->url_len) < 0) return HPE_USER;
+    he_http1_drop_cut(r);
     if (r->has_body) {
         /* We serve no method with a body. Answer now and close rather than
          * read a body we would throw away. */

@@ -6,7 +6,9 @@ binary, most over raw sockets since curl will not send these requests:
   - timeouts.keepalive: 0 announces Connection: close and closes;
   - absolute-form targets are served as their path (the access log and
     the origin see origin-form);
-  - HTTP/1.1 needs exactly one Host, HTTP/1.0 none, and never two."""
+  - HTTP/1.1 needs exactly one Host, HTTP/1.0 none, and never two;
+  - If-Match lines form one list; a precondition or range value too long
+    for its buffer counts as absent rather than as a cut, different value."""
 
 import os
 import shutil
@@ -174,6 +176,41 @@ def test_host_required_once():
     r, _ = exchange(b"GET /master.m3u8 HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n")
     expect_eq(r.status, 200, "empty Host")
     expect_eq(SRV.get("/master.m3u8").status, 200)
+
+
+def test_if_match_lines_and_long_values():
+    p = "/360p/seg_00002.ts"
+    r = SRV.get(p)
+    etag, lm = r.h("etag"), r.h("last-modified")
+    n = len(lib(p))
+
+    def get(hdr_lines):
+        c = SRV.conn()
+        c.send("GET %s HTTP/1.1\r\nHost: t\r\n%s\r\n" % (p, "".join("%s: %s\r\n" % kv for kv in hdr_lines)))
+        r = c.read_response()
+        c.close()
+        return r
+    expect_eq(get([("If-Match", '"nope"'), ("If-Match", etag)]).status, 200, "If-Match on two lines")
+    expect_eq(get([("If-Match", etag), ("If-Match", '"nope"')]).status, 200, "If-Match on two lines, reversed")
+    expect_eq(get([("If-Match", '"nope"'), ("If-Match", '"nope2"')]).status, 412, "no line matches")
+    expect_eq(get([("If-None-Match", '"nope"'), ("If-None-Match", etag)]).status, 304, "If-None-Match lines")
+    # longer than the buffer: ignored, not cut into a list that does not match
+    many = ", ".join('"%040d"' % i for i in range(8))
+    expect_eq(get([("If-Match", many + ", " + etag)]).status, 200, "long If-Match")
+    expect_eq(get([("If-Match", many), ("If-Match", etag)]).status, 200, "long If-Match over two lines")
+    # a date padded past its buffer is no date (the cut would parse)
+    pad = " " * 20 + "x"
+    expect_eq(get([("If-Unmodified-Since", "Sat, 01 Jan 2000 00:00:00 GMT" + pad)]).status, 200, "long IUS")
+    expect_eq(get([("If-Unmodified-Since", "Sat, 01 Jan 2000 00:00:00 GMT")]).status, 412, "IUS older")
+    expect_eq(get([("If-Modified-Since", lm + pad)]).status, 200, "long IMS")
+    expect_eq(get([("If-Modified-Since", lm)]).status, 304, "IMS equal")
+    # a Range list cut after its first member would ask for less
+    r = get([("Range", "bytes=0-9" + " " * 130 + ",20-29")])
+    expect_eq((r.status, len(r.body)), (200, n), "long Range")
+    r = get([("Range", "bytes=0-9"), ("If-Range", etag + " " * 130 + "x")])
+    expect_eq((r.status, len(r.body)), (200, n), "long If-Range")
+    r = get([("Range", "bytes=0-9"), ("If-Range", etag)])
+    expect_eq((r.status, len(r.body)), (206, 10), "If-Range match")
 
 
 def main():
