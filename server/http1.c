@@ -55,6 +55,13 @@ static int he_http1_on_method(llhttp_t *p, const char *at, size_t n)
     return he_http1_count(&HE_CONN(p)->req, n);
 }
 
+/* Known before the target: a 414 or 431 answer to HEAD has no body. */
+static int he_http1_on_method_complete(llhttp_t *p)
+{
+    HE_CONN(p)->req.method = (uint8_t)p->method;
+    return 0;
+}
+
 /* RFC 9110 tchar: llhttp 8 lets some non-token bytes (such as a space)
  * through in field names; a name with them is a malformed request. */
 static bool he_http1_tchar(unsigned char ch)
@@ -251,6 +258,7 @@ static const llhttp_settings_t *he_http1_settings(void)
         s.on_message_begin = he_http1_on_message_begin;
         s.on_url = he_http1_on_url;
         s.on_method = he_http1_on_method;
+        s.on_method_complete = he_http1_on_method_complete;
         s.on_header_field = he_http1_on_header_field;
         s.on_header_field_complete = he_http1_on_header_field_complete;
         s.on_header_value = he_http1_on_header_value;

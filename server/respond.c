@@ -312,7 +312,9 @@ void he__respond_error(he_worker_t *w, he_conn_t *c, int status)
     he_hb_u64(&b, (uint64_t)blen);
     he_hb_lit(&b, "\r\n");
     he_respond_end(w, c, &b);
-    if (c->req.method != HTTP_HEAD || status == 400) he_hb_mem(&b, body, (size_t)blen);
+    /* the parser records the method first thing, so even a request cut
+     * short by a 400, 414 or 431 is known to be HEAD */
+    if (c->req.method != HTTP_HEAD) he_hb_mem(&b, body, (size_t)blen);
     c->hdr_len = (uint32_t)b.len;
     c->body_kind = HE_BODY_NONE;
     he_respond_send(w, c);

@@ -8,7 +8,8 @@ binary, most over raw sockets since curl will not send these requests:
     the origin see origin-form);
   - HTTP/1.1 needs exactly one Host, HTTP/1.0 none, and never two;
   - If-Match lines form one list; a precondition or range value too long
-    for its buffer counts as absent rather than as a cut, different value."""
+    for its buffer counts as absent rather than as a cut, different value;
+  - HEAD gets no body with 400, 414 and 431 either."""
 
 import os
 import shutil
@@ -211,6 +212,26 @@ def test_if_match_lines_and_long_values():
     expect_eq((r.status, len(r.body)), (200, n), "long If-Range")
     r = get([("Range", "bytes=0-9"), ("If-Range", etag)])
     expect_eq((r.status, len(r.body)), (206, 10), "If-Range match")
+
+
+def test_head_error_pages_have_no_body():
+    cases = [
+        (b"HEAD /" + b"a" * 2000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+        (b"HEAD /master.m3u8 HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-F%d: %s\r\n" % (i, b"v" * 100)
+                                                                  for i in range(60)) + b"\r\n", 431),
+        (b"HEAD /master.m3u8 HTTP/1.1\r\nBad Header: 1\r\n\r\n", 400),
+        (b"HEAD /master.m3u8 HTTP/1.1\r\n\r\n", 400),
+        (b"HEAD /a%00b HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+    ]
+    for req, status in cases:
+        r, rest = exchange(req, head_only=True)
+        expect_eq(r.status, status, repr(req[:30]))
+        expect(int(r.h("content-length")) > 0, "Content-Length of the GET answer")
+        expect_eq(rest, b"", "%d to HEAD: no body" % status)
+    # GET still gets the page
+    r, _ = exchange(b"GET /" + b"a" * 2000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    expect_eq((r.status, r.body), (414, b"414 URI Too Long\n"))
+    expect_eq(SRV.get("/master.m3u8").status, 200)
 
 
 def main():
