@@ -330,7 +330,7 @@ static void he_respond_options(he_worker_t *w, he_conn_t *c)
                       "Access-Control-Allow-Headers: Range, If-None-Match, If-Modified-Since, "
                       "Origin, Accept\r\n"
                       "Access-Control-Max-Age: 86400\r\n");
-    he_hb_lit(&b, "Content-Length: 0\r\n");
+    /* no Content-Length: a 204 must not carry one (RFC 9110 8.6) */
     he_respond_end(w, c, &b);
     c->body_kind = HE_BODY_NONE;
     he_respond_send(w, c);

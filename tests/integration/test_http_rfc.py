@@ -9,7 +9,8 @@ binary, most over raw sockets since curl will not send these requests:
   - HTTP/1.1 needs exactly one Host, HTTP/1.0 none, and never two;
   - If-Match lines form one list; a precondition or range value too long
     for its buffer counts as absent rather than as a cut, different value;
-  - HEAD gets no body with 400, 414 and 431 either."""
+  - HEAD gets no body with 400, 414 and 431 either;
+  - a 204 has no Content-Length."""
 
 import os
 import shutil
@@ -232,6 +233,17 @@ def test_head_error_pages_have_no_body():
     r, _ = exchange(b"GET /" + b"a" * 2000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
     expect_eq((r.status, r.body), (414, b"414 URI Too Long\n"))
     expect_eq(SRV.get("/master.m3u8").status, 200)
+
+
+def test_204_without_content_length():
+    for target in ("*", "/master.m3u8"):
+        c = SRV.conn()
+        c.send("OPTIONS %s HTTP/1.1\r\nHost: t\r\n\r\n" % target)
+        r = c.read_response()
+        expect_eq(r.status, 204, target)
+        expect(b"content-length" not in r.raw_head.lower(), "204 with Content-Length: %r" % r.raw_head)
+        expect_eq(c.request("GET", "/master.m3u8").status, 200, "in step after the 204")
+        c.close()
 
 
 def main():
