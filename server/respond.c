@@ -336,11 +336,18 @@ static void he_respond_options(he_worker_t *w, he_conn_t *c)
     he_respond_send(w, c);
 }
 
+/* RFC 9110 8.8.2.1: a Last-Modified later than Date (a file stamped in
+ * the future) is sent as the Date. Conditionals compare the same time. */
+static time_t he_respond_mtime(const he_worker_t *w, const he_file_t *f)
+{
+    return f->mtime > w->date_sec ? w->date_sec : f->mtime;
+}
+
 static void he_respond_validators(he_worker_t *w, he_hbuf_t *b, he_file_t *f)
 {
     const char *cc = w->conf->cache_control[f->type];
     he_hb_lit(b, "Last-Modified: ");
-    he_hb_mem(b, f->last_modified, 29);
+    he_hb_mem(b, f->mtime > w->date_sec ? w->date : f->last_modified, 29);
     he_hb_lit(b, "\r\nETag: ");
     he_hb_mem(b, f->etag, f->etag_len);
     he_hb_lit(b, "\r\n");
@@ -444,7 +451,7 @@ void he__respond(he_worker_t *w, he_conn_t *c)
     if (r->ims_len) cond.if_modified_since = r->ims, cond.if_modified_since_len = r->ims_len;
     if (r->im_len) cond.if_match = r->im, cond.if_match_len = r->im_len;
     if (r->ius_len) cond.if_unmodified_since = r->ius, cond.if_unmodified_since_len = r->ius_len;
-    switch (he_http_cond_eval(&cond, f->etag, f->etag_len, f->mtime)) {
+    switch (he_http_cond_eval(&cond, f->etag, f->etag_len, he_respond_mtime(w, f))) {
     case HE_HTTP_COND_NOT_MODIFIED:
         he_respond_start(w, c, &b, 304);
         he_respond_validators(w, &b, f);
@@ -459,6 +466,8 @@ void he__respond(he_worker_t *w, he_conn_t *c)
         break;
     }
 
+    /* the file's own mtime: a Last-Modified sent as the Date is no strong
+     * validator (RFC 9110 8.8.2.2), so an If-Range date never matches it */
     if (r->range_len && (!r->if_range_len || he_http_if_range_ok(r->if_range, r->if_range_len,
                                                                  f->etag, f->etag_len, f->mtime)))
         range = he_http_range_parse(r->range, r->range_len, f->size, &first, &last);

@@ -10,7 +10,8 @@ binary, most over raw sockets since curl will not send these requests:
   - If-Match lines form one list; a precondition or range value too long
     for its buffer counts as absent rather than as a cut, different value;
   - HEAD gets no body with 400, 414 and 431 either;
-  - a 204 has no Content-Length."""
+  - a 204 has no Content-Length;
+  - Last-Modified is never later than Date."""
 
 import os
 import shutil
@@ -244,6 +245,41 @@ def test_204_without_content_length():
         expect(b"content-length" not in r.raw_head.lower(), "204 with Content-Length: %r" % r.raw_head)
         expect_eq(c.request("GET", "/master.m3u8").status, 200, "in step after the 204")
         c.close()
+
+
+def test_future_mtime_last_modified_is_date():
+    import email.utils
+    p = os.path.join(ROOT, "misc", "future.m3u8")
+    with open(p, "w") as f:
+        f.write("#EXTM3U\n")
+    future = time.time() + 10 * 365 * 86400
+    os.utime(p, (future, future))
+    r = SRV.get("/misc/future.m3u8")
+    expect_eq(r.status, 200)
+    lm, date = r.h("last-modified"), r.h("date")
+    expect_eq(lm, date, "Last-Modified of a future file")
+    # conditionals compare the time that was sent, not the file's
+    r2 = SRV.get("/misc/future.m3u8", {"If-Modified-Since": lm})
+    expect_eq(r2.status, 304 if r2.h("date") == lm else 200, "IMS with the sent Last-Modified")
+    r2 = SRV.get("/misc/future.m3u8", {"If-Unmodified-Since": lm})
+    expect_eq(r2.status, 200 if r2.h("date") == lm else 412, "IUS with the sent Last-Modified")
+    r2 = SRV.get("/misc/future.m3u8", {"If-Unmodified-Since": date_after(lm, 60)})
+    expect_eq(r2.status, 200, "IUS a minute on")
+    # a date equal to Date is no strong validator: If-Range with it sends the whole file
+    r2 = SRV.get("/misc/future.m3u8", {"Range": "bytes=0-2", "If-Range": lm})
+    expect_eq((r2.status, r2.body), (200, b"#EXTM3U\n"), "If-Range with the sent Last-Modified")
+    r2 = SRV.get("/misc/future.m3u8", {"If-None-Match": r.h("etag")})
+    expect_eq(r2.status, 304, "ETag unchanged")
+    # a file from the past keeps its own time
+    r = SRV.get("/master.m3u8")
+    expect_eq(email.utils.parsedate_to_datetime(r.h("last-modified")).timestamp(),
+              float(int(os.stat(os.path.join(ROOT, "master.m3u8")).st_mtime)), "past mtime")
+
+
+def date_after(http_date, seconds):
+    import email.utils
+    t = email.utils.parsedate_to_datetime(http_date).timestamp() + seconds
+    return email.utils.formatdate(t, usegmt=True)
 
 
 def main():
