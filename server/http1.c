@@ -3,6 +3,7 @@
  * receive buffer can go back to the kernel as soon as it is parsed. The
  * parser pauses after each complete request: pipelined requests are
  * answered one at a time, in order. */
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
 
@@ -54,6 +55,13 @@ static int he_http1_on_method(llhttp_t *p, const char *at, size_t n)
     return he_http1_count(&HE_CONN(p)->req, n);
 }
 
+/* Known before the target: a 414 or 431 answer to HEAD has no body. */
+static int he_http1_on_method_complete(llhttp_t *p)
+{
+    HE_CONN(p)->req.method = (uint8_t)p->method;
+    return 0;
+}
+
 /* RFC 9110 tchar: llhttp 8 lets some non-token bytes (such as a space)
  * through in field names; a name with them is a malformed request. */
 static bool he_http1_tchar(unsigned char ch)
@@ -93,6 +101,7 @@ static int he_http1_on_header_field_complete(llhttp_t *p)
         {"if-unmodified-since", 19, HE_HDR_IUS},
         {"if-range", 8, HE_HDR_IF_RANGE},
         {"origin", 6, HE_HDR_ORIGIN},
+        {"host", 4, HE_HDR_HOST},
     };
     r->cur_hdr = HE_HDR_NONE;
     if (!r->field_overflow)
@@ -102,57 +111,106 @@ static int he_http1_on_header_field_complete(llhttp_t *p)
                 r->cur_hdr = known[i].id;
                 break;
             }
+    if (r->cur_hdr == HE_HDR_HOST && r->host_seen < 2) r->host_seen++;
     r->field_len = 0;
     r->field_overflow = 0;
+    r->value_more = false;
     return 0;
 }
 
-static void he_http1_append(char *dst, uint16_t *len, size_t cap, const char *at, size_t n)
+/* Returns false when the value was cut to the buffer. */
+static bool he_http1_append(char *dst, uint16_t *len, size_t cap, const char *at, size_t n)
 {
-    if (n > cap - 1 - *len) n = cap - 1 - *len;
+    bool whole = n <= cap - 1 - *len;
+    if (!whole) n = cap - 1 - *len;
     memcpy(dst + *len, at, n);
     *len = (uint16_t)(*len + n);
     dst[*len] = 0;
+    return whole;
 }
 
 static int he_http1_on_header_value(llhttp_t *p, const char *at, size_t n)
 {
     he_req_t *r = &HE_CONN(p)->req;
+    char *dst;
+    uint16_t *len;
+    size_t cap;
+
     switch (r->cur_hdr) {
     case HE_HDR_RANGE:
-        he_http1_append(r->range, &r->range_len, sizeof(r->range), at, n);
+        dst = r->range, len = &r->range_len, cap = sizeof(r->range);
         break;
     case HE_HDR_INM:
-        he_http1_append(r->inm, &r->inm_len, sizeof(r->inm), at, n);
+        dst = r->inm, len = &r->inm_len, cap = sizeof(r->inm);
         break;
     case HE_HDR_IMS:
-        he_http1_append(r->ims, &r->ims_len, sizeof(r->ims), at, n);
+        dst = r->ims, len = &r->ims_len, cap = sizeof(r->ims);
         break;
     case HE_HDR_IM:
-        he_http1_append(r->im, &r->im_len, sizeof(r->im), at, n);
+        dst = r->im, len = &r->im_len, cap = sizeof(r->im);
         break;
     case HE_HDR_IUS:
-        he_http1_append(r->ius, &r->ius_len, sizeof(r->ius), at, n);
+        dst = r->ius, len = &r->ius_len, cap = sizeof(r->ius);
         break;
     case HE_HDR_IF_RANGE:
-        he_http1_append(r->if_range, &r->if_range_len, sizeof(r->if_range), at, n);
+        dst = r->if_range, len = &r->if_range_len, cap = sizeof(r->if_range);
         break;
     case HE_HDR_ORIGIN:
         r->has_origin = 1;
-        break;
+        /* fall through */
     default:
-        break;
+        return he_http1_count(r, n);
     }
+    /* Another line of the same field continues its list (RFC 9110 5.3);
+     * for the single-valued ones the result fails to parse, as it should. */
+    if (*len && !r->value_more && !he_http1_append(dst, len, cap, ",", 1))
+        r->hdr_cut |= (uint8_t)(1u << r->cur_hdr);
+    if (!he_http1_append(dst, len, cap, at, n)) r->hdr_cut |= (uint8_t)(1u << r->cur_hdr);
+    r->value_more = true;
     return he_http1_count(r, n);
 }
 
 static int he_http1_on_header_value_complete(llhttp_t *p)
 {
-    he_req_t *r = &HE_CONN(p)->req;
-    /* A second If-None-Match line continues the list. */
-    if (r->cur_hdr == HE_HDR_INM && r->inm_len && r->inm_len < sizeof(r->inm) - 1)
-        he_http1_append(r->inm, &r->inm_len, sizeof(r->inm), ",", 1);
-    r->cur_hdr = HE_HDR_NONE;
+    HE_CONN(p)->req.cur_hdr = HE_HDR_NONE;
+    return 0;
+}
+
+/* A value cut to its buffer could read as a different one (a shorter
+ * If-Match list fails where the whole would match; a Range list cut
+ * after its first member asks for less): it counts as absent. A cut
+ * If-Range cannot be checked, so the Range goes with it. */
+static void he_http1_drop_cut(he_req_t *r)
+{
+    if (r->hdr_cut & (1u << HE_HDR_INM)) r->inm_len = 0;
+    if (r->hdr_cut & (1u << HE_HDR_IMS)) r->ims_len = 0;
+    if (r->hdr_cut & (1u << HE_HDR_IM)) r->im_len = 0;
+    if (r->hdr_cut & (1u << HE_HDR_IUS)) r->ius_len = 0;
+    if (r->hdr_cut & (1u << HE_HDR_RANGE | 1u << HE_HDR_IF_RANGE))
+        r->range_len = r->if_range_len = 0;
+}
+
+/* RFC 9112 3.2.2: a server must accept absolute-form. One site is served
+ * whatever the authority, so "http://host/p?q" becomes "/p?q" in place
+ * (the cache key, the origin request and the access log all want origin
+ * form). Returns -EINVAL for an http(s) URI without a host (RFC 9110
+ * 4.2.1) or with userinfo (4.2.4: treated as an error). */
+static int he_http1_absolute_form(char *url, uint32_t *len)
+{
+    size_t n = *len, skip, i;
+
+    if (n >= 7 && strncasecmp(url, "http://", 7) == 0)
+        skip = 7;
+    else if (n >= 8 && strncasecmp(url, "https://", 8) == 0)
+        skip = 8;
+    else
+        return 0;
+    for (i = skip; i < n && url[i] != '/' && url[i] != '?' && url[i] != '#'; i++)
+        if (url[i] == '@') return -EINVAL;
+    if (i == skip) return -EINVAL;
+    if (i == n || url[i] != '/') url[--i] = '/'; /* an empty path is "/" */
+    memmove(url, url + i, n - i);
+    *len = (uint32_t)(n - i);
     return 0;
 }
 
@@ -166,7 +224,18 @@ static int he_http1_on_headers_complete(llhttp_t *p)
     r->keepalive = llhttp_should_keep_alive(p);
     r->has_body =
         (p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
-    if (r->inm_len && r->inm[r->inm_len - 1] == ',') r->inm[--r->inm_len] = 0;
+    /* We never switch protocols: Upgrade (h2c, websocket) is ignored, as
+     * RFC 9110 7.8 allows, and CONNECT gets an error. llhttp reads this
+     * after the callback; left set, it would take the bytes after the
+     * request for another protocol and fail the next request. */
+    p->upgrade = 0;
+    /* a CONNECT client may send tunnel bytes right behind the request */
+    if (r->method == HTTP_CONNECT) r->keepalive = false;
+    /* RFC 9112 3.2: exactly one Host in HTTP/1.1, never two in any version */
+    if (r->host_seen > 1 || (!r->host_seen && (r->http_major > 1 || r->http_minor > 0)))
+        return HPE_USER;
+    if (he_http1_absolute_form(he_http1_url, &r->url_len) < 0) return HPE_USER;
+    he_http1_drop_cut(r);
     if (r->has_body) {
         /* We serve no method with a body. Answer now and close rather than
          * read a body we would throw away. */
@@ -189,6 +258,7 @@ static const llhttp_settings_t *he_http1_settings(void)
         s.on_message_begin = he_http1_on_message_begin;
         s.on_url = he_http1_on_url;
         s.on_method = he_http1_on_method;
+        s.on_method_complete = he_http1_on_method_complete;
         s.on_header_field = he_http1_on_header_field;
         s.on_header_field_complete = he_http1_on_header_field_complete;
         s.on_header_value = he_http1_on_header_value;

@@ -312,7 +312,9 @@ void he__respond_error(he_worker_t *w, he_conn_t *c, int status)
     he_hb_u64(&b, (uint64_t)blen);
     he_hb_lit(&b, "\r\n");
     he_respond_end(w, c, &b);
-    if (c->req.method != HTTP_HEAD || status == 400) he_hb_mem(&b, body, (size_t)blen);
+    /* the parser records the method first thing, so even a request cut
+     * short by a 400, 414 or 431 is known to be HEAD */
+    if (c->req.method != HTTP_HEAD) he_hb_mem(&b, body, (size_t)blen);
     c->hdr_len = (uint32_t)b.len;
     c->body_kind = HE_BODY_NONE;
     he_respond_send(w, c);
@@ -328,17 +330,24 @@ static void he_respond_options(he_worker_t *w, he_conn_t *c)
                       "Access-Control-Allow-Headers: Range, If-None-Match, If-Modified-Since, "
                       "Origin, Accept\r\n"
                       "Access-Control-Max-Age: 86400\r\n");
-    he_hb_lit(&b, "Content-Length: 0\r\n");
+    /* no Content-Length: a 204 must not carry one (RFC 9110 8.6) */
     he_respond_end(w, c, &b);
     c->body_kind = HE_BODY_NONE;
     he_respond_send(w, c);
+}
+
+/* RFC 9110 8.8.2.1: a Last-Modified later than Date (a file stamped in
+ * the future) is sent as the Date. Conditionals compare the same time. */
+static time_t he_respond_mtime(const he_worker_t *w, const he_file_t *f)
+{
+    return f->mtime > w->date_sec ? w->date_sec : f->mtime;
 }
 
 static void he_respond_validators(he_worker_t *w, he_hbuf_t *b, he_file_t *f)
 {
     const char *cc = w->conf->cache_control[f->type];
     he_hb_lit(b, "Last-Modified: ");
-    he_hb_mem(b, f->last_modified, 29);
+    he_hb_mem(b, f->mtime > w->date_sec ? w->date : f->last_modified, 29);
     he_hb_lit(b, "\r\nETag: ");
     he_hb_mem(b, f->etag, f->etag_len);
     he_hb_lit(b, "\r\n");
@@ -384,7 +393,9 @@ void he__respond(he_worker_t *w, he_conn_t *c)
     c->t_first_byte_ns = 0;
     c->bytes_sent = 0;
     if (r->has_body) c->close_after = true;
-    if (!r->keepalive) c->close_after = true;
+    /* timeouts.keepalive 0: say so in this response, not by closing
+     * under the client at the next tick */
+    if (!r->keepalive || !w->conf->keepalive_timeout_ms) c->close_after = true;
     if (r->method == HTTP_PURGE && w->cache) {
         he__rcache_purge(w, c);
         return;
@@ -440,7 +451,7 @@ void he__respond(he_worker_t *w, he_conn_t *c)
     if (r->ims_len) cond.if_modified_since = r->ims, cond.if_modified_since_len = r->ims_len;
     if (r->im_len) cond.if_match = r->im, cond.if_match_len = r->im_len;
     if (r->ius_len) cond.if_unmodified_since = r->ius, cond.if_unmodified_since_len = r->ius_len;
-    switch (he_http_cond_eval(&cond, f->etag, f->etag_len, f->mtime)) {
+    switch (he_http_cond_eval(&cond, f->etag, f->etag_len, he_respond_mtime(w, f))) {
     case HE_HTTP_COND_NOT_MODIFIED:
         he_respond_start(w, c, &b, 304);
         he_respond_validators(w, &b, f);
@@ -455,6 +466,8 @@ void he__respond(he_worker_t *w, he_conn_t *c)
         break;
     }
 
+    /* the file's own mtime: a Last-Modified sent as the Date is no strong
+     * validator (RFC 9110 8.8.2.2), so an If-Range date never matches it */
     if (r->range_len && (!r->if_range_len || he_http_if_range_ok(r->if_range, r->if_range_len,
                                                                  f->etag, f->etag_len, f->mtime)))
         range = he_http_range_parse(r->range, r->range_len, f->size, &first, &last);

@@ -115,8 +115,12 @@ typedef struct he_req {
     char field[32];
     uint8_t field_len;
     uint8_t field_overflow;
-    /* interesting headers, truncated to their buffers (truncation can only
-     * turn a conditional or range request into a full 200) */
+    bool value_more;   /* the current header line's value already has bytes */
+    uint8_t host_seen; /* Host lines, counted up to 2 */
+    uint8_t hdr_cut;   /* 1 << HE_HDR_x: that value was cut to its buffer */
+    /* interesting headers; a value cut to its buffer is dropped when the
+     * headers are complete (a cut Range or If-Range drops the range), so
+     * a cut can only turn a conditional or range request into a full 200 */
     char range[HE_HDR_SMALL];
     char inm[256];
     char ims[40];
@@ -137,6 +141,7 @@ enum {
     HE_HDR_IUS,
     HE_HDR_IF_RANGE,
     HE_HDR_ORIGIN,
+    HE_HDR_HOST,
     HE_HDR_COUNT
 };
 
