@@ -143,7 +143,7 @@ def test_pipelining_in_order():
             expect_eq(r.status, 200, p)
             expect_eq(r.body, lib(p[1:]), p)
     # pipelined HEAD and range requests mixed in, split at odd places
-    c.send("HEAD /master.m3u8 HTTP/1.1\r\nHost: t\r\n\r\nGET /master.m3u8 HTTP/1.1\r\nRa")
+    c.send("HEAD /master.m3u8 HTTP/1.1\r\nHost: t\r\n\r\nGET /master.m3u8 HTTP/1.1\r\nHost: t\r\nRa")
     c.send("nge: bytes=0-6\r\n\r\n")
     expect_eq(c.read_response(head_only=True).status, 200)
     r = c.read_response()
