@@ -466,7 +466,10 @@ static char *he_alog_combined(he_alog_t *a, const he_alog_rec_t *rec, char *o)
     o = he_alog_method(a, o, rec->method);
     o = he_alog_escape(o, rec->target, rec->target_len, false);
     if (rec->truncated) o = he_alog_lit(o, "...");
-    he_alog_version(o, " HTTP/1.1\" ", 6, rec);
+    if (rec->http_major)
+        he_alog_version(o, " HTTP/1.1\" ", 6, rec);
+    else /* refused before its version was read (414) */
+        o = he_alog_lit(o, " -\" ");
     o = he_alog_status(o, rec->status);
     *o++ = ' ';
     o = he_alog_u64(o, he_alog_body(rec));
@@ -490,7 +493,10 @@ static char *he_alog_json(he_alog_t *a, const he_alog_rec_t *rec, uint64_t real_
     o = he_alog_method(a, o, rec->method);
     o = he_alog_escape(o, rec->target, rec->target_len, true);
     if (rec->truncated) o = he_alog_lit(o, "...");
-    he_alog_version(o, "\",\"protocol\":\"HTTP/1.1\",\"status\":", 19, rec);
+    if (rec->http_major)
+        he_alog_version(o, "\",\"protocol\":\"HTTP/1.1\",\"status\":", 19, rec);
+    else
+        o = he_alog_lit(o, "\",\"protocol\":\"-\",\"status\":");
     o = he_alog_status(o, rec->status);
     o = he_alog_lit(o, ",\"bytes\":");
     o = he_alog_u64(o, he_alog_body(rec));

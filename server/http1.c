@@ -62,6 +62,15 @@ static int he_http1_on_method_complete(llhttp_t *p)
     return 0;
 }
 
+/* Known before the headers: the access log's line for a 431 or a bad
+ * header names the request's real version. */
+static int he_http1_on_version_complete(llhttp_t *p)
+{
+    HE_CONN(p)->req.http_major = p->http_major;
+    HE_CONN(p)->req.http_minor = p->http_minor;
+    return 0;
+}
+
 /* RFC 9110 tchar: llhttp 8 lets some non-token bytes (such as a space)
  * through in field names; a name with them is a malformed request. */
 static bool he_http1_tchar(unsigned char ch)
@@ -259,6 +268,7 @@ static const llhttp_settings_t *he_http1_settings(void)
         s.on_url = he_http1_on_url;
         s.on_method = he_http1_on_method;
         s.on_method_complete = he_http1_on_method_complete;
+        s.on_version_complete = he_http1_on_version_complete;
         s.on_header_field = he_http1_on_header_field;
         s.on_header_field_complete = he_http1_on_header_field_complete;
         s.on_header_value = he_http1_on_header_value;

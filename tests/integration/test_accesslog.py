@@ -111,6 +111,24 @@ def test_json_fields_and_no_drops():
         expect_eq(s["access_log"]["dropped"], 0, "dropped")
 
 
+def test_refused_requests_name_what_was_read():
+    """A request refused before its headers were whole is logged with the
+    method and version it sent; one refused before its version (414) says
+    "-" for the version."""
+    log = os.path.join(TMP, "access-refused.json")
+    with Server(ROOT, extra="log:\n  access: %s\n  access_format: json\n" % log) as srv:
+        for req, status in ((b"HEAD /master.m3u8 HTTP/1.0\r\nX-Big: " + b"v" * 9000 + b"\r\n\r\n", 431),
+                            (b"GET /x HTTP/1.1\r\nBad Header: 1\r\n\r\n", 400),
+                            (b"GET /" + b"a" * 5000 + b" HTTP/1.1\r\nHost: t\r\n\r\n", 414)):
+            c = srv.conn()
+            c.send(req)
+            expect_eq(c.read_response(head_only=req.startswith(b"HEAD")).status, status)
+            c.close()
+        recs = [json.loads(l) for l in lines(log, 3)]
+        expect_eq([(r["method"], r["protocol"], r["status"]) for r in recs],
+                  [("HEAD", "HTTP/1.0", 431), ("GET", "HTTP/1.1", 400), ("GET", "-", 414)])
+
+
 def test_sigusr1_reopens_both_logs():
     alog = os.path.join(TMP, "rot-access.log")
     elog = os.path.join(TMP, "rot-error.log")

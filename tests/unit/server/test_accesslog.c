@@ -150,7 +150,7 @@ static void he_t_ref(const he_alog_rec_t *r, int json, int64_t real_minus_mono, 
     static const char *const tls[] = {"-", "tls", "ktls"};
     uint64_t real = r->end_ns + (uint64_t)real_minus_mono;
     time_t sec = (time_t)(real / 1000000000ull);
-    char addr[64], target[HE_ALOG_TARGET_MAX * 6 + 8], *t;
+    char addr[64], target[HE_ALOG_TARGET_MAX * 6 + 8], proto[16], *t;
     const char *method = llhttp_method_name((llhttp_method_t)r->method);
     unsigned long long body = r->bytes_sent > r->head_len ? r->bytes_sent - r->head_len : 0;
     struct tm tm;
@@ -163,25 +163,29 @@ static void he_t_ref(const he_alog_rec_t *r, int json, int64_t real_minus_mono, 
         strcpy(addr, "-");
     t = he_t_ref_escape(target, r->target, r->target_len, json);
     strcpy(t, r->truncated ? "..." : "");
+    /* a request refused before its version was read (414) has none */
+    if (r->http_major)
+        sprintf(proto, "HTTP/%u.%u", r->http_major % 10, r->http_minor % 10);
+    else
+        strcpy(proto, "-");
     if (json)
         sprintf(out,
                 "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03uZ\",\"client\":\"%s\","
-                "\"method\":\"%s\",\"target\":\"%s\",\"protocol\":\"HTTP/%u.%u\",\"status\":%u,"
+                "\"method\":\"%s\",\"target\":\"%s\",\"protocol\":\"%s\",\"status\":%u,"
                 "\"bytes\":%llu,\"duration_us\":%u,\"ttfb_us\":%u,"
                 "\"worker\":%u,\"cache\":\"%s\",\"tls\":\"%s\"}\n",
                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                (unsigned)(real / 1000000 % 1000), addr, method, target, r->http_major % 10,
-                r->http_minor % 10, r->status, body, r->duration_us, r->ttfb_us, r->worker,
-                he__cache_st_name(r->cache), r->tls < 3 ? tls[r->tls] : "-");
+                (unsigned)(real / 1000000 % 1000), addr, method, target, proto, r->status, body,
+                r->duration_us, r->ttfb_us, r->worker, he__cache_st_name(r->cache),
+                r->tls < 3 ? tls[r->tls] : "-");
     else
         sprintf(out,
-                "%s - - [%02d/%s/%04d:%02d:%02d:%02d +0000] \"%s %s HTTP/%u.%u\" %u %llu \"-\" "
+                "%s - - [%02d/%s/%04d:%02d:%02d:%02d +0000] \"%s %s %s\" %u %llu \"-\" "
                 "\"-\" rt=%u.%06u ttfb=%u.%06u worker=%u cache=%s tls=%s\n",
                 addr, tm.tm_mday, mon[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
-                tm.tm_sec, method, target, r->http_major % 10, r->http_minor % 10, r->status, body,
-                r->duration_us / 1000000, r->duration_us % 1000000, r->ttfb_us / 1000000,
-                r->ttfb_us % 1000000, r->worker, he__cache_st_name(r->cache),
-                r->tls < 3 ? tls[r->tls] : "-");
+                tm.tm_sec, method, target, proto, r->status, body, r->duration_us / 1000000,
+                r->duration_us % 1000000, r->ttfb_us / 1000000, r->ttfb_us % 1000000, r->worker,
+                he__cache_st_name(r->cache), r->tls < 3 ? tls[r->tls] : "-");
 }
 
 static uint64_t he_t_rng = 0x2545f4914f6cdd1dull;
@@ -258,8 +262,9 @@ static void test_format_reference(void)
         r->method = (uint8_t)(he_xorshift64(&he_t_rng) % 4
                                   ? 1
                                   : he_xorshift64(&he_t_rng) % 46); /* llhttp's methods */
-        r->http_major =
-            (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? 1 : he_xorshift64(&he_t_rng) % 256);
+        r->http_major = (uint8_t)(he_xorshift64(&he_t_rng) % 4
+                                      ? 1
+                                      : he_xorshift64(&he_t_rng) % 256); /* 0: no version read */
         r->http_minor =
             (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? 1 : he_xorshift64(&he_t_rng) % 256);
         r->cache = (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? he_xorshift64(&he_t_rng) % HE_CST_COUNT
