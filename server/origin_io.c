@@ -263,6 +263,10 @@ static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
     he_cache_fetch_t *fetch = j->fetch; /* freed last: its target is the playlist's */
     he_cache_obj_t *o;
     int res = he_cache_fetch_result(fetch, &cause);
+    /* a viewer's target may be up to limits.uri_bytes long; prefetch keeps
+     * targets it can resolve segments against (as he_rc_playlist_seen) */
+    const char *target = he_cache_fetch_target(fetch);
+    if (strlen(target) >= HE_CACHE_KEY_MAX) target = NULL;
 
     he_oio_job_free(wc, idx);
     o = he_cache_fill_obj(fill);
@@ -273,7 +277,7 @@ static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
         if (res == 0 && he_cache_obj_complete(o) &&
             he_cache_obj_meta(o)->kind == HE_SEG_KIND_MEDIA &&
             he_cache_obj_meta(o)->status == 200 &&
-            he_cache_prefetch_playlist_obj(wc->pf, o, he_cache_fetch_target(fetch)) == 0)
+            he_cache_prefetch_playlist_obj(wc->pf, o, target) == 0)
             he_oio_prefetch_pending(w, o);
         he_cache_obj_unref(o);
     }

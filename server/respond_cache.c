@@ -617,27 +617,19 @@ static void he_rc_notify(he_cache_waiter_t *wt, he_cache_fill_ev_t ev)
     }
 }
 
-static void he_rc_target(he_conn_t *c, const he_cache_key_t *key, char *out, size_t cap)
+/* Starts the origin request of a fill c created, for the target exactly as
+ * c sent it (escapes and every query parameter: a signature the key leaves
+ * out is still the origin's business), however long; never one rebuilt
+ * from the key, which names another resource. A fill that cannot start
+ * ends at once (its waiters get an error). */
+static void he_rc_fetch(he_worker_t *w, he_conn_t *c, he_cache_fill_t *f, he_cache_obj_t *stale)
 {
     size_t n = c->req.url_len;
-    if (n && c->url[0] == '/' && n < cap) {
-        memcpy(out, c->url, n);
-        out[n] = 0;
-    } else {
-        out[0] = '/';
-        snprintf(out + 1, cap - 1, "%s", key->s);
-    }
-}
-
-/* Starts the origin request of a fill c created, for the target c asked
- * for; a fill that cannot start ends at once (its waiters get an error). */
-static void he_rc_fetch(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key, he_cache_fill_t *f,
-                        he_cache_obj_t *stale)
-{
-    char *target = malloc(HE_CACHE_KEY_MAX + 2);
+    char *target = malloc(n + 1);
     int rc = -ENOMEM;
     if (target) {
-        he_rc_target(c, key, target, HE_CACHE_KEY_MAX + 2);
+        memcpy(target, c->url, n);
+        target[n] = 0;
         rc = he__oio_fetch_start(w, f, target, stale);
         free(target);
     }
@@ -664,7 +656,7 @@ static void he_rc_join(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key,
     c->cache_busy = true;
     c->cache_st = created ? (stale ? HE_CST_REVALIDATED : HE_CST_MISS) : HE_CST_COALESCED;
     if (created) {
-        he_rc_fetch(w, c, key, f, stale);
+        he_rc_fetch(w, c, f, stale);
         return;
     }
     if (he_cache_fill_status(f) && he_cache_fill_obj(f)) he_rc_on_headers(w, c);
@@ -678,7 +670,7 @@ static void he_rc_refresh(he_worker_t *w, he_conn_t *c, const he_cache_key_t *ke
     he_cache_fill_t *f;
     if (he_cache_fill_find(w->cache->fills, key)) return;
     f = he_cache_fill_join(w->cache->fills, key, NULL, stale, false, &created);
-    if (f && created) he_rc_fetch(w, c, key, f, stale);
+    if (f && created) he_rc_fetch(w, c, f, stale);
 }
 
 /* ---------------------------------------------------------------- SSD */
