@@ -1,8 +1,12 @@
-"""The edge cache through the real binary: long request-targets.
+"""The edge cache through the real binary: long request-targets, purges
+that race an SSD write.
 
   - a request-target of 2048 bytes or more reaches the origin as the
     viewer sent it (escapes and every query parameter, a signature token
-    included), also one larger than the fetch's 16 KiB send buffer.
+    included), also one larger than the fetch's 16 KiB send buffer;
+  - a purge answered while the object's SSD write is still running is not
+    undone by that write: the next request goes to the origin (100 KB and
+    16 MB objects, purged right after the response).
 
 Every wait is bounded."""
 
@@ -13,10 +17,13 @@ import socketserver
 import sys
 import tempfile
 import threading
+import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, blob, expect, expect_eq, run_main  # noqa: E402
+from he_admin import wait_for  # noqa: E402
+from origin import Origin  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-cache-ps-")
 ROOT = os.path.join(TMP, "lib")  # empty: everything comes from the origin
@@ -149,6 +156,46 @@ def test_long_target_sent_raw():
             st, body, ok = get(srv.port, "/file9.ts?token=%s&lang=en" % _token(3000, 5))
             expect(st == 200 and body == files["/file9.ts"][1], "a cached copy for another token")
             expect_eq(len(o.seen()), len(targets), "origin requests after a hit")
+
+
+# ---------------------------------------------------------------- purge vs SSD write
+
+
+def test_purge_during_ssd_write():
+    """GET, then at once POST /purge (the SSD write of the object is still
+    running), then GET: the second GET must come from the origin, with
+    the new bytes (before: the write indexed its file after the purge, and
+    the old bytes came back as HIT-SSD)."""
+    store = os.path.join(TMP, "ssd-purge-race")
+    os.makedirs(store, exist_ok=True)
+    sizes = [16 << 20] * 3 + [100000] * 3
+    files = {"/race/seg_%d.ts" % i: blob(n, 20 + i) for i, n in enumerate(sizes)}
+    with Origin(files=files) as o:
+        for p, d in files.items():
+            if len(d) > 1 << 20:
+                # the client keeps up with the fill, so it has the last byte
+                # (and purges) right after the fill ended and its write began
+                o.behave(p, rate=48 << 20)
+        conf = cache_conf(o.url, ssd=store, extra_cache="  ram_object_max: 32m\n")
+        with Server(ROOT, extra=conf, admin=True) as srv:
+            for i, (path, old) in enumerate(sorted(files.items())):
+                new = blob(len(old), 100 + i)  # before: the purge must come at once
+                st, body, ok = get(srv.port, path, timeout=60)
+                expect(st == 200 and ok and body == old, "%s: first fetch" % path)
+                o.put(path, new)
+                st, answer, _ = get(srv.admin_port, "/purge?path=" + path, method="POST")
+                expect_eq((st, answer), (200, b"purged\n"), "%s: purge answer" % path)
+                time.sleep(0.3)
+                wait_for(lambda: not os.listdir(os.path.join(store, "tmp")), 20,
+                         "%s: the SSD write over" % path)
+                st, body, ok = get(srv.port, path, timeout=60)
+                expect(st == 200 and ok, "%s: after the purge" % path)
+                expect(body == new, "%s: the purged bytes came back (%s, %d bytes)" %
+                       (path, "old" if body == old else "other", len(body)))
+                expect_eq(o.count(path), 2, "%s: origin requests" % path)
+            # nothing stale is left on disk either: one file per object
+            wait_for(lambda: sum(f.endswith(".obj") for _, _, fs in os.walk(store) for f in fs) == len(files),
+                     10, "one store file per object")
 
 
 if __name__ == "__main__":
