@@ -517,9 +517,36 @@ static void he_rc_serve_obj(he_worker_t *w, he_conn_t *c, he_cache_obj_t *o, uin
 
 /* ---------------------------------------------------------------- fills */
 
+static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key,
+                            const he_cache_store_hit_t *hit, uint8_t cst, bool promote,
+                            uint64_t epoch);
+
+/* A fill failed before its head: a copy on the SSD tier that is still
+ * within its stale-if-error window answers, as a RAM copy does through
+ * the fill (only RAM objects back a fill). True if it did. */
+static bool he_rc_ssd_fallback(he_worker_t *w, he_conn_t *c)
+{
+    he_wcache_t *wc = w->cache;
+    he_cache_key_t key; /* the request is still c's: the key the fill was for */
+    he_cache_store_hit_t hit;
+    he_cache_freshness_t fs;
+
+    if (!wc->store || he_cache_key_make(wc->conf, c->url, c->req.url_len, &key) < 0) return false;
+    /* uncounted: the request's own lookup counted this hit */
+    if (he_cache_store_lookup(wc->store, &key, &hit, NULL) < 0) return false;
+    fs = he_cache_fresh_state(&hit.meta.fresh, he__cache_wall_ms(w));
+    if (fs == HE_CACHE_EXPIRED ||
+        !he_rc_serve_ssd(w, c, &key, &hit, fs == HE_CACHE_FRESH ? HE_CST_HIT_SSD : HE_CST_STALE,
+                         false, 0))
+        return false;
+    if (fs != HE_CACHE_FRESH) wc->st->stale_serves++; /* fresh: written meanwhile */
+    return true;
+}
+
 static void he_rc_fail_before_head(he_worker_t *w, he_conn_t *c)
 {
     he_rc_release(w, c);
+    if (he_rc_ssd_fallback(w, c)) return;
     if (w->cache->conf->origin_first && !c->cache_skip) {
         /* origin-first: the local library is the fallback */
         c->cache_skip = true;
@@ -675,9 +702,11 @@ static void he_rc_refresh(he_worker_t *w, he_conn_t *c, const he_cache_key_t *ke
 
 /* ---------------------------------------------------------------- SSD */
 
-/* promote: the copy is fresh, so a RAM copy of it may serve the next hits */
+/* cst: how the answer counts; promote: the copy is fresh, so a RAM copy
+ * of it may serve the next hits */
 static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key,
-                            const he_cache_store_hit_t *hit, bool promote, uint64_t epoch)
+                            const he_cache_store_hit_t *hit, uint8_t cst, bool promote,
+                            uint64_t epoch)
 {
     he_wcache_t *wc = w->cache;
     he_seg_type_t type = he_seg_type_from_path(key->s, key->path_len);
@@ -710,7 +739,7 @@ static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *
     f->size = hit->body_off + hit->body_len;
     f->type = type;
     f->kind = (he_seg_kind_t)hit->meta.kind;
-    c->cache_st = HE_CST_HIT_SSD;
+    c->cache_st = cst;
     if (hit->meta.status == 404) wc->st->negative_hits++;
     status = he_rc_head_complete(w, c, &hit->meta, hit->body_len, type, &first, &last);
     if (status == 412 || status == 500) {
@@ -813,12 +842,14 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
                 wc->st->stale_serves++;
                 he_rc_refresh(w, c, key, NULL);
             }
-            if (he_rc_serve_ssd(w, c, key, &hit, fs == HE_CACHE_FRESH, epoch)) {
-                if (fs == HE_CACHE_STALE_REVALIDATE) c->cache_st = HE_CST_STALE;
+            if (he_rc_serve_ssd(w, c, key, &hit,
+                                fs == HE_CACHE_FRESH ? HE_CST_HIT_SSD : HE_CST_STALE,
+                                fs == HE_CACHE_FRESH, epoch))
                 return true;
-            }
         }
     }
+    /* expired (stale-if-error at most): the fill's failure falls back to
+     * the SSD copy (he_rc_ssd_fallback) */
     he_rc_join(w, c, key, NULL);
     return true;
 }

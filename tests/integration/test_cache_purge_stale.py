@@ -1,12 +1,15 @@
 """The edge cache through the real binary: long request-targets, purges
-that race an SSD write.
+that race an SSD write, stale-if-error for objects only on the SSD tier.
 
   - a request-target of 2048 bytes or more reaches the origin as the
     viewer sent it (escapes and every query parameter, a signature token
     included), also one larger than the fetch's 16 KiB send buffer;
   - a purge answered while the object's SSD write is still running is not
     undone by that write: the next request goes to the origin (100 KB and
-    16 MB objects, purged right after the response).
+    16 MB objects, purged right after the response);
+  - an expired object within its stale-if-error window that is only on
+    the SSD tier (the edge restarted) is served stale when the origin is
+    down, as one in RAM is.
 
 Every wait is bounded."""
 
@@ -22,7 +25,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, blob, expect, expect_eq, run_main  # noqa: E402
-from he_admin import wait_for  # noqa: E402
+from he_admin import stats, wait_for  # noqa: E402
 from origin import Origin  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-cache-ps-")
@@ -196,6 +199,46 @@ def test_purge_during_ssd_write():
             # nothing stale is left on disk either: one file per object
             wait_for(lambda: sum(f.endswith(".obj") for _, _, fs in os.walk(store) for f in fs) == len(files),
                      10, "one store file per object")
+
+
+# ---------------------------------------------------------------- stale-if-error on SSD
+
+
+def test_stale_if_error_from_ssd():
+    """Expired but within stale-if-error, origin down: the RAM copy is
+    served stale (as before), and so is a copy that is only on the SSD
+    tier after a restart (before: 502)."""
+    store = os.path.join(TMP, "ssd-sie")
+    os.makedirs(store, exist_ok=True)
+    a, b = blob(100000, 40), blob(300000, 41)
+    with Origin(files={"/sie/a.ts": a, "/sie/b.ts": b}, cache_control="max-age=1") as o:
+        conf = cache_conf(o.url, ssd=store, extra_cache="  stale_if_error: 60s\n  stale_while_revalidate: 0s\n")
+        srv = Server(ROOT, extra=conf, admin=True).start()
+        try:
+            for p, d in (("/sie/a.ts", a), ("/sie/b.ts", b)):
+                st, body, ok = get(srv.port, p)
+                expect(st == 200 and ok and body == d, "%s: first fetch" % p)
+            wait_for(lambda: sum(f.endswith(".obj") for _, _, fs in os.walk(store) for f in fs) == 2, 10,
+                     "both objects written to the SSD tier")
+            time.sleep(2.5)  # expired now, well inside stale-if-error
+            o.down()
+            st, body, ok = get(srv.port, "/sie/a.ts")
+            expect_eq(st, 200, "RAM copy, origin down")
+            expect(ok and body == a, "RAM copy body")
+        finally:
+            srv.stop()
+        with Server(ROOT, extra=conf, admin=True) as srv:  # RAM empty: /sie/b.ts is on SSD only
+            st, body, ok = get(srv.port, "/sie/b.ts")
+            expect_eq(st, 200, "SSD copy, origin down")
+            expect(ok and body == b, "SSD copy body")
+            c = wait_for(lambda: (lambda c: c if c["stale_serves"] >= 1 else None)(stats(srv)["cache"]), 5,
+                         "the stale serve counted")
+            expect_eq(c["stale_serves"], 1, "stale serves")
+            # a HEAD is answered from the same stale copy
+            st, _, _ = get(srv.port, "/sie/b.ts", method="HEAD")
+            expect_eq(st, 200, "HEAD of the SSD copy, origin down")
+        o.up()
+        expect_eq(o.count("/sie/b.ts"), 1, "origin requests for /sie/b.ts (it was down)")
 
 
 if __name__ == "__main__":
