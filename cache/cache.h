@@ -349,6 +349,12 @@ void he_cache_store_refresh(he_cache_store_t *s, const he_cache_key_t *key,
  * counted, logged once per cause; the entry is dropped. */
 void he_cache_store_error(he_cache_store_t *s, const he_cache_key_t *key, int neg_errno,
                           he_cache_stats_t *st);
+/* The same for the file a hit named (hit->path): the entry is dropped only
+ * while it still names that file, and -ENOENT for a file whose entry is
+ * gone or replaced (the hit raced an eviction or a newer write) counts
+ * nothing. */
+void he_cache_store_error_file(he_cache_store_t *s, const he_cache_key_t *key, const char *path,
+                               int neg_errno, he_cache_stats_t *st);
 
 /* Writing an object: a state machine the worker ring drives.
  *   w = he_cache_swrite_new(store, obj, st)   (takes an obj reference; NULL:

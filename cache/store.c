@@ -617,14 +617,18 @@ bool he_cache_store_contains(he_cache_store_t *s, const he_cache_key_t *key)
     return found;
 }
 
-static int he_cache_store_drop(he_cache_store_t *s, const he_cache_key_t *key)
+/* Drops key's entry; with path, only while the entry still names that
+ * file (a hit's path: a newer version may have replaced it since). */
+static int he_cache_store_drop(he_cache_store_t *s, const he_cache_key_t *key, const char *path)
 {
     he__cache_sdir_t *d = he__cache_store_dir_for(s, key->hash);
     he__cache_sentry_t **slot;
+    char name[48];
     int rc = -ENOENT;
     pthread_mutex_lock(&d->lock);
     slot = he_cache_sdir_slot(d, key);
-    if (*slot) {
+    if (*slot && path) he__cache_store_name(name, sizeof(name), (*slot)->hash, (*slot)->gen);
+    if (*slot && (!path || strcmp(name, path) == 0)) {
         he_cache_sdir_drop(d, slot, true);
         rc = 0;
     }
@@ -686,7 +690,17 @@ void he_cache_store_error(he_cache_store_t *s, const he_cache_key_t *key, int ne
 {
     if (!s) return;
     he__cache_store_fail(s, neg_errno, key->s, st);
-    he_cache_store_drop(s, key);
+    he_cache_store_drop(s, key, NULL);
+}
+
+void he_cache_store_error_file(he_cache_store_t *s, const he_cache_key_t *key, const char *path,
+                               int neg_errno, he_cache_stats_t *st)
+{
+    if (!s) return;
+    /* a file missing because its entry went (evicted, replaced) since the
+     * lookup is no disk error, and the entry there now is not its */
+    if (he_cache_store_drop(s, key, path) < 0 && neg_errno == -ENOENT) return;
+    he__cache_store_fail(s, neg_errno, key->s, st);
 }
 
 /* ---------------------------------------------------------------- unlinks */

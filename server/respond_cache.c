@@ -719,12 +719,13 @@ static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *
      * dentry cache, tests/bench/open_cost.c); the body goes by sendfile */
     fd = openat(hit->dirfd, hit->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        he_cache_store_error(wc->store, key, -errno, wc->st);
+        /* by file: ENOENT may mean a newer version replaced this one */
+        he_cache_store_error_file(wc->store, key, hit->path, -errno, wc->st);
         return false;
     }
     if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < hit->body_off + hit->body_len) {
         close(fd);
-        he_cache_store_error(wc->store, key, -EBADMSG, wc->st);
+        he_cache_store_error_file(wc->store, key, hit->path, -EBADMSG, wc->st);
         return false;
     }
     f = calloc(1, sizeof(*f));
@@ -797,7 +798,8 @@ void he__rcache_file_error(he_worker_t *w, he_conn_t *c, int err)
     /* the request is still c's (the next is parsed after this one ends),
      * so its key is the one the hit was found under */
     if (he_cache_key_make(w->cache->conf, c->url, c->req.url_len, &key) == 0)
-        he_cache_store_error(w->cache->store, &key, err, w->cache->st);
+        he_cache_store_error_file(w->cache->store, &key, c->file ? c->file->path : NULL, err,
+                                  w->cache->st);
 }
 
 /* ---------------------------------------------------------------- entry */

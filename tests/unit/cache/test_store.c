@@ -275,6 +275,33 @@ static void test_errors(void)
         HE_CHECK_INT(st.disk_errors[HE_CACHE_DERR_IO], 1);
         HE_CHECK(!found(s, "w", NULL));
     }
+    /* by file: a hit's file replaced by a newer version (and unlinked)
+     * before it was opened leaves the newer entry alone, counts nothing */
+    {
+        he_cache_key_t k;
+        he_cache_store_hit_t h1, h2, h;
+        uint64_t other = st.disk_errors[HE_CACHE_DERR_OTHER];
+        int fd;
+        he_cache_key_set(&k, "v", 1);
+        HE_CHECK_INT(store_obj(s, "v", 10, &st, NULL, NULL), 0);
+        HE_CHECK(found(s, "v", &h1));
+        HE_CHECK_INT(store_obj(s, "v", 20, &st, NULL, NULL), 0);
+        HE_CHECK(found(s, "v", &h2) && strcmp(h1.path, h2.path) != 0);
+        fd = openat(h1.dirfd, h1.path, O_RDONLY);
+        HE_CHECK(fd < 0 && errno == ENOENT);
+        if (fd >= 0) close(fd);
+        he_cache_store_error_file(s, &k, h1.path, -ENOENT, &st);
+        HE_CHECK(found(s, "v", &h) && strcmp(h.path, h2.path) == 0 && body_ok(&h, "v", 20));
+        HE_CHECK_INT(st.disk_errors[HE_CACHE_DERR_OTHER], other);
+        /* an I/O error on the old file: counted, the newer entry stays */
+        he_cache_store_error_file(s, &k, h1.path, -EIO, &st);
+        HE_CHECK_INT(st.disk_errors[HE_CACHE_DERR_IO], 2);
+        HE_CHECK(found(s, "v", NULL));
+        /* the entry's own file: dropped and counted */
+        he_cache_store_error_file(s, &k, h2.path, -ENOENT, &st);
+        HE_CHECK(!found(s, "v", NULL));
+        HE_CHECK_INT(st.disk_errors[HE_CACHE_DERR_OTHER], other + 1);
+    }
     he_cache_store_close(s);
 }
 
