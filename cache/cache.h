@@ -334,14 +334,27 @@ int he_cache_store_lookup(he_cache_store_t *s, const he_cache_key_t *key, he_cac
                           he_cache_stats_t *st);
 /* True if key is stored; counts nothing, does not mark it visited. */
 bool he_cache_store_contains(he_cache_store_t *s, const he_cache_key_t *key);
-/* Purge: removes the entry and queues its unlink. 0 or -ENOENT. */
+/* Purge: removes the entry and queues its unlink; a write of the key in
+ * flight (he_cache_swrite_new was called) drops its file instead of
+ * indexing it. 0 (an entry or a write), or -ENOENT. */
 int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key);
+/* How many purges began (counted before they look at the index and the
+ * writes in flight). Read before an object is published and again once
+ * its write began (he_cache_swrite_new): if it changed, a purge may have
+ * come in between and missed both the object and the write. */
+uint64_t he_cache_store_purges(he_cache_store_t *s);
 void he_cache_store_refresh(he_cache_store_t *s, const he_cache_key_t *key,
                             const he_cache_fresh_t *f);
 /* Reports a disk error seen by the caller (e.g. a failed sendfile):
  * counted, logged once per cause; the entry is dropped. */
 void he_cache_store_error(he_cache_store_t *s, const he_cache_key_t *key, int neg_errno,
                           he_cache_stats_t *st);
+/* The same for the file a hit named (hit->path): the entry is dropped only
+ * while it still names that file, and -ENOENT for a file whose entry is
+ * gone or replaced (the hit raced an eviction or a newer write) counts
+ * nothing. */
+void he_cache_store_error_file(he_cache_store_t *s, const he_cache_key_t *key, const char *path,
+                               int neg_errno, he_cache_stats_t *st);
 
 /* Writing an object: a state machine the worker ring drives.
  *   w = he_cache_swrite_new(store, obj, st)   (takes an obj reference; NULL:

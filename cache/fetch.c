@@ -73,6 +73,11 @@ struct he_cache_fetch {
     int result;
     he_cache_oerr_t cause;
 
+    /* what SEND sends: obuf (TLS records), or for plain connections the
+     * request itself in reqbuf, sized to it: a target may be as long as
+     * limits.uri_bytes (up to 1 MiB) */
+    const char *out;
+    char *reqbuf;
     size_t olen, ooff;
     char obuf[HE_FETCH_OBUF];
     char ibuf[HE_FETCH_IBUF];
@@ -90,8 +95,7 @@ he_cache_fetch_t *he_cache_fetch_new(he_cache_origins_t *o, const he_conf_t *con
 {
     he_cache_fetch_t *f;
     (void)now_ms;
-    if (!o || !o->n || !req->path || req->path[0] != '/' || strlen(req->path) >= HE_CACHE_KEY_MAX)
-        return NULL;
+    if (!o || !o->n || !req->path || req->path[0] != '/') return NULL;
     f = calloc(1, sizeof(*f));
     if (!f) return NULL;
     f->o = o;
@@ -124,6 +128,7 @@ void he_cache_fetch_free(he_cache_fetch_t *f)
 {
     if (!f) return;
     he_cache_conn_close(&f->conn);
+    free(f->reqbuf);
     free(f->target);
     free(f->inm);
     free(f->ims);
@@ -288,6 +293,7 @@ static bool he_fetch_tls_pull(he_cache_fetch_t *f)
     if (BIO_ctrl_pending(w) == 0) return false;
     n = BIO_read(w, f->obuf, sizeof(f->obuf));
     if (n <= 0) return false;
+    f->out = f->obuf;
     f->olen = (size_t)n;
     f->ooff = 0;
     return true;
@@ -337,15 +343,46 @@ static uint64_t he_fetch_min_deadline(uint64_t a, uint64_t b)
     return a && (!b || a < b) ? a : b;
 }
 
-static int he_fetch_request(he_cache_fetch_t *f)
+/* The request bytes for the current origin, in a buffer of their own
+ * (*out, to free): the target is sent whole, however long. */
+static int he_fetch_build(he_cache_fetch_t *f, char **out)
 {
     const he_cache_origin_t *org = &f->o->org[f->origin];
-    char path[HE_CACHE_KEY_MAX + 512];
-    char req[HE_CACHE_KEY_MAX + 2048];
-    int n = he_cache_origin_path(org, f->target, path, sizeof(path));
-    if (n < 0) return n;
-    n = he_cache_httpc_request_method(req, sizeof(req), f->head ? "HEAD" : "GET", org->authority,
-                                      path, f->inm, f->ims);
+    size_t pcap = strlen(org->base) + strlen(f->target) + 1, cap;
+    char *path = malloc(pcap), *req = NULL;
+    int n;
+
+    *out = NULL;
+    if (!path) return -ENOMEM;
+    n = he_cache_origin_path(org, f->target, path, pcap);
+    /* the head's other lines are short; grown if they are not */
+    cap = (size_t)(n > 0 ? n : 0) + strlen(org->authority) + (f->inm ? strlen(f->inm) : 0) +
+          (f->ims ? strlen(f->ims) : 0) + 512;
+    while (n >= 0) {
+        if (!(req = malloc(cap))) {
+            n = -ENOMEM;
+            break;
+        }
+        n = he_cache_httpc_request_method(req, cap, f->head ? "HEAD" : "GET", org->authority, path,
+                                          f->inm, f->ims);
+        if (n != -ENOSPC || cap > (64u << 20)) break;
+        free(req);
+        req = NULL;
+        cap *= 2;
+    }
+    free(path);
+    if (n < 0) {
+        free(req);
+        return n;
+    }
+    *out = req;
+    return n;
+}
+
+static int he_fetch_request(he_cache_fetch_t *f)
+{
+    char *req;
+    int n = he_fetch_build(f, &req);
     if (n < 0) return n;
     he_cache_httpc_init(&f->parser, f->head);
     f->got_bytes = false;
@@ -353,11 +390,16 @@ static int he_fetch_request(he_cache_fetch_t *f)
         f->st->origin_requests++;
         if (f->reused) f->st->origin_reused++;
     }
+    free(f->reqbuf); /* a retry's: the last request went (or failed) */
+    f->reqbuf = NULL;
     if (f->conn.tls) {
-        if (SSL_write(f->conn.tls, req, n) != n) return -EPROTO;
-        if (!he_fetch_tls_pull(f)) return -EPROTO;
+        /* the write BIO takes all of it; SEND drains it obuf by obuf */
+        bool ok = SSL_write(f->conn.tls, req, n) == n;
+        free(req);
+        if (!ok || !he_fetch_tls_pull(f)) return -EPROTO;
     } else {
-        memcpy(f->obuf, req, (size_t)n);
+        f->reqbuf = req;
+        f->out = req;
         f->olen = (size_t)n;
         f->ooff = 0;
     }
@@ -435,12 +477,17 @@ he_cache_io_op_t he_cache_fetch_next(he_cache_fetch_t *f, uint64_t now_ms, he_ca
         case HE_FS_SEND:
             if (f->ooff == f->olen) {
                 if (f->conn.tls && he_fetch_tls_pull(f)) continue;
+                if (f->out == f->reqbuf) {
+                    free(f->reqbuf);
+                    f->reqbuf = NULL;
+                    f->out = NULL;
+                }
                 f->state = f->after_send;
                 continue;
             }
             io->op = HE_CACHE_IO_SEND;
             io->fd = f->conn.fd;
-            io->buf = f->obuf + f->ooff;
+            io->buf = (char *)f->out + f->ooff;
             io->len = f->olen - f->ooff;
             io->deadline_ms = he_fetch_min_deadline(now_ms + f->read_ms, f->attempt_deadline);
             break;

@@ -147,6 +147,16 @@ typedef struct he__cache_unlink {
     char path[48];
 } he__cache_unlink_t;
 
+/* A write in flight (swrite.c), known to its directory from its start to
+ * its indexing: a purge of its key in between marks it, and the file it
+ * made is then dropped instead of indexed (the purge answered already). */
+typedef struct he__cache_pending {
+    struct he__cache_pending *prev, *next;
+    const he_cache_key_t *key; /* the object's: stable while it is written */
+    atomic_bool purged;        /* set under the directory lock */
+    bool linked;
+} he__cache_pending_t;
+
 typedef struct he__cache_sdir {
     struct he_cache_store *store;
     unsigned index;
@@ -158,6 +168,7 @@ typedef struct he__cache_sdir {
     uint64_t mask, count;
     he__cache_sentry_t *head, *tail, *hand;
     he__cache_unlink_t *unlinks; /* files to remove, for the ring */
+    he__cache_pending_t *pending; /* writes in flight */
 } he__cache_sdir_t;
 
 struct he_cache_store {
@@ -165,6 +176,7 @@ struct he_cache_store {
     he__cache_sdir_t dirs[HE_CONF_MAX_STORES];
     unsigned ndirs;
     atomic_uint_fast64_t gen;
+    atomic_uint_fast64_t purges; /* purges begun (he_cache_store_remove) */
     atomic_uint logged; /* one bit per he_cache_derr_t already logged */
     unsigned unlink_rr;
 };
@@ -178,10 +190,15 @@ void he__cache_store_fail(he_cache_store_t *s, int neg_errno, const char *what,
 /* Reserves room for a new file (evicting as needed). 0 or -ENOSPC. */
 int he__cache_store_reserve(he__cache_sdir_t *d, uint64_t bytes, he_cache_stats_t *st);
 void he__cache_store_unreserve(he__cache_sdir_t *d, uint64_t bytes);
-/* Indexes a file that was renamed into place (consumes the reservation). */
-int he__cache_store_add(he__cache_sdir_t *d, const he_cache_key_t *key, uint64_t gen,
-                        uint32_t hdr_len, uint64_t body_len, const he_cache_meta_t *meta,
-                        uint64_t reserved, he_cache_stats_t *st);
+/* A write starts (p->key set) or ends without a file to index. */
+void he__cache_store_pending_add(he__cache_sdir_t *d, he__cache_pending_t *p);
+void he__cache_store_pending_del(he__cache_sdir_t *d, he__cache_pending_t *p);
+/* Indexes a file that was renamed into place (consumes the reservation,
+ * ends p): 0, or -ESTALE when the key was purged since p began (the file
+ * is queued for unlinking instead). */
+int he__cache_store_add(he__cache_sdir_t *d, he__cache_pending_t *p, uint64_t gen, uint32_t hdr_len,
+                        uint64_t body_len, const he_cache_meta_t *meta, uint64_t reserved,
+                        he_cache_stats_t *st);
 /* Builds a header; returns its length or -ENAMETOOLONG. */
 int he__cache_hdr_build(char *out, const he_cache_key_t *key, const he_cache_meta_t *m,
                         uint64_t body_len, uint32_t body_crc);

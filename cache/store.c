@@ -311,14 +311,53 @@ static int he_cache_sdir_add_locked(he__cache_sdir_t *d, const he_cache_key_t *k
     return 0;
 }
 
-int he__cache_store_add(he__cache_sdir_t *d, const he_cache_key_t *key, uint64_t gen,
-                        uint32_t hdr_len, uint64_t body_len, const he_cache_meta_t *meta,
-                        uint64_t reserved, he_cache_stats_t *st)
+static void he_cache_pending_unlink_locked(he__cache_sdir_t *d, he__cache_pending_t *p)
+{
+    if (!p->linked) return;
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        d->pending = p->next;
+    if (p->next) p->next->prev = p->prev;
+    p->prev = p->next = NULL;
+    p->linked = false;
+}
+
+void he__cache_store_pending_add(he__cache_sdir_t *d, he__cache_pending_t *p)
+{
+    atomic_init(&p->purged, false);
+    pthread_mutex_lock(&d->lock);
+    p->prev = NULL;
+    p->next = d->pending;
+    if (d->pending) d->pending->prev = p;
+    d->pending = p;
+    p->linked = true;
+    pthread_mutex_unlock(&d->lock);
+}
+
+void he__cache_store_pending_del(he__cache_sdir_t *d, he__cache_pending_t *p)
+{
+    pthread_mutex_lock(&d->lock);
+    he_cache_pending_unlink_locked(d, p);
+    pthread_mutex_unlock(&d->lock);
+}
+
+int he__cache_store_add(he__cache_sdir_t *d, he__cache_pending_t *p, uint64_t gen, uint32_t hdr_len,
+                        uint64_t body_len, const he_cache_meta_t *meta, uint64_t reserved,
+                        he_cache_stats_t *st)
 {
     int rc;
     pthread_mutex_lock(&d->lock);
     d->reserved -= he__cache_store_blocks(reserved);
-    rc = he_cache_sdir_add_locked(d, key, gen, hdr_len, body_len, meta, st);
+    he_cache_pending_unlink_locked(d, p);
+    if (atomic_load(&p->purged)) {
+        /* the purge that answered "purged" must not be undone by a file
+         * of the bytes it purged */
+        he_cache_sdir_queue_unlink(d, p->key->hash, gen);
+        rc = -ESTALE;
+    } else {
+        rc = he_cache_sdir_add_locked(d, p->key, gen, hdr_len, body_len, meta, st);
+    }
     pthread_mutex_unlock(&d->lock);
     return rc;
 }
@@ -578,12 +617,38 @@ bool he_cache_store_contains(he_cache_store_t *s, const he_cache_key_t *key)
     return found;
 }
 
+/* Drops key's entry; with path, only while the entry still names that
+ * file (a hit's path: a newer version may have replaced it since). */
+static int he_cache_store_drop(he_cache_store_t *s, const he_cache_key_t *key, const char *path)
+{
+    he__cache_sdir_t *d = he__cache_store_dir_for(s, key->hash);
+    he__cache_sentry_t **slot;
+    char name[48];
+    int rc = -ENOENT;
+    pthread_mutex_lock(&d->lock);
+    slot = he_cache_sdir_slot(d, key);
+    if (*slot && path) he__cache_store_name(name, sizeof(name), (*slot)->hash, (*slot)->gen);
+    if (*slot && (!path || strcmp(name, path) == 0)) {
+        he_cache_sdir_drop(d, slot, true);
+        rc = 0;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+uint64_t he_cache_store_purges(he_cache_store_t *s)
+{
+    return s ? atomic_load(&s->purges) : 0;
+}
+
 int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key)
 {
     he__cache_sdir_t *d;
     he__cache_sentry_t **slot;
     int rc = -ENOENT;
     if (!s) return rc;
+    /* before the lock: see he_cache_store_purges */
+    atomic_fetch_add(&s->purges, 1);
     d = he__cache_store_dir_for(s, key->hash);
     pthread_mutex_lock(&d->lock);
     slot = he_cache_sdir_slot(d, key);
@@ -591,6 +656,13 @@ int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key)
         he_cache_sdir_drop(d, slot, true);
         rc = 0;
     }
+    /* writes of the key in flight: their files are never indexed */
+    for (he__cache_pending_t *p = d->pending; p; p = p->next)
+        if (p->key->hash == key->hash && p->key->len == key->len &&
+            memcmp(p->key->s, key->s, key->len) == 0) {
+            atomic_store(&p->purged, true);
+            rc = 0;
+        }
     pthread_mutex_unlock(&d->lock);
     return rc;
 }
@@ -618,7 +690,17 @@ void he_cache_store_error(he_cache_store_t *s, const he_cache_key_t *key, int ne
 {
     if (!s) return;
     he__cache_store_fail(s, neg_errno, key->s, st);
-    he_cache_store_remove(s, key);
+    he_cache_store_drop(s, key, NULL);
+}
+
+void he_cache_store_error_file(he_cache_store_t *s, const he_cache_key_t *key, const char *path,
+                               int neg_errno, he_cache_stats_t *st)
+{
+    if (!s) return;
+    /* a file missing because its entry went (evicted, replaced) since the
+     * lookup is no disk error, and the entry there now is not its */
+    if (he_cache_store_drop(s, key, path) < 0 && neg_errno == -ENOENT) return;
+    he__cache_store_fail(s, neg_errno, key->s, st);
 }
 
 /* ---------------------------------------------------------------- unlinks */

@@ -10,8 +10,11 @@
  *   RENAMEAT tmp -> <ab>/<hash>-<gen>.obj, then index it
  *
  * On any error: CLOSE (if open), UNLINKAT the temp file, count and log the
- * cause, release the reservation. The same machine runs on plain syscalls
- * in he_cache_swrite_run_sync by executing the very SQEs it prepared. */
+ * cause, release the reservation. A purge of the key while the write runs
+ * (the directory knows the write from its start) ends it the same way,
+ * uncounted, or drops the renamed file instead of indexing it. The same
+ * machine runs on plain syscalls in he_cache_swrite_run_sync by executing
+ * the very SQEs it prepared. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -44,6 +47,7 @@ struct he_cache_swrite {
     uint64_t body_len;
     uint64_t off; /* file offset written so far */
     uint32_t hdr_len;
+    he__cache_pending_t pend;
     char tmp[64], final[48];
     char hdr[HE__CACHE_HDR_MAX];
 };
@@ -81,12 +85,15 @@ he_cache_swrite_t *he_cache_swrite_new(he_cache_store_t *s, he_cache_obj_t *obj,
     he__cache_store_name(w->final, sizeof(w->final), key->hash, w->gen);
     he_cache_obj_ref(obj);
     w->obj = obj;
+    w->pend.key = key;
+    he__cache_store_pending_add(w->dir, &w->pend);
     return w;
 }
 
 void he_cache_swrite_free(he_cache_swrite_t *w)
 {
     if (!w) return;
+    if (w->pend.linked) he__cache_store_pending_del(w->dir, &w->pend);
     if (w->reserved) he__cache_store_unreserve(w->dir, w->reserved);
     if (w->fd >= 0) close(w->fd); /* only if abandoned midway */
     he_cache_obj_unref(w->obj);
@@ -96,6 +103,11 @@ void he_cache_swrite_free(he_cache_swrite_t *w)
 int he_cache_swrite_step(he_cache_swrite_t *w, struct io_uring_sqe *sqe)
 {
     int dfd = w->dir->dirfd;
+    if (w->state < HE_SW_CLOSE && !w->err && atomic_load(&w->pend.purged)) {
+        /* purged meanwhile: no point writing the rest (not a disk error) */
+        w->err = -ESTALE;
+        w->state = w->fd >= 0 ? HE_SW_CLOSE : HE_SW_DONE;
+    }
     switch (w->state) {
     case HE_SW_OPEN:
         io_uring_prep_openat(sqe, dfd, w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -175,14 +187,18 @@ void he_cache_swrite_complete(he_cache_swrite_t *w, int res, he_cache_stats_t *s
             w->state = HE_SW_UNLINK;
             break;
         }
-        he__cache_store_add(w->dir, he_cache_obj_key(w->obj), w->gen, w->hdr_len, w->body_len,
-                            he_cache_obj_meta(w->obj), w->reserved, st);
+        w->state = HE_SW_DONE;
+        res = he__cache_store_add(w->dir, &w->pend, w->gen, w->hdr_len, w->body_len,
+                                  he_cache_obj_meta(w->obj), w->reserved, st);
         w->reserved = 0;
+        if (res == -ESTALE) {
+            w->err = res; /* purged meanwhile: the file is queued for unlinking */
+            break;
+        }
         if (st) {
             st->store_writes++;
             st->store_write_bytes += w->hdr_len + w->body_len;
         }
-        w->state = HE_SW_DONE;
         break;
     case HE_SW_UNLINK:
         w->state = HE_SW_DONE;

@@ -108,6 +108,8 @@ typedef struct he_wcache {
     uint32_t *free_jobs;
     uint32_t njobs, nfree_jobs;
     bool unlink_busy;
+    bool writes_left;     /* SSD writes still queued after a pull */
+    uint64_t writes_mark; /* store purges before the queued objects were published */
 } he_wcache_t;
 
 /* The worker running on this thread (fill callbacks carry no worker). */

@@ -104,15 +104,25 @@ static void he_oio_swrite_drive(he_worker_t *w, he_ojob_t *j, uint32_t idx)
     he_oio_unlink_next(w); /* a write may have evicted files */
 }
 
+/* A purge tells writes in flight to drop their files (the store knows a
+ * write from he_cache_swrite_new on), but one that came between a fill's
+ * publication and the start of its write saw neither: such writes are
+ * dropped here, whichever key the purge was for (only SSD copies lost). */
 void he__oio_pull_writes(he_worker_t *w)
 {
     he_wcache_t *wc = w->cache;
     he_cache_swrite_t *sw;
     if (!wc->store || wc->exiting) return;
+    wc->writes_left = true;
     while ((sw = he_cache_fills_next_write(wc->fills)) != NULL) {
         uint32_t idx;
-        he_ojob_t *j = he_oio_job_new(wc, &idx);
-        if (!j) {
+        he_ojob_t *j;
+        /* after the write began: a purge counted later finds it */
+        if (he_cache_store_purges(wc->store) != wc->writes_mark) {
+            he_cache_swrite_free(sw);
+            continue;
+        }
+        if (!(j = he_oio_job_new(wc, &idx))) {
             he_cache_swrite_free(sw);
             return;
         }
@@ -120,6 +130,7 @@ void he__oio_pull_writes(he_worker_t *w)
         j->sw = sw;
         he_oio_swrite_drive(w, j, idx);
     }
+    wc->writes_left = false;
 }
 
 /* ---------------------------------------------------------------- promotion
@@ -263,17 +274,23 @@ static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
     he_cache_fetch_t *fetch = j->fetch; /* freed last: its target is the playlist's */
     he_cache_obj_t *o;
     int res = he_cache_fetch_result(fetch, &cause);
+    /* a viewer's target may be up to limits.uri_bytes long; prefetch keeps
+     * targets it can resolve segments against (as he_rc_playlist_seen) */
+    const char *target = he_cache_fetch_target(fetch);
+    if (strlen(target) >= HE_CACHE_KEY_MAX) target = NULL;
 
     he_oio_job_free(wc, idx);
     o = he_cache_fill_obj(fill);
     if (o) he_cache_obj_ref(o);
+    /* before the publication (writes queued earlier keep the older mark) */
+    if (!wc->writes_left) wc->writes_mark = he_cache_store_purges(wc->store);
     he_cache_fill_end(fill, res, cause, he__cache_wall_ms(w));
     if (o) {
         /* a media playlist filled: remember where its segments are */
         if (res == 0 && he_cache_obj_complete(o) &&
             he_cache_obj_meta(o)->kind == HE_SEG_KIND_MEDIA &&
             he_cache_obj_meta(o)->status == 200 &&
-            he_cache_prefetch_playlist_obj(wc->pf, o, he_cache_fetch_target(fetch)) == 0)
+            he_cache_prefetch_playlist_obj(wc->pf, o, target) == 0)
             he_oio_prefetch_pending(w, o);
         he_cache_obj_unref(o);
     }

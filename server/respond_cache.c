@@ -517,9 +517,36 @@ static void he_rc_serve_obj(he_worker_t *w, he_conn_t *c, he_cache_obj_t *o, uin
 
 /* ---------------------------------------------------------------- fills */
 
+static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key,
+                            const he_cache_store_hit_t *hit, uint8_t cst, bool promote,
+                            uint64_t epoch);
+
+/* A fill failed before its head: a copy on the SSD tier that is still
+ * within its stale-if-error window answers, as a RAM copy does through
+ * the fill (only RAM objects back a fill). True if it did. */
+static bool he_rc_ssd_fallback(he_worker_t *w, he_conn_t *c)
+{
+    he_wcache_t *wc = w->cache;
+    he_cache_key_t key; /* the request is still c's: the key the fill was for */
+    he_cache_store_hit_t hit;
+    he_cache_freshness_t fs;
+
+    if (!wc->store || he_cache_key_make(wc->conf, c->url, c->req.url_len, &key) < 0) return false;
+    /* uncounted: the request's own lookup counted this hit */
+    if (he_cache_store_lookup(wc->store, &key, &hit, NULL) < 0) return false;
+    fs = he_cache_fresh_state(&hit.meta.fresh, he__cache_wall_ms(w));
+    if (fs == HE_CACHE_EXPIRED ||
+        !he_rc_serve_ssd(w, c, &key, &hit, fs == HE_CACHE_FRESH ? HE_CST_HIT_SSD : HE_CST_STALE,
+                         false, 0))
+        return false;
+    if (fs != HE_CACHE_FRESH) wc->st->stale_serves++; /* fresh: written meanwhile */
+    return true;
+}
+
 static void he_rc_fail_before_head(he_worker_t *w, he_conn_t *c)
 {
     he_rc_release(w, c);
+    if (he_rc_ssd_fallback(w, c)) return;
     if (w->cache->conf->origin_first && !c->cache_skip) {
         /* origin-first: the local library is the fallback */
         c->cache_skip = true;
@@ -617,27 +644,19 @@ static void he_rc_notify(he_cache_waiter_t *wt, he_cache_fill_ev_t ev)
     }
 }
 
-static void he_rc_target(he_conn_t *c, const he_cache_key_t *key, char *out, size_t cap)
+/* Starts the origin request of a fill c created, for the target exactly as
+ * c sent it (escapes and every query parameter: a signature the key leaves
+ * out is still the origin's business), however long; never one rebuilt
+ * from the key, which names another resource. A fill that cannot start
+ * ends at once (its waiters get an error). */
+static void he_rc_fetch(he_worker_t *w, he_conn_t *c, he_cache_fill_t *f, he_cache_obj_t *stale)
 {
     size_t n = c->req.url_len;
-    if (n && c->url[0] == '/' && n < cap) {
-        memcpy(out, c->url, n);
-        out[n] = 0;
-    } else {
-        out[0] = '/';
-        snprintf(out + 1, cap - 1, "%s", key->s);
-    }
-}
-
-/* Starts the origin request of a fill c created, for the target c asked
- * for; a fill that cannot start ends at once (its waiters get an error). */
-static void he_rc_fetch(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key, he_cache_fill_t *f,
-                        he_cache_obj_t *stale)
-{
-    char *target = malloc(HE_CACHE_KEY_MAX + 2);
+    char *target = malloc(n + 1);
     int rc = -ENOMEM;
     if (target) {
-        he_rc_target(c, key, target, HE_CACHE_KEY_MAX + 2);
+        memcpy(target, c->url, n);
+        target[n] = 0;
         rc = he__oio_fetch_start(w, f, target, stale);
         free(target);
     }
@@ -664,7 +683,7 @@ static void he_rc_join(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key,
     c->cache_busy = true;
     c->cache_st = created ? (stale ? HE_CST_REVALIDATED : HE_CST_MISS) : HE_CST_COALESCED;
     if (created) {
-        he_rc_fetch(w, c, key, f, stale);
+        he_rc_fetch(w, c, f, stale);
         return;
     }
     if (he_cache_fill_status(f) && he_cache_fill_obj(f)) he_rc_on_headers(w, c);
@@ -678,14 +697,16 @@ static void he_rc_refresh(he_worker_t *w, he_conn_t *c, const he_cache_key_t *ke
     he_cache_fill_t *f;
     if (he_cache_fill_find(w->cache->fills, key)) return;
     f = he_cache_fill_join(w->cache->fills, key, NULL, stale, false, &created);
-    if (f && created) he_rc_fetch(w, c, key, f, stale);
+    if (f && created) he_rc_fetch(w, c, f, stale);
 }
 
 /* ---------------------------------------------------------------- SSD */
 
-/* promote: the copy is fresh, so a RAM copy of it may serve the next hits */
+/* cst: how the answer counts; promote: the copy is fresh, so a RAM copy
+ * of it may serve the next hits */
 static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key,
-                            const he_cache_store_hit_t *hit, bool promote, uint64_t epoch)
+                            const he_cache_store_hit_t *hit, uint8_t cst, bool promote,
+                            uint64_t epoch)
 {
     he_wcache_t *wc = w->cache;
     he_seg_type_t type = he_seg_type_from_path(key->s, key->path_len);
@@ -698,12 +719,13 @@ static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *
      * dentry cache, tests/bench/open_cost.c); the body goes by sendfile */
     fd = openat(hit->dirfd, hit->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        he_cache_store_error(wc->store, key, -errno, wc->st);
+        /* by file: ENOENT may mean a newer version replaced this one */
+        he_cache_store_error_file(wc->store, key, hit->path, -errno, wc->st);
         return false;
     }
     if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < hit->body_off + hit->body_len) {
         close(fd);
-        he_cache_store_error(wc->store, key, -EBADMSG, wc->st);
+        he_cache_store_error_file(wc->store, key, hit->path, -EBADMSG, wc->st);
         return false;
     }
     f = calloc(1, sizeof(*f));
@@ -718,7 +740,7 @@ static bool he_rc_serve_ssd(he_worker_t *w, he_conn_t *c, const he_cache_key_t *
     f->size = hit->body_off + hit->body_len;
     f->type = type;
     f->kind = (he_seg_kind_t)hit->meta.kind;
-    c->cache_st = HE_CST_HIT_SSD;
+    c->cache_st = cst;
     if (hit->meta.status == 404) wc->st->negative_hits++;
     status = he_rc_head_complete(w, c, &hit->meta, hit->body_len, type, &first, &last);
     if (status == 412 || status == 500) {
@@ -776,7 +798,8 @@ void he__rcache_file_error(he_worker_t *w, he_conn_t *c, int err)
     /* the request is still c's (the next is parsed after this one ends),
      * so its key is the one the hit was found under */
     if (he_cache_key_make(w->cache->conf, c->url, c->req.url_len, &key) == 0)
-        he_cache_store_error(w->cache->store, &key, err, w->cache->st);
+        he_cache_store_error_file(w->cache->store, &key, c->file ? c->file->path : NULL, err,
+                                  w->cache->st);
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -821,12 +844,14 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
                 wc->st->stale_serves++;
                 he_rc_refresh(w, c, key, NULL);
             }
-            if (he_rc_serve_ssd(w, c, key, &hit, fs == HE_CACHE_FRESH, epoch)) {
-                if (fs == HE_CACHE_STALE_REVALIDATE) c->cache_st = HE_CST_STALE;
+            if (he_rc_serve_ssd(w, c, key, &hit,
+                                fs == HE_CACHE_FRESH ? HE_CST_HIT_SSD : HE_CST_STALE,
+                                fs == HE_CACHE_FRESH, epoch))
                 return true;
-            }
         }
     }
+    /* expired (stale-if-error at most): the fill's failure falls back to
+     * the SSD copy (he_rc_ssd_fallback) */
     he_rc_join(w, c, key, NULL);
     return true;
 }

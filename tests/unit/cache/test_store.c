@@ -3,7 +3,9 @@
  * from headers), and temp, truncated and corrupt files are removed and
  * never served. Eviction keeps each directory under its limit (SIEVE);
  * disk errors (injected ENOSPC, a real 1 MiB tmpfs when we may mount one)
- * turn into misses, are counted, and are logged once per cause. */
+ * turn into misses, are counted, and are logged once per cause. A purge
+ * while an object's write is running (at any step) leaves no entry and no
+ * file behind, however the write goes on. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -273,6 +275,103 @@ static void test_errors(void)
         HE_CHECK_INT(st.disk_errors[HE_CACHE_DERR_IO], 1);
         HE_CHECK(!found(s, "w", NULL));
     }
+    /* by file: a hit's file replaced by a newer version (and unlinked)
+     * before it was opened leaves the newer entry alone, counts nothing */
+    {
+        he_cache_key_t k;
+        he_cache_store_hit_t h1, h2, h;
+        uint64_t other = st.disk_errors[HE_CACHE_DERR_OTHER];
+        int fd;
+        he_cache_key_set(&k, "v", 1);
+        HE_CHECK_INT(store_obj(s, "v", 10, &st, NULL, NULL), 0);
+        HE_CHECK(found(s, "v", &h1));
+        HE_CHECK_INT(store_obj(s, "v", 20, &st, NULL, NULL), 0);
+        HE_CHECK(found(s, "v", &h2) && strcmp(h1.path, h2.path) != 0);
+        fd = openat(h1.dirfd, h1.path, O_RDONLY);
+        HE_CHECK(fd < 0 && errno == ENOENT);
+        if (fd >= 0) close(fd);
+        he_cache_store_error_file(s, &k, h1.path, -ENOENT, &st);
+        HE_CHECK(found(s, "v", &h) && strcmp(h.path, h2.path) == 0 && body_ok(&h, "v", 20));
+        HE_CHECK_INT(st.disk_errors[HE_CACHE_DERR_OTHER], other);
+        /* an I/O error on the old file: counted, the newer entry stays */
+        he_cache_store_error_file(s, &k, h1.path, -EIO, &st);
+        HE_CHECK_INT(st.disk_errors[HE_CACHE_DERR_IO], 2);
+        HE_CHECK(found(s, "v", NULL));
+        /* the entry's own file: dropped and counted */
+        he_cache_store_error_file(s, &k, h2.path, -ENOENT, &st);
+        HE_CHECK(!found(s, "v", NULL));
+        HE_CHECK_INT(st.disk_errors[HE_CACHE_DERR_OTHER], other + 1);
+    }
+    he_cache_store_close(s);
+}
+
+/* Purges a key when the write reaches an operation (after it ran). */
+typedef struct purge_at {
+    he_cache_store_t *s;
+    int op;
+    const char *name;
+    int rc;
+} purge_at_t;
+
+static int inject_purge(void *ctx, int op, int res)
+{
+    purge_at_t *p = ctx;
+    he_cache_key_t k;
+    if (op == p->op) {
+        he_cache_key_set(&k, p->name, strlen(p->name));
+        p->rc = he_cache_store_remove(p->s, &k);
+    }
+    return res;
+}
+
+static void test_purge_while_writing(void)
+{
+    he_cache_store_opts_t o = {.ndirs = 1, .log = log_fn};
+    he_cache_store_t *s;
+    he_cache_stats_t st = {0};
+    char sub[PATH_MAX + 16], files[PATH_MAX + 16];
+    static const int ops[] = {IORING_OP_OPENAT, IORING_OP_WRITE, IORING_OP_CLOSE,
+                              IORING_OP_RENAMEAT};
+    purge_at_t p;
+    snprintf(sub, sizeof(sub), "%s/purge", dir);
+    snprintf(files, sizeof(files), "purge/[0-9a-f][0-9a-f]");
+    o.dirs[0] = sub;
+    o.bytes[0] = 8 << 20;
+    HE_CHECK_INT(he_cache_store_open(&s, &o, NOW, &st), 0);
+    logs = 0;
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        uint64_t purges = he_cache_store_purges(s);
+        p = (purge_at_t){.s = s, .op = ops[i], .name = "pw.ts", .rc = 1};
+        /* the purge finds the write (it answers "purged") and the write
+         * leaves nothing: no entry, no file, no reservation */
+        HE_CHECK_INT(store_obj(s, "pw.ts", 100000, &st, inject_purge, &p), -ESTALE);
+        HE_CHECK_INT(p.rc, 0);
+        HE_CHECK_INT(he_cache_store_purges(s), purges + 1);
+        HE_CHECK(!found(s, "pw.ts", NULL));
+        HE_CHECK_INT(count_files(files), 0);
+        snprintf(sub, sizeof(sub), "purge/tmp");
+        HE_CHECK_INT(count_files(sub), 0);
+        HE_CHECK_INT(he_cache_store_used(s, 0), 0);
+    }
+    HE_CHECK_INT(st.store_writes, 0);
+    HE_CHECK_INT(logs, 0); /* not a disk error */
+    for (int c = 0; c < HE_CACHE_DERR_COUNT; c++)
+        HE_CHECK_INT(st.disk_errors[c], 0);
+    /* a purge of another key changes nothing for this write */
+    p = (purge_at_t){.s = s, .op = IORING_OP_RENAMEAT, .name = "other.ts", .rc = 1};
+    HE_CHECK_INT(store_obj(s, "pw.ts", 100000, &st, inject_purge, &p), 0);
+    HE_CHECK_INT(p.rc, -ENOENT);
+    HE_CHECK(found(s, "pw.ts", NULL));
+    /* an entry and a write of the same key: both go */
+    p = (purge_at_t){.s = s, .op = IORING_OP_WRITE, .name = "pw.ts", .rc = 1};
+    HE_CHECK_INT(store_obj(s, "pw.ts", 5000, &st, inject_purge, &p), -ESTALE);
+    HE_CHECK_INT(p.rc, 0);
+    HE_CHECK(!found(s, "pw.ts", NULL));
+    HE_CHECK_INT(count_files(files), 0);
+    /* written after the purge: stored */
+    HE_CHECK_INT(store_obj(s, "pw.ts", 5000, &st, NULL, NULL), 0);
+    HE_CHECK(found(s, "pw.ts", NULL));
+    HE_CHECK_INT(st.store_writes, 2);
     he_cache_store_close(s);
 }
 
@@ -394,6 +493,7 @@ int main(void)
     test_write_rebuild();
     test_eviction();
     test_errors();
+    test_purge_while_writing();
     test_tmpfs();
     test_promote_read();
     he_cache_ram_free(ram);
