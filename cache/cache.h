@@ -123,16 +123,20 @@ typedef void (*he_cache_log_fn)(void *ctx, int level, const char *msg);
 typedef struct he_cache_key {
     uint64_t hash;
     uint32_t len;             /* of s, without the NUL */
-    uint32_t path_len;        /* the normalized path: s[0..path_len) */
+    uint32_t path_len;        /* the key path (he_cache_key_path): s[0..path_len) */
     char s[HE_CACHE_KEY_MAX]; /* "path" or "path?a=1&b=2", NUL-terminated */
 } he_cache_key_t;
 
-/* Builds the key of a request-target ("/a/b.ts?token=x&lang=en"): the
- * normalized path (he_seg_url_normalize) plus only the query parameters
- * named in conf->cache_key_params, in the order the config names them (a
- * parameter given twice keeps its values in request order), values
- * percent-decoded and re-encoded canonically. 0, or -EINVAL (bad target or
- * escape), -ENAMETOOLONG. */
+/* The path part of a key: the normalized path (he_seg_url_normalize) with
+ * its '%', '?' and '#' escaped again ("/x.ts%3Fa" -> "x.ts%3Fa"), so the
+ * first '?' of a key starts its parameters and "/" + the key path is a
+ * target for the same path. Length, or he_seg_url_normalize's errors. */
+int he_cache_key_path(const char *target, size_t len, char *out, size_t cap);
+/* Builds the key of a request-target ("/a/b.ts?token=x&lang=en"): the key
+ * path plus only the query parameters named in conf->cache_key_params, in
+ * the order the config names them (a parameter given twice keeps its
+ * values in request order), values percent-decoded and re-encoded
+ * canonically. 0, or -EINVAL (bad target or escape), -ENAMETOOLONG. */
 int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_cache_key_t *key);
 /* Same from a key string already built (e.g. read back from disk). */
 int he_cache_key_set(he_cache_key_t *key, const char *s, size_t len);

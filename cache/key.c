@@ -3,7 +3,13 @@
  * player cache-busters do not split one object into many. Parameters are
  * emitted in config order with canonical percent-encoding, so "?b=2&a=1",
  * "?a=%31&b=2" and "?sig=x&a=1&b=2" give the same key when a and b are
- * named. */
+ * named.
+ *
+ * The normalized path has its escapes decoded, so a file may be named
+ * "x.ts?lang=en" (requested as "/x.ts%3Flang=en"). In the key the path's
+ * '%', '?' and '#' are escaped again: the first '?' of a key always starts
+ * its parameters, and "/" + the key's path is a target naming the same
+ * path. */
 #include <errno.h>
 #include <string.h>
 
@@ -105,6 +111,39 @@ static int he_cache_key_put_enc(he_cache_key_t *k, const char *p, size_t n)
     return 0;
 }
 
+/* Escapes '%', '?' and '#' of the normalized path s[0..n) in place (cap
+ * bytes with the NUL): most paths have none and cost one scan. Length or
+ * -ENAMETOOLONG. */
+static int he_cache_key_escape_path(char *s, size_t n, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t extra = 0, o;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '%' || s[i] == '?' || s[i] == '#') extra += 2;
+    if (!extra) return (int)n;
+    if (n + extra >= cap) return -ENAMETOOLONG;
+    o = n + extra;
+    s[o] = '\0';
+    for (size_t i = n; i-- > 0;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '%' || c == '?' || c == '#') {
+            s[--o] = hex[c & 15];
+            s[--o] = hex[c >> 4];
+            s[--o] = '%';
+        } else {
+            s[--o] = (char)c;
+        }
+    }
+    return (int)(n + extra);
+}
+
+int he_cache_key_path(const char *target, size_t len, char *out, size_t cap)
+{
+    int rc = he_seg_url_normalize(target, len, out, cap);
+    if (rc < 0) return rc;
+    return he_cache_key_escape_path(out, (size_t)rc, cap);
+}
+
 typedef struct he_cache_key_param {
     unsigned conf_index; /* position in conf->cache_key_params */
     unsigned order;      /* position in the request */
@@ -119,7 +158,7 @@ int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_
     const char *q, *end = target + len, *hash;
     int rc;
 
-    rc = he_seg_url_normalize(target, len, key->s, sizeof(key->s));
+    rc = he_cache_key_path(target, len, key->s, sizeof(key->s));
     if (rc < 0) return rc;
     key->len = key->path_len = (uint32_t)rc;
 

@@ -400,6 +400,31 @@ static void test_obj_learnt_once(void)
     he_cache_ram_free(ram);
 }
 
+/* Segment names with '?' or '%' in them (escaped in the playlist): the
+ * worker asks with a key path, where they are escaped again, and the
+ * items' keys are the ones a viewer's request for them gets. */
+static void test_escaped_names(void)
+{
+    static const char pl[] = "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+                             "#EXTINF:4,\na%3F1.ts\n#EXTINF:4,\na%3F2.ts\n#EXTINF:4,\nb%25.ts\n"
+                             "#EXT-X-ENDLIST\n";
+    he_cache_prefetch_t *p = he_cache_prefetch_new(&conf, 4);
+    he_cache_prefetch_item_t out[8];
+    he_cache_key_t k;
+    bool stale;
+    conf.prefetch_segments = 2;
+    HE_CHECK_INT(
+        he_cache_prefetch_playlist(p, "v/index.m3u8", "/v/index.m3u8", pl, strlen(pl), NOW), 0);
+    HE_CHECK_INT(he_cache_key_make(&conf, "/v/a%3F1.ts", 11, &k), 0);
+    k.s[k.path_len] = '\0';
+    HE_CHECK_INT(he_cache_prefetch_next(p, k.s, NOW, NULL, NULL, out, 8, &stale), 2);
+    HE_CHECK_STR(out[0].key.s, "v/a%3F2.ts");
+    HE_CHECK_STR(out[0].target, "/v/a%3F2.ts");
+    HE_CHECK_STR(out[1].key.s, "v/b%25.ts");
+    HE_CHECK_INT(out[1].key.path_len, 9);
+    he_cache_prefetch_free(p);
+}
+
 int main(void)
 {
     he_conf_defaults(&conf);
@@ -409,5 +434,6 @@ int main(void)
     test_refresh_expired();
     test_refresh_raw_target();
     test_obj_learnt_once();
+    test_escaped_names();
     HE_TEST_MAIN_END();
 }
