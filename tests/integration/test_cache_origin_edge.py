@@ -176,5 +176,20 @@ def test_key_escaped_question_mark():
         expect_eq((o.count(esc), o.count(real)), (1, 1), "origin requests")
 
 
+def test_key_plus_and_escaped_plus():
+    """An origin that reads queries as forms sees "a b" and "a+b": two
+    objects, not one key."""
+    plus, esc = "/p/a.ts?lang=a+b", "/p/a.ts?lang=a%2Bb"
+    routes = {
+        plus: lambda r: response(200, b"space", [("Cache-Control", "max-age=60")]),
+        esc: lambda r: response(200, b"plus", [("Cache-Control", "max-age=60")]),
+    }
+    with RawOrigin(routes) as o, server(o, extra="  key_params: [lang]\n") as srv:
+        expect_eq(get(srv, plus).body, b"space", "a+b")
+        expect_eq(get(srv, esc).body, b"plus", "a%2Bb")
+        expect_eq(get(srv, "/p/a.ts?lang=a%2bb&x=1").body, b"plus", "a%2bb (a hit)")
+        expect_eq((o.count(plus), o.count(esc)), (1, 1), "origin requests")
+
+
 if __name__ == "__main__":
     sys.exit(run_main(globals(), TMP, only=sys.argv[1:] or None))

@@ -44,6 +44,19 @@ int main(void)
         {"/100%25.ts", "100%25.ts", 0},
         {"/a%2541.ts", "a%2541.ts", 0}, /* "a%41.ts", not "aA.ts" */
         {"/a%41.ts", "aA.ts", 0},
+        /* values and names in RFC 3986 normal form: only unreserved
+         * escapes are decoded, reserved bytes stay as sent */
+        {"/a/b.ts?lang=a+b", "a/b.ts?lang=a+b", 0},
+        {"/a/b.ts?lang=a%2Bb", "a/b.ts?lang=a%2Bb", 0},
+        {"/a/b.ts?lang=a%2bb", "a/b.ts?lang=a%2Bb", 0},
+        {"/a/b.ts?lang=a/b", "a/b.ts?lang=a/b", 0},
+        {"/a/b.ts?lang=a=b", "a/b.ts?lang=a=b", 0},
+        {"/a/b.ts?lang=a%3Db", "a/b.ts?lang=a%3Db", 0},
+        {"/a/b.ts?lang=%7e%41", "a/b.ts?lang=~A", 0},
+        {"/a/b.ts?lang=\xc3\xa9", "a/b.ts?lang=%C3%A9", 0}, /* raw UTF-8 = its escapes */
+        {"/a/b.ts?lang=%c3%a9", "a/b.ts?lang=%C3%A9", 0},
+        {"/a/b.ts?lan%67=en", "a/b.ts?lang=en", 0},
+        {"/a/b.ts?lang%2B=en", "a/b.ts", 0}, /* another name */
     };
     he_cache_key_t k, k2;
 
@@ -95,14 +108,18 @@ int main(void)
     HE_CHECK(strcmp(k.s, k2.s) != 0 && k.hash != k2.hash);
     HE_CHECK_INT(k.path_len, 14);
     HE_CHECK_INT(k2.path_len, 4);
+    /* "+" and %2B are two values for an origin that reads forms */
+    he_cache_key_make(&conf, "/x.ts?lang=a+b", 14, &k);
+    he_cache_key_make(&conf, "/x.ts?lang=a%2Bb", 16, &k2);
+    HE_CHECK(strcmp(k.s, k2.s) != 0 && k.hash != k2.hash);
 
     /* "/" + a key is a target with the same key */
     {
         static const char *const targets[] = {
             "/x.ts%3Flang=en?lang=fr",
-            "/d%25r/%23x.ts?bw=1&lang=a%20",
-            "/a b/c.ts?lang=%C3%A9&lang=xyz",
-            "/v%3F/i.m3u8?lang=%3F%26%3D&bw=1",
+            "/d%25r/%23x.ts?bw=1&lang=a+b%2B%20",
+            "/a b/c.ts?lang=%C3%A9&lang=x:y@z",
+            "/v%3F/i.m3u8?lang=%3F%26%3D&bw=?",
         };
         for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
             char t[HE_CACHE_KEY_MAX + 1];
