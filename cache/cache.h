@@ -161,6 +161,19 @@ typedef enum he_cache_freshness {
     HE_CACHE_EXPIRED           /* do not serve without revalidating */
 } he_cache_freshness_t;
 
+/* The Cache-Control directives the cache acts on, merged over every
+ * Cache-Control field line of a response. All zero: none given. */
+typedef struct he_cache_cc {
+    bool no_store, no_cache, private_, must_revalidate; /* or proxy-revalidate */
+    bool max_age_set, s_maxage_set, swr_set, sie_set;
+    int64_t max_age, s_maxage, swr, sie; /* seconds, when _set */
+} he_cache_cc_t;
+
+/* Adds the directives of one Cache-Control field value (n bytes). A
+ * directive given more than once keeps its smallest value; a malformed
+ * max-age or s-maxage counts as 0 (stale, RFC 9111 4.2.1). */
+void he_cache_cc_parse(he_cache_cc_t *cc, const char *v, size_t n);
+
 /* Response head fields the cache needs (filled by the origin parser). */
 typedef struct he_cache_http_resp {
     int status;
@@ -174,7 +187,7 @@ typedef struct he_cache_http_resp {
     char last_modified[40];
     char date[40];
     char expires[40];
-    char cache_control[256];
+    he_cache_cc_t cc;
 } he_cache_http_resp_t;
 
 /* Decides whether a response may be stored and for how long. kind is the
@@ -393,13 +406,15 @@ typedef struct he_cache_httpc {
     uint32_t line_len;
     uint32_t head_bytes;
     int64_t remaining; /* body or chunk bytes left */
-    char line[1024];   /* the current line (longer header lines are skipped) */
+    char line[1024];   /* the current line (see he_cache_httpc_parse) */
     bool line_overflow;
 } he_cache_httpc_t;
 
 void he_cache_httpc_init(he_cache_httpc_t *p, bool head_request);
 /* Consumes up to len bytes (*used reports how many) and returns the next
- * event, or -EPROTO (malformed), -E2BIG (head too large). */
+ * event, or -EPROTO (malformed), -E2BIG (head too large). A header line
+ * longer than p->line is skipped if the parser does not read that field,
+ * else -EPROTO (a framing or caching header must be read whole). */
 int he_cache_httpc_parse(he_cache_httpc_t *p, const char *data, size_t len, size_t *used,
                          const char **body, size_t *body_len);
 /* The peer closed: DONE if the body ends at close, else -EPIPE. */

@@ -191,5 +191,48 @@ def test_key_plus_and_escaped_plus():
         expect_eq((o.count(plus), o.count(esc)), (1, 1), "origin requests")
 
 
+# ---------------------------------------------------------------- long header lines
+
+
+def test_long_transfer_encoding_line():
+    """Transfer-Encoding padded past the line buffer: skipping it read the
+    chunk framing as the body and cached it."""
+    t = "/h/te.ts"
+    te = "Transfer-Encoding:" + " " * 1100 + "chunked"
+    raw = ("HTTP/1.1 200 OK\r\n%s\r\nCache-Control: max-age=60\r\nConnection: close\r\n\r\n" % te).encode()
+    raw += b"5\r\nhello\r\n0\r\n\r\n"
+    with RawOrigin({t: lambda r: raw}) as o, server(o) as srv:
+        r = get(srv, t)
+        expect_eq(r.status, 502, "a framing header we cannot read whole")
+        expect(b"hello" not in r.body, "chunk framing served as the body: %r" % r.body[:64])
+        get(srv, t)
+        expect_eq(o.count(t), 2, "origin requests (nothing cached)")
+
+
+def test_long_cache_control_line():
+    """A Cache-Control line over 1100 bytes ending in private was skipped,
+    so the private response was cached."""
+    t = "/h/cc.ts"
+    cc = "max-age=60, " + "x-pad=1, " * 120 + "private"
+    with RawOrigin({t: lambda r: response(200, b"secret", [("Cache-Control", cc)])}) as o, server(o) as srv:
+        expect_eq(get(srv, t).status, 502, "an over-long Cache-Control")
+        get(srv, t)
+        expect_eq(o.count(t), 2, "origin requests (nothing cached)")
+
+
+def test_cache_control_over_two_lines():
+    """A 262-byte Cache-Control and a second line with private: the
+    combined string was cut at 255 bytes and private lost."""
+    t = "/h/cc2.ts"
+    first = "max-age=60, " + ", ".join("x-e%03d" % i for i in range(36))
+    expect(len(first) > 255, "the first line is long enough")
+    hdrs = [("Cache-Control", first), ("Cache-Control", "private")]
+    with RawOrigin({t: lambda r: response(200, b"secret", hdrs)}) as o, server(o) as srv:
+        r = get(srv, t)
+        expect_eq((r.status, r.body), (200, b"secret"), "the response itself")
+        get(srv, t)
+        expect_eq(o.count(t), 2, "origin requests (private: not cached)")
+
+
 if __name__ == "__main__":
     sys.exit(run_main(globals(), TMP, only=sys.argv[1:] or None))

@@ -85,7 +85,7 @@ static he_cache_http_resp_t resp200(const char *cc, int64_t len)
     r.status = 200;
     r.content_length = len;
     r.age_s = -1;
-    strcpy(r.cache_control, cc);
+    he_cache_cc_parse(&r.cc, cc, strlen(cc));
     strcpy(r.etag, "\"v1\"");
     return r;
 }

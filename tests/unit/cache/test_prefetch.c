@@ -213,7 +213,7 @@ static void test_with_cache(void)
     r.status = 200;
     r.content_length = 5;
     r.age_s = -1;
-    strcpy(r.cache_control, "max-age=60");
+    he_cache_cc_parse(&r.cc, "max-age=60", 10);
     he_cache_sink_t sink = he_cache_fill_sink(f3);
     sink.headers(sink.ctx, &r);
     sink.body(sink.ctx, "three", 5);
@@ -285,7 +285,7 @@ static void test_refresh_expired(void)
     r.status = 200;
     r.content_length = (int64_t)strlen(pl);
     r.age_s = -1;
-    strcpy(r.cache_control, "max-age=1");
+    he_cache_cc_parse(&r.cc, "max-age=1", 9);
     strcpy(r.content_type, "application/vnd.apple.mpegurl");
     sink = he_cache_fill_sink(f);
     HE_CHECK_INT(sink.headers(sink.ctx, &r), 0);
