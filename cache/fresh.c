@@ -2,8 +2,10 @@
  * origin, and how long after that it may still be served stale.
  *
  *   not stored  no-store, private, a status other than 200/203/404, or a
- *               404 when negative caching is off
- *   404         cache.negative_ttl, never served stale
+ *               404 when negative caching is off or the origin gives it
+ *               no lifetime
+ *   404         cache.negative_ttl, or less when the origin says so
+ *               (no-cache, max-age, s-maxage, Expires); never served stale
  *   lifetime    cache.ttl.<kind> if set (the operator overrides the
  *               origin), else s-maxage, max-age, Expires - Date, 10% of
  *               Date - Last-Modified (at most a day), else 0; origin
@@ -145,6 +147,25 @@ static uint32_t he_cache_clamp_ms(int64_t ms)
     return (uint32_t)ms;
 }
 
+/* The lifetime the origin gave explicitly (s-maxage, max-age, Expires -
+ * Date), less Age: true and *ms, or false when it gave none. */
+static bool he_cache_origin_lifetime(const he_cache_http_resp_t *r, int64_t date_ms, int64_t *ms)
+{
+    int64_t t;
+    *ms = 0;
+    if (r->cc.s_maxage_set)
+        *ms = r->cc.s_maxage * 1000;
+    else if (r->cc.max_age_set)
+        *ms = r->cc.max_age * 1000;
+    else if (!r->expires[0])
+        return false;
+    /* an invalid Expires ("0", "-1") means already expired */
+    else if (he_cache_http_date_parse(r->expires, strlen(r->expires), &t) == 0)
+        *ms = t - date_ms;
+    if (r->age_s > 0) *ms -= r->age_s * 1000;
+    return true;
+}
+
 bool he_cache_fresh_compute(const he_conf_t *conf, he_seg_kind_t kind,
                             const he_cache_http_resp_t *r, const char *body, size_t body_len,
                             int64_t wall_ms, he_cache_fresh_t *out)
@@ -156,35 +177,32 @@ bool he_cache_fresh_compute(const he_conf_t *conf, he_seg_kind_t kind,
     memset(out, 0, sizeof(*out));
     out->stored_ms = wall_ms;
     if (cc.no_store || cc.private_) return false;
+    if (r->date[0] && he_cache_http_date_parse(r->date, strlen(r->date), &t) == 0) date_ms = t;
     if (r->status == 404) {
-        if (!conf->cache_negative_ttl_ms) return false;
-        out->expires_ms = wall_ms + conf->cache_negative_ttl_ms;
+        /* the origin may shorten the negative TTL, never lengthen it: a
+         * live segment not produced yet comes as 404 no-cache or max-age=1
+         * and must not stay missing for the whole TTL */
+        lifetime = conf->cache_negative_ttl_ms;
+        if (cc.no_cache)
+            lifetime = 0;
+        else if (he_cache_origin_lifetime(r, date_ms, &t) && t < lifetime)
+            lifetime = t;
+        if (lifetime <= 0) return false;
+        out->expires_ms = wall_ms + lifetime;
         return true;
     }
     if (r->status != 200 && r->status != 203) return false;
 
-    if (r->date[0] && he_cache_http_date_parse(r->date, strlen(r->date), &t) == 0) date_ms = t;
     if ((unsigned)kind < HE_SEG_KIND_COUNT && conf->cache_ttl_ms[kind]) {
         lifetime = conf->cache_ttl_ms[kind];
         explicit_ = true;
-    } else {
-        if (cc.s_maxage_set) {
-            lifetime = cc.s_maxage * 1000;
-            explicit_ = true;
-        } else if (cc.max_age_set) {
-            lifetime = cc.max_age * 1000;
-            explicit_ = true;
-        } else if (r->expires[0]) {
-            explicit_ = true;
-            /* an invalid Expires ("0", "-1") means already expired */
-            if (he_cache_http_date_parse(r->expires, strlen(r->expires), &t) == 0)
-                lifetime = t - date_ms;
-        } else if (r->last_modified[0] &&
-                   he_cache_http_date_parse(r->last_modified, strlen(r->last_modified), &t) == 0 &&
-                   t < date_ms) {
-            lifetime = (date_ms - t) / 10;
-            if (lifetime > HE__CACHE_HEURISTIC_MAX_MS) lifetime = HE__CACHE_HEURISTIC_MAX_MS;
-        }
+    } else if (he_cache_origin_lifetime(r, date_ms, &lifetime)) {
+        explicit_ = true;
+    } else if (r->last_modified[0] &&
+               he_cache_http_date_parse(r->last_modified, strlen(r->last_modified), &t) == 0 &&
+               t < date_ms) {
+        lifetime = (date_ms - t) / 10;
+        if (lifetime > HE__CACHE_HEURISTIC_MAX_MS) lifetime = HE__CACHE_HEURISTIC_MAX_MS;
         if (r->age_s > 0) lifetime -= r->age_s * 1000;
     }
     if (cc.no_cache) lifetime = 0;

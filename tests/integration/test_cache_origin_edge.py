@@ -234,5 +234,28 @@ def test_cache_control_over_two_lines():
         expect_eq(o.count(t), 2, "origin requests (private: not cached)")
 
 
+# ---------------------------------------------------------------- negative caching
+
+
+def test_404_no_cache_not_stored():
+    """A live segment not produced yet: the origin says 404 no-cache, and
+    the next request must ask again, not get the 404 for negative_ttl."""
+    t, t1 = "/n/seg_9.ts", "/n/seg_10.ts"
+    routes = {
+        t: lambda r: response(404, b"not yet\n", [("Cache-Control", "no-cache")]),
+        t1: lambda r: response(404, b"not yet\n", [("Cache-Control", "max-age=1")]),
+    }
+    with RawOrigin(routes) as o, server(o, extra="  negative_ttl: 30s\n") as srv:
+        expect_eq(get(srv, t).status, 404, "first 404")
+        expect_eq(get(srv, t).status, 404, "second 404")
+        expect_eq(o.count(t), 2, "origin requests for a no-cache 404")
+        expect_eq(get(srv, t1).status, 404, "max-age=1 404")
+        expect_eq(get(srv, t1).status, 404, "max-age=1 404, cached")
+        expect_eq(o.count(t1), 1, "origin requests within max-age")
+        time.sleep(1.3)
+        expect_eq(get(srv, t1).status, 404, "max-age=1 404, expired")
+        expect_eq(o.count(t1), 2, "origin requests after max-age (not negative_ttl)")
+
+
 if __name__ == "__main__":
     sys.exit(run_main(globals(), TMP, only=sys.argv[1:] or None))

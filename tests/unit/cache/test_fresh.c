@@ -159,6 +159,28 @@ static void test_negative(void)
     HE_CHECK(f.swr_ms == 0 && f.sie_ms == 0); /* a 404 is never served stale */
     r = resp(404, "no-store");
     HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    /* the origin may shorten the negative TTL (a live segment not
+     * produced yet), never lengthen it */
+    r = resp(404, "no-cache");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    r = resp(404, "max-age=0");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    r = resp(404, "max-age=1");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 1000);
+    r = resp(404, "max-age=600, s-maxage=1");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 1000);
+    r = resp(404, "max-age=2");
+    r.age_s = 1;
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 1000);
+    r = resp(404, "");
+    strcpy(r.expires, "0");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    strcpy(r.date, "Tue, 14 Nov 2023 20:00:00 GMT");
+    strcpy(r.expires, "Tue, 14 Nov 2023 20:00:01 GMT");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 1000);
+    r = resp(404, ""); /* nothing said: the TTL */
+    strcpy(r.last_modified, "Tue, 14 Nov 2000 21:13:20 GMT");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 2000);
     conf.cache_stale_if_error_ms = 0;
 }
 
