@@ -257,5 +257,44 @@ def test_404_no_cache_not_stored():
         expect_eq(o.count(t1), 2, "origin requests after max-age (not negative_ttl)")
 
 
+# ---------------------------------------------------------------- live playlist, 304
+
+
+def live_playlist(first):
+    s = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:%d\n" % first
+    for i in range(first, first + 3):
+        s += "#EXTINF:2.0,\nseg_%d.ts\n" % i
+    return s.encode()
+
+
+def test_live_playlist_304_keeps_live_cap():
+    """Revalidated with 304 max-age=30, a live playlist (target duration 2)
+    was then served for 30 s; it must stay capped at 1 s."""
+    t = "/live/a/index.m3u8"
+    state = {"seq": 1}
+
+    def playlist(req):
+        etag = '"v%d"' % state["seq"]
+        if req[2].get("if-none-match") == etag:
+            return response(304, headers=[("ETag", etag), ("Cache-Control", "max-age=30")])
+        return response(200, live_playlist(state["seq"]),
+                        [("ETag", etag), ("Cache-Control", "max-age=30"),
+                         ("Content-Type", "application/vnd.apple.mpegurl")])
+
+    with RawOrigin({t: playlist}) as o, server(o) as srv:
+        r = get(srv, t)
+        expect(b"MEDIA-SEQUENCE:1" in r.body, "first copy")
+        time.sleep(1.2)  # past the live cap (1 s): revalidated, 304
+        r = get(srv, t)
+        expect(b"MEDIA-SEQUENCE:1" in r.body, "304: the same copy")
+        expect_eq(o.count(t), 2, "origin requests after the cap")
+        expect_eq(o.last(t)[2].get("if-none-match"), '"v1"', "a conditional request")
+        state["seq"] = 2  # the stream moves on
+        time.sleep(1.2)
+        r = get(srv, t)
+        expect_eq(o.count(t), 3, "origin requests: the 304's max-age=30 must not freeze it")
+        expect(b"MEDIA-SEQUENCE:2" in r.body, "the new playlist: %r" % r.body[:80])
+
+
 if __name__ == "__main__":
     sys.exit(run_main(globals(), TMP, only=sys.argv[1:] or None))

@@ -217,14 +217,15 @@ static void test_fail_midway(void)
     he_cache_fills_free(fs);
 }
 
-static he_cache_obj_t *stale_obj(const char *name, int64_t expires, uint32_t sie)
+static he_cache_obj_t *stale_body(const char *name, he_seg_kind_t kind, const char *body,
+                                  int64_t expires, uint32_t sie)
 {
     he_cache_key_t k;
-    he_cache_meta_t m = {.status = 200, .kind = HE_SEG_KIND_SEGMENT};
+    he_cache_meta_t m = {.status = 200, .kind = (uint8_t)kind};
     he_cache_obj_t *o;
     he_cache_key_set(&k, name, strlen(name));
-    o = he_cache_obj_new(ram, 0, &k, 5);
-    he_cache_obj_append(o, "stale", 5, NULL);
+    o = he_cache_obj_new(ram, 0, &k, strlen(body));
+    he_cache_obj_append(o, body, strlen(body), NULL);
     m.fresh.stored_ms = NOW - 100000;
     m.fresh.expires_ms = expires;
     m.fresh.sie_ms = sie;
@@ -232,6 +233,11 @@ static he_cache_obj_t *stale_obj(const char *name, int64_t expires, uint32_t sie
     he_cache_obj_finish(o);
     he_cache_ram_insert(ram, o, NULL);
     return o;
+}
+
+static he_cache_obj_t *stale_obj(const char *name, int64_t expires, uint32_t sie)
+{
+    return stale_body(name, HE_SEG_KIND_SEGMENT, "stale", expires, sie);
 }
 
 static void test_stale(void)
@@ -265,6 +271,35 @@ static void test_stale(void)
     HE_CHECK_INT(st.revalidated_304, 1);
     clients_free(c, 2);
     he_cache_obj_unref(s);
+
+    /* 304 max-age=30 for a live playlist (target duration 2): still
+     * capped at half the target duration, or the playlist freezes */
+    {
+        static const char live[] = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:7\n"
+                                   "#EXTINF:2,\ns7.ts\n#EXTINF:2,\ns8.ts\n";
+        static const char vod[] = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\ns0.ts\n"
+                                  "#EXT-X-ENDLIST\n";
+        static const struct {
+            const char *name, *body;
+            int64_t life;
+        } pl[] = {{"live/i.m3u8", live, 1000}, {"vod/i.m3u8", vod, 30000}};
+        conf.cache_live_fraction_pct = 50;
+        for (size_t i = 0; i < 2; i++) {
+            clients_init(c, 1);
+            s = stale_body(pl[i].name, HE_SEG_KIND_MEDIA, pl[i].body, NOW - 1000, 0);
+            f = he_cache_fill_join(fs, he_cache_obj_key(s), &c[0].w, s, false, &cr);
+            r = resp200("max-age=30", -1);
+            r.status = 304;
+            sink = he_cache_fill_sink(f);
+            sink.headers(sink.ctx, &r);
+            he_cache_fill_end(f, 0, 0, NOW);
+            HE_CHECK(c[0].done == 1 && c[0].got == strlen(pl[i].body));
+            he_cache_obj_fresh(s, &fr);
+            HE_CHECK_INT(fr.expires_ms - NOW, pl[i].life);
+            clients_free(c, 1);
+            he_cache_obj_unref(s);
+        }
+    }
 
     /* origin down, within stale-if-error: served stale */
     clients_init(c, 1);
