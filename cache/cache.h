@@ -187,6 +187,9 @@ typedef struct he_cache_http_resp {
     char last_modified[40];
     char date[40];
     char expires[40];
+    /* "" for identity: we ask for identity, but stores (S3, GCS) answer
+     * with the encoding an object was stored with */
+    char content_encoding[32];
     he_cache_cc_t cc;
 } he_cache_http_resp_t;
 
@@ -215,6 +218,7 @@ typedef struct he_cache_meta {
     char content_type[96];
     char etag[96];
     char last_modified[40];
+    char content_encoding[32]; /* "" = identity; else sent with the body */
 } he_cache_meta_t;
 
 typedef struct he_cache_ram he_cache_ram_t;

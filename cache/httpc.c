@@ -59,6 +59,7 @@ enum {
     HE_HC_H_EXPIRES,
     HE_HC_H_CACHE_CONTROL,
     HE_HC_H_AGE,
+    HE_HC_H_CONTENT_ENCODING,
 };
 
 static int he_hc_header_id(const char *name, size_t n)
@@ -74,6 +75,7 @@ static int he_hc_header_id(const char *name, size_t n)
         [HE_HC_H_EXPIRES] = "expires",
         [HE_HC_H_CACHE_CONTROL] = "cache-control",
         [HE_HC_H_AGE] = "age",
+        [HE_HC_H_CONTENT_ENCODING] = "content-encoding",
     };
     for (int i = 1; i < (int)(sizeof(names) / sizeof(names[0])); i++)
         if (strlen(names[i]) == n && strncasecmp(name, names[i], n) == 0) return i;
@@ -114,6 +116,29 @@ static int he_hc_status_line(he_cache_httpc_t *p, const char *l, size_t n)
     if (st < 100 || (n > 12 && l[12] != ' ')) return -EPROTO;
     p->resp.status = st;
     p->resp.keepalive = l[7] == '1';
+    return 0;
+}
+
+/* Content-Encoding is served with the stored bytes, so it is kept exactly
+ * (lines joined with ", ") or the response is refused: tokens and list
+ * separators only, and it must fit. identity alone is no encoding. */
+static int he_hc_content_encoding(he_cache_http_resp_t *r, const char *v, size_t n)
+{
+    size_t have = strlen(r->content_encoding);
+    if (n == 0 || (n == 8 && strncasecmp(v, "identity", 8) == 0)) return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              (c && strchr("!#$%&'*+-.^_`|~, \t", c))))
+            return -EPROTO;
+    }
+    if (have + (have ? 2 : 0) + n >= sizeof(r->content_encoding)) return -EPROTO;
+    if (have) {
+        memcpy(r->content_encoding + have, ", ", 2);
+        have += 2;
+    }
+    memcpy(r->content_encoding + have, v, n);
+    r->content_encoding[have + n] = '\0';
     return 0;
 }
 
@@ -182,6 +207,8 @@ static int he_hc_header_line(he_cache_httpc_t *p, const char *l, size_t n, bool 
     case HE_HC_H_CACHE_CONTROL:
         he_cache_cc_parse(&r->cc, v, vl); /* each line adds its directives */
         break;
+    case HE_HC_H_CONTENT_ENCODING:
+        return he_hc_content_encoding(r, v, vl);
     case HE_HC_H_AGE: {
         int64_t x = 0;
         for (size_t i = 0; i < vl && x < 1000000000; i++) {

@@ -247,7 +247,9 @@ int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o, co
     he__pf_rend_t *r;
     he_cache_fresh_t fr;
     int rc;
-    if (!he_cache_obj_complete(o) || m->kind != HE_SEG_KIND_MEDIA || m->status != 200)
+    /* encoded bytes (gzip ...) are no playlist we can read */
+    if (!he_cache_obj_complete(o) || m->kind != HE_SEG_KIND_MEDIA || m->status != 200 ||
+        m->content_encoding[0])
         return -EINVAL;
     memcpy(path, k->s, k->path_len);
     path[k->path_len] = '\0';

@@ -135,7 +135,7 @@ def conf(origin, ssd=None, prefetch=0, extra=""):
     y = "cache:\n  ram_size: 64m\n  admission: false\n  prefetch: %d\n" % prefetch
     y += "  stale_while_revalidate: 0s\n  stale_if_error: 0s\n" + extra
     if ssd:
-        y += '  ssd: ["%s"]\n' % ssd
+        y += '  ssd: ["%s:64m"]\n' % ssd
     y += 'origin:\n  urls: ["%s"]\n  retries: 0\n  connect_timeout: 1s\n' % origin.url
     y += "  read_timeout: 5s\n  total_timeout: 10s\n"
     return y
@@ -294,6 +294,70 @@ def test_live_playlist_304_keeps_live_cap():
         r = get(srv, t)
         expect_eq(o.count(t), 3, "origin requests: the 304's max-age=30 must not freeze it")
         expect(b"MEDIA-SEQUENCE:2" in r.body, "the new playlist: %r" % r.body[:80])
+
+
+# ---------------------------------------------------------------- Content-Encoding
+
+
+def test_gzip_body_keeps_content_encoding():
+    """Stores like S3 return the stored encoding whatever Accept-Encoding
+    says: the bytes must go out with their Content-Encoding."""
+    plain = b"segment bytes " * 500
+    gz = gzip.compress(plain)
+    routes = {
+        "/z/a.ts": lambda r: response(200, gz, [("Content-Encoding", "gzip"), ("Cache-Control", "max-age=60")]),
+        "/z/b.ts": lambda r: response(200, gz, [("Content-Encoding", "gzip"), ("Cache-Control", "max-age=60")],
+                                      chunked=True),
+        "/z/id.ts": lambda r: response(200, plain, [("Content-Encoding", "identity"),
+                                                    ("Cache-Control", "max-age=60")]),
+    }
+    ssd = os.path.join(TMP, "ssd-gzip")
+    with RawOrigin(routes) as o:
+        with server(o, ssd=ssd) as srv:
+            for t in ("/z/a.ts", "/z/b.ts"):
+                for what in ("fill", "RAM hit"):
+                    r = get(srv, t)
+                    expect_eq(r.status, 200, "%s %s" % (t, what))
+                    expect_eq(r.h("content-encoding"), "gzip", "%s %s: Content-Encoding" % (t, what))
+                    expect_eq(r.h("vary"), "Accept-Encoding", "%s %s: Vary" % (t, what))
+                    expect_eq(gzip.decompress(r.body), plain, "%s %s: body" % (t, what))
+                expect_eq(o.count(t), 1, "origin requests for " + t)
+            expect_eq(o.last("/z/a.ts")[2].get("accept-encoding"), "identity", "what we asked for")
+            r = get(srv, "/z/id.ts")
+            expect_eq((r.body, r.h("content-encoding"), r.h("vary")), (plain, None, None), "identity")
+            r = get(srv, "/z/a.ts", method="HEAD")
+            expect_eq(r.h("content-encoding"), "gzip", "HEAD: Content-Encoding")
+            r = get(srv, "/z/a.ts", headers={"Range": "bytes=0-9"})
+            expect_eq((r.status, r.body, r.h("content-encoding")), (206, gz[:10], "gzip"), "a range")
+            deadline = time.time() + 10  # the SSD writes
+            while time.time() < deadline and sum(
+                    f.endswith(".obj") for _, _, fs in os.walk(ssd) for f in fs) < 3:
+                time.sleep(0.05)
+        with server(o, ssd=ssd) as srv:  # a restart: from the SSD tier
+            r = get(srv, "/z/a.ts")
+            expect_eq(o.count("/z/a.ts"), 1, "origin requests after the restart")
+            expect_eq(r.h("content-encoding"), "gzip", "SSD hit: Content-Encoding")
+            expect_eq(gzip.decompress(r.body), plain, "SSD hit: body")
+
+
+def test_gzip_playlist_and_prefetch():
+    """A gzip media playlist: served with its encoding; prefetch does not
+    read it as a playlist (it learns nothing, and nothing breaks)."""
+    pl = b"#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+    pl += b"".join(b"#EXTINF:2.0,\nseg_%d.ts\n" % i for i in range(5)) + b"#EXT-X-ENDLIST\n"
+    gz = gzip.compress(pl)
+    routes = {"/g/index.m3u8": lambda r: response(200, gz, [("Content-Encoding", "gzip"),
+                                                             ("Cache-Control", "max-age=60")])}
+    for i in range(5):
+        routes["/g/seg_%d.ts" % i] = lambda r, i=i: response(200, b"seg %d" % i, [("Cache-Control", "max-age=60")])
+    with RawOrigin(routes) as o, server(o, prefetch=2) as srv:
+        for _ in range(2):
+            r = get(srv, "/g/index.m3u8")
+            expect_eq(r.h("content-encoding"), "gzip", "playlist Content-Encoding")
+            expect_eq(gzip.decompress(r.body), pl, "playlist body")
+        expect_eq(get(srv, "/g/seg_0.ts").body, b"seg 0", "a segment")
+        time.sleep(0.3)
+        expect_eq(o.count("/g/seg_1.ts"), 0, "nothing prefetched from gzip bytes")
 
 
 if __name__ == "__main__":

@@ -178,9 +178,14 @@ int main(void)
         strcat(longh, ": v\r\nContent-Length: 1\r\n\r\nZ");
         HE_CHECK_INT(run(longh, strlen(longh), 1000, false, &p, body, &blen, true),
                      HE_CACHE_HTTPC_DONE);
-        static const char *const read[] = {
-            "Transfer-Encoding:", "Content-Length: 1", "cache-control: max-age=1,", "ETag: \"",
-            "Expires: ",          "Connection: close", "Content-Type: video/mp2t;"};
+        static const char *const read[] = {"Transfer-Encoding:",
+                                           "Content-Length: 1",
+                                           "cache-control: max-age=1,",
+                                           "ETag: \"",
+                                           "Expires: ",
+                                           "Connection: close",
+                                           "Content-Type: video/mp2t;",
+                                           "Content-Encoding: gzip,"};
         for (size_t i = 0; i < sizeof(read) / sizeof(read[0]); i++) {
             strcpy(longh, "HTTP/1.1 200 OK\r\n");
             strcat(longh, read[i]);
@@ -236,6 +241,33 @@ int main(void)
         HE_CHECK_STR(p.resp.last_modified, "");
         HE_CHECK_STR(p.resp.expires, "0");
     }
+    /* Content-Encoding is kept exactly (lines joined), identity is none;
+     * one we could not send back as it came is refused */
+    run("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 1\r\n\r\nZ", 200, 1000, false,
+        &p, body, &blen, true);
+    HE_CHECK_STR(p.resp.content_encoding, "gzip");
+    run("HTTP/1.1 200 OK\r\nContent-Encoding:  gzip \r\ncontent-encoding: br\r\n"
+        "Content-Length: 1\r\n\r\nZ",
+        200, 1000, false, &p, body, &blen, true);
+    HE_CHECK_STR(p.resp.content_encoding, "gzip, br");
+    run("HTTP/1.1 200 OK\r\nContent-Encoding: Identity\r\nContent-Encoding:\r\n"
+        "Content-Length: 1\r\n\r\nZ",
+        200, 1000, false, &p, body, &blen, true);
+    HE_CHECK_STR(p.resp.content_encoding, "");
+    {
+        static const char *const bad_ce[] = {
+            "HTTP/1.1 200 OK\r\nContent-Encoding: gzip;q=1\r\nContent-Length: 1\r\n\r\nZ",
+            "HTTP/1.1 200 OK\r\nContent-Encoding: \"gzip\"\r\nContent-Length: 1\r\n\r\nZ",
+            "HTTP/1.1 200 OK\r\nContent-Encoding: x-a-very-long-coding-name-1234567\r\n"
+            "Content-Length: 1\r\n\r\nZ",
+            "HTTP/1.1 200 OK\r\nContent-Encoding: x-coding-number-one\r\n"
+            "Content-Encoding: x-coding-number-two\r\nContent-Length: 1\r\n\r\nZ",
+        };
+        for (size_t i = 0; i < sizeof(bad_ce) / sizeof(bad_ce[0]); i++)
+            HE_CHECK_INT(run(bad_ce[i], strlen(bad_ce[i]), 1000, false, &p, body, &blen, true),
+                         -EPROTO);
+    }
+
     /* pipelined bytes after the response are not consumed */
     {
         const char *s = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1";

@@ -394,6 +394,14 @@ static void test_obj_learnt_once(void)
     HE_CHECK_INT(he_cache_prefetch_next(p, "live/s/seg_0.ts", NOW, NULL, NULL, out, 8, &stale), 3);
     HE_CHECK_STR(out[0].key.s, "live/s/seg_1.ts");
 
+    /* an encoded copy (Content-Encoding from the origin) is not read as a
+     * playlist, even when its bytes would parse */
+    he_cache_meta_t m = *he_cache_obj_meta(ob);
+    strcpy(m.content_encoding, "gzip");
+    he_cache_obj_set_meta(ob, &m);
+    HE_CHECK_INT(he_cache_prefetch_playlist_obj(p, ob, NULL), -EINVAL);
+    HE_CHECK_INT(he_cache_prefetch_renditions(p), 1);
+
     he_cache_obj_unref(oa);
     he_cache_obj_unref(ob);
     he_cache_prefetch_free(p);
