@@ -123,16 +123,22 @@ typedef void (*he_cache_log_fn)(void *ctx, int level, const char *msg);
 typedef struct he_cache_key {
     uint64_t hash;
     uint32_t len;             /* of s, without the NUL */
-    uint32_t path_len;        /* the normalized path: s[0..path_len) */
+    uint32_t path_len;        /* the key path (he_cache_key_path): s[0..path_len) */
     char s[HE_CACHE_KEY_MAX]; /* "path" or "path?a=1&b=2", NUL-terminated */
 } he_cache_key_t;
 
-/* Builds the key of a request-target ("/a/b.ts?token=x&lang=en"): the
- * normalized path (he_seg_url_normalize) plus only the query parameters
- * named in conf->cache_key_params, in the order the config names them (a
- * parameter given twice keeps its values in request order), values
- * percent-decoded and re-encoded canonically. 0, or -EINVAL (bad target or
- * escape), -ENAMETOOLONG. */
+/* The path part of a key: the normalized path (he_seg_url_normalize) with
+ * its '%', '?' and '#' escaped again ("/x.ts%3Fa" -> "x.ts%3Fa"), so the
+ * first '?' of a key starts its parameters and "/" + the key path is a
+ * target for the same path. Length, or he_seg_url_normalize's errors. */
+int he_cache_key_path(const char *target, size_t len, char *out, size_t cap);
+/* Builds the key of a request-target ("/a/b.ts?token=x&lang=en"): the key
+ * path plus only the query parameters named in conf->cache_key_params, in
+ * the order the config names them (a parameter given twice keeps its
+ * values in request order). Names and values are in RFC 3986 normal form:
+ * escapes of unreserved bytes decoded, other escapes upper-case, reserved
+ * bytes ('+', '/', ...) as sent, other bytes escaped. 0, or -EINVAL (bad
+ * target or escape), -ENAMETOOLONG. */
 int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_cache_key_t *key);
 /* Same from a key string already built (e.g. read back from disk). */
 int he_cache_key_set(he_cache_key_t *key, const char *s, size_t len);
@@ -155,6 +161,19 @@ typedef enum he_cache_freshness {
     HE_CACHE_EXPIRED           /* do not serve without revalidating */
 } he_cache_freshness_t;
 
+/* The Cache-Control directives the cache acts on, merged over every
+ * Cache-Control field line of a response. All zero: none given. */
+typedef struct he_cache_cc {
+    bool no_store, no_cache, private_, must_revalidate; /* or proxy-revalidate */
+    bool max_age_set, s_maxage_set, swr_set, sie_set;
+    int64_t max_age, s_maxage, swr, sie; /* seconds, when _set */
+} he_cache_cc_t;
+
+/* Adds the directives of one Cache-Control field value (n bytes). A
+ * directive given more than once keeps its smallest value; a malformed
+ * max-age or s-maxage counts as 0 (stale, RFC 9111 4.2.1). */
+void he_cache_cc_parse(he_cache_cc_t *cc, const char *v, size_t n);
+
 /* Response head fields the cache needs (filled by the origin parser). */
 typedef struct he_cache_http_resp {
     int status;
@@ -168,7 +187,10 @@ typedef struct he_cache_http_resp {
     char last_modified[40];
     char date[40];
     char expires[40];
-    char cache_control[256];
+    /* "" for identity: we ask for identity, but stores (S3, GCS) answer
+     * with the encoding an object was stored with */
+    char content_encoding[32];
+    he_cache_cc_t cc;
 } he_cache_http_resp_t;
 
 /* Decides whether a response may be stored and for how long. kind is the
@@ -196,6 +218,7 @@ typedef struct he_cache_meta {
     char content_type[96];
     char etag[96];
     char last_modified[40];
+    char content_encoding[32]; /* "" = identity; else sent with the body */
 } he_cache_meta_t;
 
 typedef struct he_cache_ram he_cache_ram_t;
@@ -400,13 +423,15 @@ typedef struct he_cache_httpc {
     uint32_t line_len;
     uint32_t head_bytes;
     int64_t remaining; /* body or chunk bytes left */
-    char line[1024];   /* the current line (longer header lines are skipped) */
+    char line[1024];   /* the current line (see he_cache_httpc_parse) */
     bool line_overflow;
 } he_cache_httpc_t;
 
 void he_cache_httpc_init(he_cache_httpc_t *p, bool head_request);
 /* Consumes up to len bytes (*used reports how many) and returns the next
- * event, or -EPROTO (malformed), -E2BIG (head too large). */
+ * event, or -EPROTO (malformed), -E2BIG (head too large). A header line
+ * longer than p->line is skipped if the parser does not read that field,
+ * else -EPROTO (a framing or caching header must be read whole). */
 int he_cache_httpc_parse(he_cache_httpc_t *p, const char *data, size_t len, size_t *used,
                          const char **body, size_t *body_len);
 /* The peer closed: DONE if the body ends at close, else -EPIPE. */

@@ -171,12 +171,14 @@ static void he_cache_fill_notify(he_cache_fill_t *f, he_cache_fill_ev_t ev)
     f->holds--;
 }
 
+/* Encoded bytes (gzip ...) are not read: a playlist's kind is then the
+ * default (media), and its lifetime is not capped by its contents. */
 static he_seg_kind_t he_cache_fill_kind(he_cache_fill_t *f, he_cache_obj_t *o)
 {
     const void *p = NULL;
-    size_t n = he_cache_obj_peek(o, 0, &p, NULL);
+    size_t n = f->resp.content_encoding[0] ? 0 : he_cache_obj_peek(o, 0, &p, NULL);
     he_seg_type_t t = he_seg_type_from_path(f->key.s, f->key.path_len);
-    return he_seg_kind_of(t, p, n);
+    return he_seg_kind_of(t, n ? p : NULL, n);
 }
 
 /* Serves the stale object to the waiters (304, or an origin failure). */
@@ -239,6 +241,32 @@ static void he_cache_fill_queue_write(he_cache_fills_t *fs, he_cache_obj_t *o)
     fs->writes[fs->nwrites++] = o;
 }
 
+/* The freshness of complete object o answered by r: a media playlist's
+ * body goes along unless encoded (the parser wants contiguous bytes;
+ * playlists are small), so a live one's lifetime stays capped. */
+static bool he_cache_fill_fresh(he_cache_fill_t *f, he_cache_obj_t *o, he_seg_kind_t kind,
+                                bool encoded, const he_cache_http_resp_t *r, int64_t wall_ms,
+                                he_cache_fresh_t *fr)
+{
+    const void *body = NULL;
+    char *flat = NULL;
+    uint64_t len = he_cache_obj_len(o);
+    bool ok;
+    if (kind == HE_SEG_KIND_MEDIA && !encoded && he_cache_obj_peek(o, 0, &body, NULL) < len) {
+        uint64_t off = 0;
+        body = flat = malloc(len ? len : 1); /* NULL: parsed as no body at all */
+        while (flat && off < len) {
+            const void *p;
+            size_t n = he_cache_obj_peek(o, off, &p, NULL);
+            memcpy(flat + off, p, n);
+            off += n;
+        }
+    }
+    ok = he_cache_fresh_compute(f->fs->o.conf, kind, r, body, body ? len : 0, wall_ms, fr);
+    free(flat);
+    return ok;
+}
+
 /* The response is complete: describe, publish, queue for the SSD. */
 static void he_cache_fill_publish(he_cache_fill_t *f, int64_t wall_ms)
 {
@@ -246,27 +274,11 @@ static void he_cache_fill_publish(he_cache_fill_t *f, int64_t wall_ms)
     he_cache_obj_t *o = f->obj;
     he_cache_meta_t m;
     he_seg_kind_t kind = he_cache_fill_kind(f, o);
-    char *flat = NULL;
-    const void *body = NULL;
-    uint64_t len = he_cache_obj_len(o);
     bool cacheable;
 
-    /* the playlist parser wants contiguous bytes; playlists are small */
-    if (kind == HE_SEG_KIND_MEDIA) {
-        if (he_cache_obj_peek(o, 0, &body, NULL) < len && (flat = malloc(len + 1)) != NULL) {
-            uint64_t off = 0;
-            while (off < len) {
-                const void *p;
-                size_t n = he_cache_obj_peek(o, off, &p, NULL);
-                memcpy(flat + off, p, n);
-                off += n;
-            }
-            body = flat;
-        }
-    }
     memset(&m, 0, sizeof(m));
-    cacheable = he_cache_fresh_compute(fs->o.conf, kind, &f->resp, body, len, wall_ms, &m.fresh);
-    free(flat);
+    cacheable =
+        he_cache_fill_fresh(f, o, kind, f->resp.content_encoding[0], &f->resp, wall_ms, &m.fresh);
     m.status = (uint16_t)f->resp.status;
     m.kind = (uint8_t)kind;
     m.prefetched = f->prefetch && !f->waiters;
@@ -277,6 +289,7 @@ static void he_cache_fill_publish(he_cache_fill_t *f, int64_t wall_ms)
                 sizeof(m.content_type) - 1);
     memcpy(m.etag, f->resp.etag, sizeof(m.etag));
     memcpy(m.last_modified, f->resp.last_modified, sizeof(m.last_modified));
+    memcpy(m.content_encoding, f->resp.content_encoding, sizeof(m.content_encoding));
     he_cache_obj_set_meta(o, &m);
     he_cache_obj_finish(o);
     if (!cacheable) {
@@ -296,12 +309,13 @@ void he_cache_fill_end(he_cache_fill_t *f, int res, he_cache_oerr_t cause, int64
     f->holds++; /* keep it alive through the notifications below */
     if (res == 0 && f->obj) {
         if (f->serving_stale) {
-            /* 304: the stale object is fresh again */
+            /* 304: the stale object is fresh again, for as long as its
+             * body allows (a live playlist's cap) */
             he_cache_fresh_t fr;
             he_cache_http_resp_t r = f->resp;
             r.status = 200;
-            if (he_cache_fresh_compute(fs->o.conf, (he_seg_kind_t)f->stale->meta.kind, &r, NULL, 0,
-                                       wall_ms, &fr)) {
+            if (he_cache_fill_fresh(f, f->stale, (he_seg_kind_t)f->stale->meta.kind,
+                                    f->stale->meta.content_encoding[0], &r, wall_ms, &fr)) {
                 he_cache_obj_refresh(f->stale, &fr);
                 he_cache_store_refresh(fs->o.store, &f->key, &fr);
             }

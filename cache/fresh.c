@@ -2,8 +2,10 @@
  * origin, and how long after that it may still be served stale.
  *
  *   not stored  no-store, private, a status other than 200/203/404, or a
- *               404 when negative caching is off
- *   404         cache.negative_ttl, never served stale
+ *               404 when negative caching is off or the origin gives it
+ *               no lifetime
+ *   404         cache.negative_ttl, or less when the origin says so
+ *               (no-cache, max-age, s-maxage, Expires); never served stale
  *   lifetime    cache.ttl.<kind> if set (the operator overrides the
  *               origin), else s-maxage, max-age, Expires - Date, 10% of
  *               Date - Last-Modified (at most a day), else 0; origin
@@ -58,11 +60,6 @@ int he_cache_http_date_parse(const char *s, size_t n, int64_t *ms)
     return -EINVAL;
 }
 
-typedef struct he_cache_cc {
-    bool no_store, no_cache, private_, must_revalidate;
-    int64_t max_age, s_maxage, swr, sie; /* seconds, -1 when absent */
-} he_cache_cc_t;
-
 static int64_t he_cache_cc_seconds(const char *v, size_t n)
 {
     int64_t x = 0;
@@ -78,40 +75,50 @@ static int64_t he_cache_cc_seconds(const char *v, size_t n)
     return x;
 }
 
-static void he_cache_cc_parse(const char *s, he_cache_cc_t *cc)
+/* A directive given twice keeps the smaller value (RFC 9111 4.2.1 lets a
+ * cache use the first or treat the response as stale; the smaller is
+ * never fresher than either). */
+static void he_cache_cc_set(bool *set, int64_t *dst, int64_t v)
 {
-    memset(cc, 0, sizeof(*cc));
-    cc->max_age = cc->s_maxage = cc->swr = cc->sie = -1;
-    while (*s) {
+    if (!*set || v < *dst) *dst = v;
+    *set = true;
+}
+
+void he_cache_cc_parse(he_cache_cc_t *cc, const char *s, size_t n)
+{
+    const char *end = s + n;
+    while (s < end) {
         const char *name, *val = NULL;
         size_t nlen, vlen = 0;
-        while (*s == ' ' || *s == '\t' || *s == ',')
+        int64_t x;
+        while (s < end && (*s == ' ' || *s == '\t' || *s == ','))
             s++;
-        if (!*s) break;
+        if (s == end) break;
         name = s;
-        while (*s && *s != '=' && *s != ',' && *s != ' ' && *s != '\t')
+        while (s < end && *s != '=' && *s != ',' && *s != ' ' && *s != '\t')
             s++;
         nlen = (size_t)(s - name);
-        while (*s == ' ' || *s == '\t')
+        while (s < end && (*s == ' ' || *s == '\t'))
             s++;
-        if (*s == '=') {
+        if (s < end && *s == '=') {
             s++;
-            while (*s == ' ' || *s == '\t')
+            while (s < end && (*s == ' ' || *s == '\t'))
                 s++;
             val = s;
-            if (*s == '"') {
+            if (s < end && *s == '"') {
                 s++;
-                while (*s && *s != '"')
+                while (s < end && *s != '"')
                     s++;
-                if (*s == '"') s++;
+                if (s < end) s++;
             } else {
-                while (*s && *s != ',' && *s != ' ' && *s != '\t')
+                while (s < end && *s != ',' && *s != ' ' && *s != '\t')
                     s++;
             }
             vlen = (size_t)(s - val);
         }
-        while (*s && *s != ',')
+        while (s < end && *s != ',')
             s++;
+        x = val ? he_cache_cc_seconds(val, vlen) : -1;
 #define HE_CC_IS(lit) (nlen == sizeof(lit) - 1 && strncasecmp(name, lit, nlen) == 0)
         if (HE_CC_IS("no-store"))
             cc->no_store = true;
@@ -121,17 +128,16 @@ static void he_cache_cc_parse(const char *s, he_cache_cc_t *cc)
             cc->private_ = true;
         else if (HE_CC_IS("must-revalidate") || HE_CC_IS("proxy-revalidate"))
             cc->must_revalidate = true;
-        else if (HE_CC_IS("max-age") && val)
-            cc->max_age = he_cache_cc_seconds(val, vlen);
-        else if (HE_CC_IS("s-maxage") && val)
-            cc->s_maxage = he_cache_cc_seconds(val, vlen);
-        else if (HE_CC_IS("stale-while-revalidate") && val)
-            cc->swr = he_cache_cc_seconds(val, vlen);
-        else if (HE_CC_IS("stale-if-error") && val)
-            cc->sie = he_cache_cc_seconds(val, vlen);
+        else if (HE_CC_IS("max-age")) /* malformed: stale (RFC 9111 4.2.1) */
+            he_cache_cc_set(&cc->max_age_set, &cc->max_age, x < 0 ? 0 : x);
+        else if (HE_CC_IS("s-maxage"))
+            he_cache_cc_set(&cc->s_maxage_set, &cc->s_maxage, x < 0 ? 0 : x);
+        else if (HE_CC_IS("stale-while-revalidate") && x >= 0)
+            he_cache_cc_set(&cc->swr_set, &cc->swr, x);
+        else if (HE_CC_IS("stale-if-error") && x >= 0)
+            he_cache_cc_set(&cc->sie_set, &cc->sie, x);
 #undef HE_CC_IS
     }
-    /* a malformed max-age means "stale" (RFC 9111 4.2.1): treat as 0 */
 }
 
 static uint32_t he_cache_clamp_ms(int64_t ms)
@@ -141,55 +147,70 @@ static uint32_t he_cache_clamp_ms(int64_t ms)
     return (uint32_t)ms;
 }
 
+/* The lifetime the origin gave explicitly (s-maxage, max-age, Expires -
+ * Date), less Age: true and *ms, or false when it gave none. */
+static bool he_cache_origin_lifetime(const he_cache_http_resp_t *r, int64_t date_ms, int64_t *ms)
+{
+    int64_t t;
+    *ms = 0;
+    if (r->cc.s_maxage_set)
+        *ms = r->cc.s_maxage * 1000;
+    else if (r->cc.max_age_set)
+        *ms = r->cc.max_age * 1000;
+    else if (!r->expires[0])
+        return false;
+    /* an invalid Expires ("0", "-1") means already expired */
+    else if (he_cache_http_date_parse(r->expires, strlen(r->expires), &t) == 0)
+        *ms = t - date_ms;
+    if (r->age_s > 0) *ms -= r->age_s * 1000;
+    return true;
+}
+
 bool he_cache_fresh_compute(const he_conf_t *conf, he_seg_kind_t kind,
                             const he_cache_http_resp_t *r, const char *body, size_t body_len,
                             int64_t wall_ms, he_cache_fresh_t *out)
 {
-    he_cache_cc_t cc;
+    const he_cache_cc_t cc = r->cc;
     int64_t lifetime = 0, date_ms = wall_ms, t;
     bool explicit_ = false;
 
-    he_cache_cc_parse(r->cache_control, &cc);
     memset(out, 0, sizeof(*out));
     out->stored_ms = wall_ms;
     if (cc.no_store || cc.private_) return false;
+    if (r->date[0] && he_cache_http_date_parse(r->date, strlen(r->date), &t) == 0) date_ms = t;
     if (r->status == 404) {
-        if (!conf->cache_negative_ttl_ms) return false;
-        out->expires_ms = wall_ms + conf->cache_negative_ttl_ms;
+        /* the origin may shorten the negative TTL, never lengthen it: a
+         * live segment not produced yet comes as 404 no-cache or max-age=1
+         * and must not stay missing for the whole TTL */
+        lifetime = conf->cache_negative_ttl_ms;
+        if (cc.no_cache)
+            lifetime = 0;
+        else if (he_cache_origin_lifetime(r, date_ms, &t) && t < lifetime)
+            lifetime = t;
+        if (lifetime <= 0) return false;
+        out->expires_ms = wall_ms + lifetime;
         return true;
     }
     if (r->status != 200 && r->status != 203) return false;
 
-    if (r->date[0] && he_cache_http_date_parse(r->date, strlen(r->date), &t) == 0) date_ms = t;
     if ((unsigned)kind < HE_SEG_KIND_COUNT && conf->cache_ttl_ms[kind]) {
         lifetime = conf->cache_ttl_ms[kind];
         explicit_ = true;
-    } else {
-        if (cc.s_maxage >= 0) {
-            lifetime = cc.s_maxage * 1000;
-            explicit_ = true;
-        } else if (cc.max_age >= 0) {
-            lifetime = cc.max_age * 1000;
-            explicit_ = true;
-        } else if (r->expires[0]) {
-            explicit_ = true;
-            /* an invalid Expires ("0", "-1") means already expired */
-            if (he_cache_http_date_parse(r->expires, strlen(r->expires), &t) == 0)
-                lifetime = t - date_ms;
-        } else if (r->last_modified[0] &&
-                   he_cache_http_date_parse(r->last_modified, strlen(r->last_modified), &t) == 0 &&
-                   t < date_ms) {
-            lifetime = (date_ms - t) / 10;
-            if (lifetime > HE__CACHE_HEURISTIC_MAX_MS) lifetime = HE__CACHE_HEURISTIC_MAX_MS;
-        }
+    } else if (he_cache_origin_lifetime(r, date_ms, &lifetime)) {
+        explicit_ = true;
+    } else if (r->last_modified[0] &&
+               he_cache_http_date_parse(r->last_modified, strlen(r->last_modified), &t) == 0 &&
+               t < date_ms) {
+        lifetime = (date_ms - t) / 10;
+        if (lifetime > HE__CACHE_HEURISTIC_MAX_MS) lifetime = HE__CACHE_HEURISTIC_MAX_MS;
         if (r->age_s > 0) lifetime -= r->age_s * 1000;
     }
     if (cc.no_cache) lifetime = 0;
     if (lifetime < 0) lifetime = 0;
 
     out->swr_ms =
-        cc.swr >= 0 ? he_cache_clamp_ms(cc.swr * 1000) : conf->cache_stale_while_revalidate_ms;
-    out->sie_ms = cc.sie >= 0 ? he_cache_clamp_ms(cc.sie * 1000) : conf->cache_stale_if_error_ms;
+        cc.swr_set ? he_cache_clamp_ms(cc.swr * 1000) : conf->cache_stale_while_revalidate_ms;
+    out->sie_ms = cc.sie_set ? he_cache_clamp_ms(cc.sie * 1000) : conf->cache_stale_if_error_ms;
     if (cc.must_revalidate || cc.no_cache) out->swr_ms = out->sie_ms = 0;
 
     if (kind == HE_SEG_KIND_MEDIA && body) {

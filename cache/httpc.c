@@ -2,8 +2,9 @@
  * (status line, the headers the cache needs, Content-Length, chunked and
  * read-until-close bodies, interim 1xx responses skipped) and the request
  * builder. No I/O: bytes in, events out. Strict where a mistake would
- * store wrong bytes (lengths, chunk sizes, conflicting Content-Length),
- * lenient about what does not matter (unknown headers, bare LF). */
+ * store wrong bytes (lengths, chunk sizes, conflicting Content-Length, a
+ * framing or caching header too long to read whole), lenient about what
+ * does not matter (unknown headers, bare LF). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,16 +35,51 @@ void he_cache_httpc_init(he_cache_httpc_t *p, bool head_request)
     p->resp.age_s = -1;
 }
 
+/* A value is kept whole or not at all: a cut ETag could match another
+ * version's, a cut Content-Type would be served. */
 static void he_hc_copy(char *dst, size_t cap, const char *v, size_t n)
 {
-    if (n >= cap) n = cap - 1;
+    if (n >= cap) n = 0;
     memcpy(dst, v, n);
     dst[n] = '\0';
 }
 
-static bool he_hc_name_is(const char *name, size_t n, const char *lit)
+/* The header fields the parser reads. A line longer than p->line is
+ * skipped only when it is none of these: skipping a framing or caching
+ * field would store what the origin did not mean. */
+enum {
+    HE_HC_H_OTHER = 0,
+    HE_HC_H_CONTENT_LENGTH,
+    HE_HC_H_TRANSFER_ENCODING,
+    HE_HC_H_CONNECTION,
+    HE_HC_H_CONTENT_TYPE,
+    HE_HC_H_ETAG,
+    HE_HC_H_LAST_MODIFIED,
+    HE_HC_H_DATE,
+    HE_HC_H_EXPIRES,
+    HE_HC_H_CACHE_CONTROL,
+    HE_HC_H_AGE,
+    HE_HC_H_CONTENT_ENCODING,
+};
+
+static int he_hc_header_id(const char *name, size_t n)
 {
-    return strlen(lit) == n && strncasecmp(name, lit, n) == 0;
+    static const char *const names[] = {
+        [HE_HC_H_CONTENT_LENGTH] = "content-length",
+        [HE_HC_H_TRANSFER_ENCODING] = "transfer-encoding",
+        [HE_HC_H_CONNECTION] = "connection",
+        [HE_HC_H_CONTENT_TYPE] = "content-type",
+        [HE_HC_H_ETAG] = "etag",
+        [HE_HC_H_LAST_MODIFIED] = "last-modified",
+        [HE_HC_H_DATE] = "date",
+        [HE_HC_H_EXPIRES] = "expires",
+        [HE_HC_H_CACHE_CONTROL] = "cache-control",
+        [HE_HC_H_AGE] = "age",
+        [HE_HC_H_CONTENT_ENCODING] = "content-encoding",
+    };
+    for (int i = 1; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+        if (strlen(names[i]) == n && strncasecmp(name, names[i], n) == 0) return i;
+    return HE_HC_H_OTHER;
 }
 
 static bool he_hc_list_has(const char *v, size_t n, const char *tok, bool *last_is)
@@ -83,15 +119,44 @@ static int he_hc_status_line(he_cache_httpc_t *p, const char *l, size_t n)
     return 0;
 }
 
-static int he_hc_header_line(he_cache_httpc_t *p, const char *l, size_t n)
+/* Content-Encoding is served with the stored bytes, so it is kept exactly
+ * (lines joined with ", ") or the response is refused: tokens and list
+ * separators only, and it must fit. identity alone is no encoding. */
+static int he_hc_content_encoding(he_cache_http_resp_t *r, const char *v, size_t n)
+{
+    size_t have = strlen(r->content_encoding);
+    if (n == 0 || (n == 8 && strncasecmp(v, "identity", 8) == 0)) return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              (c && strchr("!#$%&'*+-.^_`|~, \t", c))))
+            return -EPROTO;
+    }
+    if (have + (have ? 2 : 0) + n >= sizeof(r->content_encoding)) return -EPROTO;
+    if (have) {
+        memcpy(r->content_encoding + have, ", ", 2);
+        have += 2;
+    }
+    memcpy(r->content_encoding + have, v, n);
+    r->content_encoding[have + n] = '\0';
+    return 0;
+}
+
+/* One header line; over: it was longer than p->line, which holds its
+ * start. */
+static int he_hc_header_line(he_cache_httpc_t *p, const char *l, size_t n, bool over)
 {
     he_cache_http_resp_t *r = &p->resp;
     const char *colon = memchr(l, ':', n), *v;
     size_t nl, vl;
     bool last;
-    if (!colon || colon == l) return -EPROTO;
+    int id;
+    if (!colon) return over ? 0 : -EPROTO; /* over: a name too long to be one of ours */
+    if (colon == l) return -EPROTO;
     nl = (size_t)(colon - l);
     if (l[nl - 1] == ' ' || l[nl - 1] == '\t') return -EPROTO; /* RFC 9112 5.1 */
+    id = he_hc_header_id(l, nl);
+    if (over) return id == HE_HC_H_OTHER ? 0 : -EPROTO;
     v = colon + 1;
     vl = n - nl - 1;
     while (vl && (*v == ' ' || *v == '\t')) {
@@ -100,7 +165,8 @@ static int he_hc_header_line(he_cache_httpc_t *p, const char *l, size_t n)
     }
     while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
         vl--;
-    if (he_hc_name_is(l, nl, "content-length")) {
+    switch (id) {
+    case HE_HC_H_CONTENT_LENGTH: {
         int64_t x = 0;
         if (vl == 0) return -EPROTO;
         for (size_t i = 0; i < vl; i++) {
@@ -109,38 +175,51 @@ static int he_hc_header_line(he_cache_httpc_t *p, const char *l, size_t n)
         }
         if (r->content_length >= 0 && r->content_length != x) return -EPROTO;
         r->content_length = x;
-    } else if (he_hc_name_is(l, nl, "transfer-encoding")) {
+        break;
+    }
+    case HE_HC_H_TRANSFER_ENCODING:
         he_hc_list_has(v, vl, "chunked", &last);
         r->chunked = last;               /* chunked must be the final coding */
         if (!last) r->keepalive = false; /* then the body runs to close */
         p->remaining = -2;               /* remember: Transfer-Encoding seen */
-    } else if (he_hc_name_is(l, nl, "connection")) {
+        break;
+    case HE_HC_H_CONNECTION:
         if (he_hc_list_has(v, vl, "close", &last)) r->keepalive = false;
         if (he_hc_list_has(v, vl, "keep-alive", &last)) r->keepalive = true;
-    } else if (he_hc_name_is(l, nl, "content-type")) {
+        break;
+    case HE_HC_H_CONTENT_TYPE:
         he_hc_copy(r->content_type, sizeof(r->content_type), v, vl);
-    } else if (he_hc_name_is(l, nl, "etag")) {
+        break;
+    case HE_HC_H_ETAG:
         he_hc_copy(r->etag, sizeof(r->etag), v, vl);
-    } else if (he_hc_name_is(l, nl, "last-modified")) {
+        break;
+    case HE_HC_H_LAST_MODIFIED:
         he_hc_copy(r->last_modified, sizeof(r->last_modified), v, vl);
-    } else if (he_hc_name_is(l, nl, "date")) {
+        break;
+    case HE_HC_H_DATE:
         he_hc_copy(r->date, sizeof(r->date), v, vl);
-    } else if (he_hc_name_is(l, nl, "expires")) {
+        break;
+    case HE_HC_H_EXPIRES:
+        /* too long for any date format: invalid, which means expired */
+        if (vl >= sizeof(r->expires)) v = "0", vl = 1;
         he_hc_copy(r->expires, sizeof(r->expires), v, vl);
-    } else if (he_hc_name_is(l, nl, "cache-control")) {
-        size_t have = strlen(r->cache_control);
-        if (have && have + 2 < sizeof(r->cache_control)) {
-            memcpy(r->cache_control + have, ", ", 2);
-            have += 2;
-        }
-        he_hc_copy(r->cache_control + have, sizeof(r->cache_control) - have, v, vl);
-    } else if (he_hc_name_is(l, nl, "age")) {
+        break;
+    case HE_HC_H_CACHE_CONTROL:
+        he_cache_cc_parse(&r->cc, v, vl); /* each line adds its directives */
+        break;
+    case HE_HC_H_CONTENT_ENCODING:
+        return he_hc_content_encoding(r, v, vl);
+    case HE_HC_H_AGE: {
         int64_t x = 0;
         for (size_t i = 0; i < vl && x < 1000000000; i++) {
             if (v[i] < '0' || v[i] > '9') return 0; /* ignore a bad Age */
             x = x * 10 + (v[i] - '0');
         }
         if (vl) r->age_s = x;
+        break;
+    }
+    default:
+        break;
     }
     return 0;
 }
@@ -289,8 +368,7 @@ int he_cache_httpc_parse(he_cache_httpc_t *p, const char *data, size_t len, size
                     break;
                 }
                 if (p->line[0] == ' ' || p->line[0] == '\t') return -EPROTO; /* obs-fold */
-                if (over) break; /* a header too long to matter: skip it */
-                if ((rc = he_hc_header_line(p, p->line, ll)) < 0) return rc;
+                if ((rc = he_hc_header_line(p, p->line, ll, over)) < 0) return rc;
                 break;
             case HE_HC_CHUNK_SIZE:
                 if (over) return -EPROTO;

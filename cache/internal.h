@@ -117,18 +117,20 @@ void he__cache_obj_drop_locked(he__cache_node_t *n, he_cache_obj_t *o);
 /* ---------------------------------------------------------------- SSD tier */
 
 #define HE__CACHE_STORE_MAGIC 0x43534548u /* "HESC" little-endian */
-#define HE__CACHE_STORE_VERSION 1u
+#define HE__CACHE_STORE_VERSION 2u        /* 2: content encoding; keys with escaped paths */
 #define HE__CACHE_HDR_FIXED 64
 #define HE__CACHE_HDR_MAX 4096
 #define HE__CACHE_BLOCK 4096 /* disk usage is counted in these */
 
 /* On-disk header, little-endian (see swrite.c for the layout):
  *   0 magic u32 | 4 version u32 | 8 header_len u32 | 12 header_crc u32
- *  16 body_len u64 | 24 body_crc u32 | 28 status u16 | 30 kind u8 | 31 0
+ *  16 body_len u64 | 24 body_crc u32 | 28 status u16 | 30 kind u8 | 31 cenc_len u8
  *  32 stored_ms i64 | 40 expires_ms i64 | 48 swr_ms u32 | 52 sie_ms u32
  *  56 key_len u16 | 58 ctype_len u8 | 59 etag_len u8 | 60 lm_len u8 | 61 0[3]
- *  64 key, content type, etag, last-modified (no NULs)
- * header_crc covers the header_len bytes with its own field zeroed. */
+ *  64 key, content type, etag, last-modified, content encoding (no NULs)
+ * header_crc covers the header_len bytes with its own field zeroed. Files
+ * of another version are removed at start-up (he__cache_hdr_parse says
+ * -EPROTONOSUPPORT), uncounted. */
 
 typedef struct he__cache_sentry {
     uint64_t hash;
@@ -202,7 +204,8 @@ int he__cache_store_add(he__cache_sdir_t *d, he__cache_pending_t *p, uint64_t ge
 /* Builds a header; returns its length or -ENAMETOOLONG. */
 int he__cache_hdr_build(char *out, const he_cache_key_t *key, const he_cache_meta_t *m,
                         uint64_t body_len, uint32_t body_crc);
-/* Checks a header read from disk; fills key and meta. 0 or -EBADMSG. */
+/* Checks a header read from disk; fills key and meta. 0, -EBADMSG, or
+ * -EPROTONOSUPPORT (another format version). */
 int he__cache_hdr_parse(const char *buf, size_t n, he_cache_key_t *key, he_cache_meta_t *m,
                         uint32_t *hdr_len, uint64_t *body_len, uint32_t *body_crc);
 

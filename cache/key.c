@@ -3,7 +3,15 @@
  * player cache-busters do not split one object into many. Parameters are
  * emitted in config order with canonical percent-encoding, so "?b=2&a=1",
  * "?a=%31&b=2" and "?sig=x&a=1&b=2" give the same key when a and b are
- * named. */
+ * named.
+ *
+ * The normalized path has its escapes decoded, so a file may be named
+ * "x.ts?lang=en" (requested as "/x.ts%3Flang=en"). In the key the path's
+ * '%', '?' and '#' are escaped again: the first '?' of a key always starts
+ * its parameters, and "/" + the key's path is a target naming the same
+ * path. Only the unreserved bytes of a parameter are decoded (RFC 3986
+ * 6.2.2.2): a raw '+' and %2B differ for origins that read queries as
+ * forms ('+' is a space there), so they must not share a key. */
 #include <errno.h>
 #include <string.h>
 
@@ -59,50 +67,88 @@ static int he_cache_key_hex(char c)
     return -1;
 }
 
-/* Decodes %XX escapes of [p, p+n) into out (cap bytes). Length or -errno. */
-static int he_cache_key_decode(const char *p, size_t n, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = p[i];
-        if (c == '%') {
-            int hi, lo;
-            if (i + 2 >= n) return -EINVAL;
-            hi = he_cache_key_hex(p[i + 1]);
-            lo = he_cache_key_hex(p[i + 2]);
-            if (hi < 0 || lo < 0) return -EINVAL;
-            c = (char)(hi * 16 + lo);
-            i += 2;
-        }
-        if (o >= cap) return -ENAMETOOLONG;
-        out[o++] = c;
-    }
-    return (int)o;
-}
-
 static bool he_cache_key_unreserved(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
            c == '.' || c == '_' || c == '~';
 }
 
-/* Appends [p, p+n) percent-encoded to key->s. */
-static int he_cache_key_put_enc(he_cache_key_t *k, const char *p, size_t n)
+/* RFC 3986 gen-delims and sub-delims that may stand raw in a query
+ * parameter ('#' ends the query, '&' and '=' split it): kept as sent,
+ * since they need not mean what their escapes mean. */
+static bool he_cache_key_raw_ok(unsigned char c, bool literal)
+{
+    if (c == 0 || !strchr(":/?#[]@!$&'()*+,;=", c)) return false;
+    return !literal || (c != '#' && c != '&' && c != '=');
+}
+
+/* Writes [p, p+n) in canonical form to out (room for a NUL is kept):
+ * escapes of unreserved bytes decoded, other escapes upper-case, reserved
+ * bytes as they are, anything else escaped. literal: p is a plain name
+ * from the config (a '%' there is a byte, not an escape). Length, or
+ * -EINVAL (bad escape), -ENAMETOOLONG. */
+static int he_cache_key_canon(const char *p, size_t n, bool literal, char *out, size_t cap)
 {
     static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
-        if (he_cache_key_unreserved(c)) {
-            if (k->len + 1 >= sizeof(k->s)) return -ENAMETOOLONG;
-            k->s[k->len++] = (char)c;
+        bool esc;
+        if (c == '%' && !literal) {
+            int hi, lo;
+            if (n - i < 3) return -EINVAL;
+            hi = he_cache_key_hex(p[i + 1]);
+            lo = he_cache_key_hex(p[i + 2]);
+            if (hi < 0 || lo < 0) return -EINVAL;
+            c = (unsigned char)(hi << 4 | lo);
+            i += 2;
+            esc = !he_cache_key_unreserved(c);
         } else {
-            if (k->len + 3 >= sizeof(k->s)) return -ENAMETOOLONG;
-            k->s[k->len++] = '%';
-            k->s[k->len++] = hex[c >> 4];
-            k->s[k->len++] = hex[c & 15];
+            esc = !he_cache_key_unreserved(c) && !he_cache_key_raw_ok(c, literal);
+        }
+        if (o + (esc ? 3 : 1) >= cap) return -ENAMETOOLONG;
+        if (esc) {
+            out[o++] = '%';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        } else {
+            out[o++] = (char)c;
         }
     }
-    return 0;
+    return (int)o;
+}
+
+/* Escapes '%', '?' and '#' of the normalized path s[0..n) in place (cap
+ * bytes with the NUL): most paths have none and cost one scan. Length or
+ * -ENAMETOOLONG. */
+static int he_cache_key_escape_path(char *s, size_t n, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t extra = 0, o;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '%' || s[i] == '?' || s[i] == '#') extra += 2;
+    if (!extra) return (int)n;
+    if (n + extra >= cap) return -ENAMETOOLONG;
+    o = n + extra;
+    s[o] = '\0';
+    for (size_t i = n; i-- > 0;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '%' || c == '?' || c == '#') {
+            s[--o] = hex[c & 15];
+            s[--o] = hex[c >> 4];
+            s[--o] = '%';
+        } else {
+            s[--o] = (char)c;
+        }
+    }
+    return (int)(n + extra);
+}
+
+int he_cache_key_path(const char *target, size_t len, char *out, size_t cap)
+{
+    int rc = he_seg_url_normalize(target, len, out, cap);
+    if (rc < 0) return rc;
+    return he_cache_key_escape_path(out, (size_t)rc, cap);
 }
 
 typedef struct he_cache_key_param {
@@ -119,7 +165,7 @@ int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_
     const char *q, *end = target + len, *hash;
     int rc;
 
-    rc = he_seg_url_normalize(target, len, key->s, sizeof(key->s));
+    rc = he_cache_key_path(target, len, key->s, sizeof(key->s));
     if (rc < 0) return rc;
     key->len = key->path_len = (uint32_t)rc;
 
@@ -134,13 +180,14 @@ int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_
             const char *pe = amp ? amp : end;
             const char *eq = memchr(p, '=', (size_t)(pe - p));
             const char *ne = eq ? eq : pe;
-            char name[64];
-            int nl = he_cache_key_decode(p, (size_t)(ne - p), name, sizeof(name));
+            char name[3 * sizeof(conf->cache_key_params[0])], want[sizeof(name)];
+            int nl = he_cache_key_canon(p, (size_t)(ne - p), false, name, sizeof(name));
             if (nl == -EINVAL) return -EINVAL;
             if (nl >= 0) {
                 for (unsigned i = 0; i < conf->ncache_key_params; i++) {
-                    const char *want = conf->cache_key_params[i];
-                    if (strlen(want) == (size_t)nl && memcmp(want, name, (size_t)nl) == 0) {
+                    const char *c = conf->cache_key_params[i];
+                    int wl = he_cache_key_canon(c, strlen(c), true, want, sizeof(want));
+                    if (wl == nl && memcmp(want, name, (size_t)nl) == 0) {
                         if (nparams == HE_CACHE_KEY_MAX_PARAMS) return -ENAMETOOLONG;
                         params[nparams].conf_index = i;
                         params[nparams].order = order;
@@ -171,16 +218,19 @@ int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_
     }
 
     for (unsigned i = 0; i < nparams; i++) {
-        char val[HE_CACHE_KEY_MAX];
         const char *name = conf->cache_key_params[params[i].conf_index];
-        int vl = he_cache_key_decode(params[i].val, params[i].val_len, val, sizeof(val));
-        if (vl < 0) return vl;
         if (key->len + 1 >= sizeof(key->s)) return -ENAMETOOLONG;
         key->s[key->len++] = i == 0 ? '?' : '&';
-        if ((rc = he_cache_key_put_enc(key, name, strlen(name))) < 0) return rc;
+        rc = he_cache_key_canon(name, strlen(name), true, key->s + key->len,
+                                sizeof(key->s) - key->len);
+        if (rc < 0) return rc;
+        key->len += (uint32_t)rc;
         if (key->len + 1 >= sizeof(key->s)) return -ENAMETOOLONG;
         key->s[key->len++] = '=';
-        if ((rc = he_cache_key_put_enc(key, val, (size_t)vl)) < 0) return rc;
+        rc = he_cache_key_canon(params[i].val, params[i].val_len, false, key->s + key->len,
+                                sizeof(key->s) - key->len);
+        if (rc < 0) return rc;
+        key->len += (uint32_t)rc;
     }
     key->s[key->len] = '\0';
     key->hash = he_cache_hash(key->s, key->len);

@@ -25,7 +25,7 @@ typedef struct he__pf_seg {
     struct he__pf_seg *hnext;
     he__pf_rend_t *r;
     uint32_t index;
-    char *path;   /* normalized, as in keys; NULL: not prefetchable */
+    char *path;   /* key path (he_cache_key_path); NULL: not prefetchable */
     char *target; /* origin-form request-target */
 } he__pf_seg_t;
 
@@ -135,7 +135,7 @@ static bool he_pf_resolve(const char *base, const char *uri, he__pf_seg_t *s)
     char t[HE_CACHE_KEY_MAX], path[HE_CACHE_KEY_MAX];
     int tl = he_seg_uri_resolve(base, uri, t, sizeof(t)), pl;
     if (tl <= 0 || t[0] != '/' || t[1] == '/') return false; /* absolute or scheme-relative */
-    pl = he_seg_url_normalize(t, (size_t)tl, path, sizeof(path));
+    pl = he_cache_key_path(t, (size_t)tl, path, sizeof(path));
     if (pl <= 0) return false;
     s->target = strdup(t);
     s->path = strdup(path);
@@ -247,7 +247,9 @@ int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o, co
     he__pf_rend_t *r;
     he_cache_fresh_t fr;
     int rc;
-    if (!he_cache_obj_complete(o) || m->kind != HE_SEG_KIND_MEDIA || m->status != 200)
+    /* encoded bytes (gzip ...) are no playlist we can read */
+    if (!he_cache_obj_complete(o) || m->kind != HE_SEG_KIND_MEDIA || m->status != 200 ||
+        m->content_encoding[0])
         return -EINVAL;
     memcpy(path, k->s, k->path_len);
     path[k->path_len] = '\0';

@@ -101,7 +101,8 @@ int he__cache_hdr_build(char *out, const he_cache_key_t *key, const he_cache_met
     size_t ct = strnlen(m->content_type, sizeof(m->content_type) - 1);
     size_t et = strnlen(m->etag, sizeof(m->etag) - 1);
     size_t lm = strnlen(m->last_modified, sizeof(m->last_modified) - 1);
-    size_t len = HE__CACHE_HDR_FIXED + key->len + ct + et + lm;
+    size_t ce = strnlen(m->content_encoding, sizeof(m->content_encoding) - 1);
+    size_t len = HE__CACHE_HDR_FIXED + key->len + ct + et + lm + ce;
     char *p;
     if (len > HE__CACHE_HDR_MAX || key->len > 0xffff) return -ENAMETOOLONG;
     memset(out, 0, HE__CACHE_HDR_FIXED);
@@ -113,6 +114,7 @@ int he__cache_hdr_build(char *out, const he_cache_key_t *key, const he_cache_met
     out[28] = (char)(m->status & 0xff);
     out[29] = (char)(m->status >> 8);
     out[30] = (char)m->kind;
+    out[31] = (char)ce;
     he_put64(out + 32, (uint64_t)m->fresh.stored_ms);
     he_put64(out + 40, (uint64_t)m->fresh.expires_ms);
     he_put32(out + 48, m->fresh.swr_ms);
@@ -130,6 +132,8 @@ int he__cache_hdr_build(char *out, const he_cache_key_t *key, const he_cache_met
     memcpy(p, m->etag, et);
     p += et;
     memcpy(p, m->last_modified, lm);
+    p += lm;
+    memcpy(p, m->content_encoding, ce);
     he_put32(out + 12, he__cache_crc32c(0, out, len));
     return (int)len;
 }
@@ -139,11 +143,10 @@ int he__cache_hdr_parse(const char *buf, size_t n, he_cache_key_t *key, he_cache
 {
     char tmp[HE__CACHE_HDR_MAX];
     uint32_t len, crc;
-    size_t kl, ct, et, lm;
+    size_t kl, ct, et, lm, ce;
     const char *p;
-    if (n < HE__CACHE_HDR_FIXED) return -EBADMSG;
-    if (he_get32(buf) != HE__CACHE_STORE_MAGIC || he_get32(buf + 4) != HE__CACHE_STORE_VERSION)
-        return -EBADMSG;
+    if (n < HE__CACHE_HDR_FIXED || he_get32(buf) != HE__CACHE_STORE_MAGIC) return -EBADMSG;
+    if (he_get32(buf + 4) != HE__CACHE_STORE_VERSION) return -EPROTONOSUPPORT; /* another format */
     len = he_get32(buf + 8);
     if (len < HE__CACHE_HDR_FIXED || len > HE__CACHE_HDR_MAX || len > n) return -EBADMSG;
     memcpy(tmp, buf, len);
@@ -154,8 +157,10 @@ int he__cache_hdr_parse(const char *buf, size_t n, he_cache_key_t *key, he_cache
     ct = (unsigned char)buf[58];
     et = (unsigned char)buf[59];
     lm = (unsigned char)buf[60];
-    if (HE__CACHE_HDR_FIXED + kl + ct + et + lm != len || ct >= sizeof(m->content_type) ||
-        et >= sizeof(m->etag) || lm >= sizeof(m->last_modified))
+    ce = (unsigned char)buf[31];
+    if (HE__CACHE_HDR_FIXED + kl + ct + et + lm + ce != len || ct >= sizeof(m->content_type) ||
+        et >= sizeof(m->etag) || lm >= sizeof(m->last_modified) ||
+        ce >= sizeof(m->content_encoding))
         return -EBADMSG;
     memset(m, 0, sizeof(*m));
     *body_len = he_get64(buf + 16);
@@ -174,6 +179,8 @@ int he__cache_hdr_parse(const char *buf, size_t n, he_cache_key_t *key, he_cache
     memcpy(m->etag, p, et);
     p += et;
     memcpy(m->last_modified, p, lm);
+    p += lm;
+    memcpy(m->content_encoding, p, ce);
     *hdr_len = len;
     return 0;
 }
@@ -431,7 +438,8 @@ static int he_cache_store_load(he__cache_sdir_t *d, int subfd, const char *sub, 
     if (gen >= atomic_load(&s->gen)) atomic_store(&s->gen, gen + 1);
     return he_cache_sdir_add_locked(d, &key, gen, hdr_len, body_len, &meta, st);
 bad:
-    he__cache_store_fail(s, rc == -EBADMSG ? -EBADMSG : rc, full, st);
+    /* a file of an older format is dropped, not counted as corrupt */
+    if (rc != -EPROTONOSUPPORT) he__cache_store_fail(s, rc == -EBADMSG ? -EBADMSG : rc, full, st);
     unlinkat(subfd, name, 0);
     return rc;
 }

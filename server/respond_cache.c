@@ -67,11 +67,13 @@ static inline he_cconn_t *he_rc_cc(he_worker_t *w, he_conn_t *c)
 /* ---------------------------------------------------------------- heads */
 
 /* The head of a cache answer, into c->hdr. What the origin sent for the
- * representation (type, validators) and our own policy (Cache-Control per
- * type, CORS) - never the origin's hop-by-hop or caching headers. */
+ * representation (type, validators, encoding) and our own policy
+ * (Cache-Control per type, CORS) - never the origin's hop-by-hop or
+ * caching headers. */
 typedef struct he_rc_head {
     int status;
     const char *ctype, *etag, *lm;
+    const char *cenc; /* the stored bytes' Content-Encoding; "" or NULL: identity */
     uint64_t clen;
     bool range;
     uint64_t first, last, size;
@@ -102,7 +104,16 @@ static bool he_rc_head(he_worker_t *w, he_conn_t *c, const he_rc_head_t *h)
         he_hb_lit(&b, "\r\nContent-Length: ");
         he_hb_u64(&b, h->clen);
         he_hb_lit(&b, "\r\n");
+        if (h->cenc && h->cenc[0] && h->status != 416) {
+            he_hb_lit(&b, "Content-Encoding: ");
+            he_hb_str(&b, h->cenc);
+            he_hb_lit(&b, "\r\n");
+        }
     }
+    /* the origin chose the encoding, not the client's Accept-Encoding:
+     * shared caches downstream must not hand it to one that cannot
+     * decode it */
+    if (h->cenc && h->cenc[0]) he_hb_lit(&b, "Vary: Accept-Encoding\r\n");
     if (h->status == 200 || h->status == 206) he_hb_lit(&b, "Accept-Ranges: bytes\r\n");
     if (h->range) {
         he_hb_lit(&b, "Content-Range: bytes ");
@@ -166,6 +177,7 @@ static int he_rc_head_complete(he_worker_t *w, he_conn_t *c, const he_cache_meta
     h.ctype = m->content_type;
     h.etag = m->etag;
     h.lm = m->last_modified;
+    h.cenc = m->content_encoding;
     h.type = type;
     h.size = size;
     *first = 0;
@@ -590,6 +602,7 @@ static void he_rc_on_headers(he_worker_t *w, he_conn_t *c)
     h.ctype = r->content_type;
     h.etag = r->etag;
     h.lm = r->last_modified;
+    h.cenc = r->content_encoding;
     h.clen = (uint64_t)r->content_length;
     h.type = he_seg_type_from_path(key->s, key->path_len);
     if (!he_rc_head(w, c, &h)) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cache/internal.h"
 #include "he_test.h"
@@ -85,7 +86,7 @@ static he_cache_http_resp_t resp200(const char *cc, int64_t len)
     r.status = 200;
     r.content_length = len;
     r.age_s = -1;
-    strcpy(r.cache_control, cc);
+    he_cache_cc_parse(&r.cc, cc, strlen(cc));
     strcpy(r.etag, "\"v1\"");
     return r;
 }
@@ -217,14 +218,15 @@ static void test_fail_midway(void)
     he_cache_fills_free(fs);
 }
 
-static he_cache_obj_t *stale_obj(const char *name, int64_t expires, uint32_t sie)
+static he_cache_obj_t *stale_body(const char *name, he_seg_kind_t kind, const char *body,
+                                  int64_t expires, uint32_t sie)
 {
     he_cache_key_t k;
-    he_cache_meta_t m = {.status = 200, .kind = HE_SEG_KIND_SEGMENT};
+    he_cache_meta_t m = {.status = 200, .kind = (uint8_t)kind};
     he_cache_obj_t *o;
     he_cache_key_set(&k, name, strlen(name));
-    o = he_cache_obj_new(ram, 0, &k, 5);
-    he_cache_obj_append(o, "stale", 5, NULL);
+    o = he_cache_obj_new(ram, 0, &k, strlen(body));
+    he_cache_obj_append(o, body, strlen(body), NULL);
     m.fresh.stored_ms = NOW - 100000;
     m.fresh.expires_ms = expires;
     m.fresh.sie_ms = sie;
@@ -232,6 +234,11 @@ static he_cache_obj_t *stale_obj(const char *name, int64_t expires, uint32_t sie
     he_cache_obj_finish(o);
     he_cache_ram_insert(ram, o, NULL);
     return o;
+}
+
+static he_cache_obj_t *stale_obj(const char *name, int64_t expires, uint32_t sie)
+{
+    return stale_body(name, HE_SEG_KIND_SEGMENT, "stale", expires, sie);
 }
 
 static void test_stale(void)
@@ -265,6 +272,35 @@ static void test_stale(void)
     HE_CHECK_INT(st.revalidated_304, 1);
     clients_free(c, 2);
     he_cache_obj_unref(s);
+
+    /* 304 max-age=30 for a live playlist (target duration 2): still
+     * capped at half the target duration, or the playlist freezes */
+    {
+        static const char live[] = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:7\n"
+                                   "#EXTINF:2,\ns7.ts\n#EXTINF:2,\ns8.ts\n";
+        static const char vod[] = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\ns0.ts\n"
+                                  "#EXT-X-ENDLIST\n";
+        static const struct {
+            const char *name, *body;
+            int64_t life;
+        } pl[] = {{"live/i.m3u8", live, 1000}, {"vod/i.m3u8", vod, 30000}};
+        conf.cache_live_fraction_pct = 50;
+        for (size_t i = 0; i < 2; i++) {
+            clients_init(c, 1);
+            s = stale_body(pl[i].name, HE_SEG_KIND_MEDIA, pl[i].body, NOW - 1000, 0);
+            f = he_cache_fill_join(fs, he_cache_obj_key(s), &c[0].w, s, false, &cr);
+            r = resp200("max-age=30", -1);
+            r.status = 304;
+            sink = he_cache_fill_sink(f);
+            sink.headers(sink.ctx, &r);
+            he_cache_fill_end(f, 0, 0, NOW);
+            HE_CHECK(c[0].done == 1 && c[0].got == strlen(pl[i].body));
+            he_cache_obj_fresh(s, &fr);
+            HE_CHECK_INT(fr.expires_ms - NOW, pl[i].life);
+            clients_free(c, 1);
+            he_cache_obj_unref(s);
+        }
+    }
 
     /* origin down, within stale-if-error: served stale */
     clients_init(c, 1);
@@ -329,6 +365,105 @@ static void test_nostore_leave_prefetch(void)
     he_cache_fills_free(fs);
 }
 
+/* Content-Encoding from the origin (a store answering gzip whatever we
+ * asked): kept with the object in RAM and on disk, and a playlist's
+ * encoded bytes are not parsed. A file of the previous on-disk format is
+ * dropped at start-up without counting as a disk error. */
+static void test_content_encoding(void)
+{
+    he_cache_ram_opts_t ro = {.bytes = 16 << 20, .chunk_size = 16384};
+    he_cache_ram_t *r2 = he_cache_ram_new(&ro);
+    he_cache_store_opts_t so = {.ndirs = 1};
+    he_cache_store_t *store;
+    he_cache_stats_t st2;
+    he_cache_store_hit_t h;
+    char dir[] = "/tmp/he_test_fill_ce.XXXXXX", cmd[64], path[256], old[256];
+    static const char live[] = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\ns1.ts\n";
+    he_cache_key_t k, kp;
+    he_cache_fill_t *f;
+    he_cache_sink_t sink;
+    he_cache_http_resp_t r;
+    he_cache_obj_t *o;
+    bool cr;
+
+    if (!mkdtemp(dir) || !r2) return;
+    so.dirs[0] = dir;
+    so.bytes[0] = 64 << 20;
+    memset(&st2, 0, sizeof(st2));
+    HE_CHECK_INT(he_cache_store_open(&store, &so, NOW, &st2), 0);
+    he_cache_fills_opts_t fo = {.conf = &conf, .ram = r2, .store = store, .stats = &st2};
+    he_cache_fills_t *fs = he_cache_fills_new(&fo);
+
+    he_cache_key_set(&k, "z/a.ts", 6);
+    f = he_cache_fill_join(fs, &k, NULL, NULL, false, &cr);
+    r = resp200("max-age=60", 4);
+    strcpy(r.content_encoding, "gzip");
+    sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    sink.body(sink.ctx, "\x1f\x8b\x08\x00", 4);
+    he_cache_fill_end(f, 0, 0, NOW);
+    o = he_cache_ram_lookup(r2, 0, &k, NULL);
+    HE_CHECK(o && strcmp(he_cache_obj_meta(o)->content_encoding, "gzip") == 0);
+    if (o) he_cache_obj_unref(o);
+
+    /* a gzip live playlist: not parsed, so the origin's lifetime stands */
+    conf.cache_live_fraction_pct = 50;
+    he_cache_key_set(&kp, "z/i.m3u8", 8);
+    f = he_cache_fill_join(fs, &kp, NULL, NULL, false, &cr);
+    r = resp200("max-age=30", (int64_t)strlen(live));
+    strcpy(r.content_encoding, "gzip"); /* pretend: the parser must not look */
+    sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    sink.body(sink.ctx, live, strlen(live));
+    he_cache_fill_end(f, 0, 0, NOW);
+    o = he_cache_ram_lookup(r2, 0, &kp, NULL);
+    HE_CHECK(o != NULL);
+    if (o) {
+        HE_CHECK_INT(he_cache_obj_meta(o)->kind, HE_SEG_KIND_MEDIA);
+        HE_CHECK_INT(he_cache_obj_meta(o)->fresh.expires_ms, NOW + 30000);
+        he_cache_obj_unref(o);
+    }
+
+    /* to disk and back */
+    for (he_cache_swrite_t *w; (w = he_cache_fills_next_write(fs)) != NULL;) {
+        HE_CHECK_INT(he_cache_swrite_run_sync(w, &st2, NULL, NULL), 0);
+        he_cache_swrite_free(w);
+    }
+    HE_CHECK_INT(he_cache_store_lookup(store, &k, &h, &st2), 0);
+    HE_CHECK_STR(h.meta.content_encoding, "gzip");
+    /* a copy of the file as the previous format (version 1) wrote it */
+    snprintf(path, sizeof(path), "%s/%s", dir, h.path);
+    snprintf(old, sizeof(old), "%.*s0000000000000001.obj", (int)(strlen(path) - 20), path);
+    {
+        FILE *in = fopen(path, "rb"), *out = fopen(old, "wb");
+        char buf[8192];
+        size_t n = in ? fread(buf, 1, sizeof(buf), in) : 0;
+        HE_CHECK(in && out && n > 8);
+        if (n > 8) buf[4] = 1, buf[5] = buf[6] = buf[7] = 0;
+        if (out) fwrite(buf, 1, n, out);
+        if (in) fclose(in);
+        if (out) fclose(out);
+    }
+    he_cache_fills_free(fs);
+    he_cache_store_close(store);
+
+    memset(&st2, 0, sizeof(st2));
+    HE_CHECK_INT(he_cache_store_open(&store, &so, NOW, &st2), 0);
+    HE_CHECK_INT(he_cache_store_count(store), 2);
+    HE_CHECK_INT(he_cache_store_lookup(store, &k, &h, &st2), 0);
+    HE_CHECK_STR(h.meta.content_encoding, "gzip");
+    HE_CHECK_INT(he_cache_store_lookup(store, &kp, &h, &st2), 0);
+    HE_CHECK_STR(h.meta.content_encoding, "gzip");
+    HE_CHECK(access(old, F_OK) != 0); /* dropped */
+    for (int i = 0; i < HE_CACHE_DERR_COUNT; i++)
+        HE_CHECK_INT(st2.disk_errors[i], 0); /* and not called corrupt */
+    he_cache_store_close(store);
+    he_cache_ram_free(r2);
+    conf.cache_live_fraction_pct = 0;
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    HE_CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
     he_cache_ram_opts_t ro = {.bytes = 16 << 20, .chunk_size = 16384, .admission = true};
@@ -348,6 +483,7 @@ int main(void)
     test_fail_midway();
     test_stale();
     test_nostore_leave_prefetch();
+    test_content_encoding();
     he_cache_store_close(store);
     he_cache_ram_free(ram);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

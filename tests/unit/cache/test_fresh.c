@@ -17,7 +17,7 @@ static he_cache_http_resp_t resp(int status, const char *cc)
     r.status = status;
     r.age_s = -1;
     r.content_length = -1;
-    strcpy(r.cache_control, cc);
+    he_cache_cc_parse(&r.cc, cc, strlen(cc));
     return r;
 }
 
@@ -66,6 +66,24 @@ static void test_directives(void)
     HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
     r = resp(200, "no-cache, max-age=60");
     HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 0);
+    /* every Cache-Control line adds its directives; the smaller value of
+     * a repeated one wins; a malformed s-maxage is stale too */
+    r = resp(200, "max-age=60");
+    he_cache_cc_parse(&r.cc, "private", 7);
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    r = resp(200, "max-age=60");
+    he_cache_cc_parse(&r.cc, " max-age=5 , x-ext=\"a, b\"", 25);
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 5000);
+    r = resp(200, "max-age=60, s-maxage=x");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 0);
+    r = resp(200, "max-age=60, max-age");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 0);
+    r = resp(200, "max-age=60, stale-while-revalidate=x, private=\"a,b\"");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    /* the length bounds the value: nothing is read past it */
+    r = resp(200, "");
+    he_cache_cc_parse(&r.cc, "max-age=12no-store", 10);
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 12000);
     r = resp(200, "max-age=60");
     r.age_s = 20;
     HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 40000);
@@ -141,6 +159,28 @@ static void test_negative(void)
     HE_CHECK(f.swr_ms == 0 && f.sie_ms == 0); /* a 404 is never served stale */
     r = resp(404, "no-store");
     HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    /* the origin may shorten the negative TTL (a live segment not
+     * produced yet), never lengthen it */
+    r = resp(404, "no-cache");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    r = resp(404, "max-age=0");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    r = resp(404, "max-age=1");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 1000);
+    r = resp(404, "max-age=600, s-maxage=1");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 1000);
+    r = resp(404, "max-age=2");
+    r.age_s = 1;
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 1000);
+    r = resp(404, "");
+    strcpy(r.expires, "0");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    strcpy(r.date, "Tue, 14 Nov 2023 20:00:00 GMT");
+    strcpy(r.expires, "Tue, 14 Nov 2023 20:00:01 GMT");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 1000);
+    r = resp(404, ""); /* nothing said: the TTL */
+    strcpy(r.last_modified, "Tue, 14 Nov 2000 21:13:20 GMT");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 2000);
     conf.cache_stale_if_error_ms = 0;
 }
 

@@ -61,6 +61,14 @@ static void check_all_splits(const char *s, bool head, int want, const char *wan
     }
 }
 
+/* Appends n bytes c to the string s. */
+static void pad(char *s, char c, size_t n)
+{
+    size_t l = strlen(s);
+    memset(s + l, c, n);
+    s[l + n] = '\0';
+}
+
 int main(void)
 {
     he_cache_httpc_t p;
@@ -77,7 +85,7 @@ int main(void)
         200, 1000, false, &p, body, &blen, true);
     HE_CHECK_STR(p.resp.content_type, "video/mp2t");
     HE_CHECK_STR(p.resp.etag, "\"e1\"");
-    HE_CHECK_STR(p.resp.cache_control, "max-age=10, public");
+    HE_CHECK(p.resp.cc.max_age_set && p.resp.cc.max_age == 10 && !p.resp.cc.private_);
     HE_CHECK_STR(p.resp.expires, "0");
     HE_CHECK_STR(p.resp.last_modified, "Tue, 14 Nov 2023 22:13:20 GMT");
     HE_CHECK_INT(p.resp.age_s, 3);
@@ -150,16 +158,116 @@ int main(void)
         strcat(big, "\r\n");
         HE_CHECK_INT(run(big, strlen(big), 1000, false, &p, body, &blen, false), -E2BIG);
     }
-    /* a long header we do not need is skipped, one we need is truncated */
+    /* a long header we do not read is skipped; one we read must fit the
+     * line buffer whole, or the response is malformed */
     {
         static char longh[3000];
-        strcpy(longh, "HTTP/1.1 200 OK\r\nX-Long: ");
-        memset(longh + strlen(longh), 'a', 2000);
-        strcat(longh, "\r\nContent-Length: 1\r\n\r\nZ");
-        HE_CHECK_INT(run(longh, strlen(longh), 7, false, &p, body, &blen, true),
+        static const char *const skipped[] = {"X-Long: ", "Set-Cookie: a=", "Vary: x"};
+        for (size_t i = 0; i < sizeof(skipped) / sizeof(skipped[0]); i++) {
+            strcpy(longh, "HTTP/1.1 200 OK\r\n");
+            strcat(longh, skipped[i]);
+            pad(longh, 'a', 2000);
+            strcat(longh, "\r\nContent-Length: 1\r\n\r\nZ");
+            HE_CHECK_INT(run(longh, strlen(longh), 7, false, &p, body, &blen, true),
+                         HE_CACHE_HTTPC_DONE);
+            HE_CHECK(blen == 1 && body[0] == 'Z');
+        }
+        /* a name longer than the buffer is nobody's */
+        strcpy(longh, "HTTP/1.1 200 OK\r\nX");
+        pad(longh, 'n', 1500);
+        strcat(longh, ": v\r\nContent-Length: 1\r\n\r\nZ");
+        HE_CHECK_INT(run(longh, strlen(longh), 1000, false, &p, body, &blen, true),
                      HE_CACHE_HTTPC_DONE);
-        HE_CHECK(blen == 1 && body[0] == 'Z');
+        static const char *const read[] = {"Transfer-Encoding:",
+                                           "Content-Length: 1",
+                                           "cache-control: max-age=1,",
+                                           "ETag: \"",
+                                           "Expires: ",
+                                           "Connection: close",
+                                           "Content-Type: video/mp2t;",
+                                           "Content-Encoding: gzip,"};
+        for (size_t i = 0; i < sizeof(read) / sizeof(read[0]); i++) {
+            strcpy(longh, "HTTP/1.1 200 OK\r\n");
+            strcat(longh, read[i]);
+            pad(longh, ' ', 1100);
+            strcat(longh, "x\r\nContent-Length: 1\r\n\r\nZ");
+            for (size_t step = 1; step <= 2000; step += 999)
+                HE_CHECK_INT(run(longh, strlen(longh), step, false, &p, body, &blen, true),
+                             -EPROTO);
+        }
+        /* the reviewer's cases: Transfer-Encoding padded past the buffer
+         * (its chunk framing would be read as the body), Cache-Control
+         * over 1100 bytes ending in private */
+        strcpy(longh, "HTTP/1.1 200 OK\r\nTransfer-Encoding:");
+        pad(longh, ' ', 1100);
+        strcat(longh, "chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+        HE_CHECK_INT(run(longh, strlen(longh), 1000, false, &p, body, &blen, true), -EPROTO);
+        strcpy(longh, "HTTP/1.1 200 OK\r\nCache-Control: max-age=60");
+        while (strlen(longh) < 1150)
+            strcat(longh, ", x-pad=1");
+        strcat(longh, ", private\r\nContent-Length: 1\r\n\r\nZ");
+        HE_CHECK_INT(run(longh, strlen(longh), 1000, false, &p, body, &blen, true), -EPROTO);
     }
+    /* Cache-Control over several lines: every line's directives count,
+     * however long the first (it was one string cut at 255 bytes) */
+    {
+        static char cc[2000];
+        strcpy(cc, "HTTP/1.1 200 OK\r\nCache-Control: max-age=60");
+        while (strlen(cc) < 300)
+            strcat(cc, ", x-ext=1");
+        strcat(cc, "\r\nCache-Control: private\r\nCache-Control: s-maxage=9, max-age=30\r\n"
+                   "Content-Length: 1\r\n\r\nZ");
+        HE_CHECK_INT(run(cc, strlen(cc), 1000, false, &p, body, &blen, true), HE_CACHE_HTTPC_DONE);
+        HE_CHECK(p.resp.cc.private_);
+        HE_CHECK(p.resp.cc.max_age_set && p.resp.cc.max_age == 30); /* the smaller */
+        HE_CHECK(p.resp.cc.s_maxage_set && p.resp.cc.s_maxage == 9);
+        HE_CHECK(!p.resp.cc.no_store && !p.resp.cc.no_cache);
+    }
+    /* values that do not fit their field are dropped, not cut: a cut ETag
+     * could match another version's; an over-long Expires is invalid */
+    {
+        static char v[1000];
+        strcpy(v, "HTTP/1.1 200 OK\r\nETag: \"");
+        pad(v, 'e', 200);
+        strcat(v, "\"\r\nContent-Type: video/mp2t; x=");
+        pad(v, 't', 200);
+        strcat(v, "\r\nExpires: Tue, 14 Nov 2023 22:13:20 GMT");
+        pad(v, ' ', 20);
+        strcat(v, "junk\r\nLast-Modified: Tue, 14 Nov 2023 22:13:20 GMT and more and more\r\n"
+                  "Content-Length: 1\r\n\r\nZ");
+        HE_CHECK_INT(run(v, strlen(v), 1000, false, &p, body, &blen, true), HE_CACHE_HTTPC_DONE);
+        HE_CHECK_STR(p.resp.etag, "");
+        HE_CHECK_STR(p.resp.content_type, "");
+        HE_CHECK_STR(p.resp.last_modified, "");
+        HE_CHECK_STR(p.resp.expires, "0");
+    }
+    /* Content-Encoding is kept exactly (lines joined), identity is none;
+     * one we could not send back as it came is refused */
+    run("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 1\r\n\r\nZ", 200, 1000, false,
+        &p, body, &blen, true);
+    HE_CHECK_STR(p.resp.content_encoding, "gzip");
+    run("HTTP/1.1 200 OK\r\nContent-Encoding:  gzip \r\ncontent-encoding: br\r\n"
+        "Content-Length: 1\r\n\r\nZ",
+        200, 1000, false, &p, body, &blen, true);
+    HE_CHECK_STR(p.resp.content_encoding, "gzip, br");
+    run("HTTP/1.1 200 OK\r\nContent-Encoding: Identity\r\nContent-Encoding:\r\n"
+        "Content-Length: 1\r\n\r\nZ",
+        200, 1000, false, &p, body, &blen, true);
+    HE_CHECK_STR(p.resp.content_encoding, "");
+    {
+        static const char *const bad_ce[] = {
+            "HTTP/1.1 200 OK\r\nContent-Encoding: gzip;q=1\r\nContent-Length: 1\r\n\r\nZ",
+            "HTTP/1.1 200 OK\r\nContent-Encoding: \"gzip\"\r\nContent-Length: 1\r\n\r\nZ",
+            "HTTP/1.1 200 OK\r\nContent-Encoding: x-a-very-long-coding-name-1234567\r\n"
+            "Content-Length: 1\r\n\r\nZ",
+            "HTTP/1.1 200 OK\r\nContent-Encoding: x-coding-number-one\r\n"
+            "Content-Encoding: x-coding-number-two\r\nContent-Length: 1\r\n\r\nZ",
+        };
+        for (size_t i = 0; i < sizeof(bad_ce) / sizeof(bad_ce[0]); i++)
+            HE_CHECK_INT(run(bad_ce[i], strlen(bad_ce[i]), 1000, false, &p, body, &blen, true),
+                         -EPROTO);
+    }
+
     /* pipelined bytes after the response are not consumed */
     {
         const char *s = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1";

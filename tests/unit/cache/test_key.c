@@ -36,6 +36,27 @@ int main(void)
         {"/a/../b.ts", NULL, -EINVAL},
         {"a/b.ts", NULL, -EINVAL},
         {"/a/b.ts?token=%zz", "a/b.ts", 0}, /* ignored parameters are not judged */
+        /* a decoded '?', '#' or '%' of the path is escaped again: the
+         * first '?' of a key starts its parameters */
+        {"/x.ts%3Flang=en", "x.ts%3Flang=en", 0},
+        {"/x.ts%3flang=en?lang=en", "x.ts%3Flang=en?lang=en", 0},
+        {"/x.ts%23lang=en", "x.ts%23lang=en", 0},
+        {"/100%25.ts", "100%25.ts", 0},
+        {"/a%2541.ts", "a%2541.ts", 0}, /* "a%41.ts", not "aA.ts" */
+        {"/a%41.ts", "aA.ts", 0},
+        /* values and names in RFC 3986 normal form: only unreserved
+         * escapes are decoded, reserved bytes stay as sent */
+        {"/a/b.ts?lang=a+b", "a/b.ts?lang=a+b", 0},
+        {"/a/b.ts?lang=a%2Bb", "a/b.ts?lang=a%2Bb", 0},
+        {"/a/b.ts?lang=a%2bb", "a/b.ts?lang=a%2Bb", 0},
+        {"/a/b.ts?lang=a/b", "a/b.ts?lang=a/b", 0},
+        {"/a/b.ts?lang=a=b", "a/b.ts?lang=a=b", 0},
+        {"/a/b.ts?lang=a%3Db", "a/b.ts?lang=a%3Db", 0},
+        {"/a/b.ts?lang=%7e%41", "a/b.ts?lang=~A", 0},
+        {"/a/b.ts?lang=\xc3\xa9", "a/b.ts?lang=%C3%A9", 0}, /* raw UTF-8 = its escapes */
+        {"/a/b.ts?lang=%c3%a9", "a/b.ts?lang=%C3%A9", 0},
+        {"/a/b.ts?lan%67=en", "a/b.ts?lang=en", 0},
+        {"/a/b.ts?lang%2B=en", "a/b.ts", 0}, /* another name */
     };
     he_cache_key_t k, k2;
 
@@ -77,6 +98,68 @@ int main(void)
         big[0] = '/';
         memset(big + 1, 'a', sizeof(big) - 2);
         HE_CHECK_INT(he_cache_key_make(&conf, big, sizeof(big) - 1, &k), -ENAMETOOLONG);
+    }
+
+    /* "/x.ts%3Flang=en" (a file named "x.ts?lang=en") and "/x.ts?lang=en"
+     * are two resources */
+    conf.ncache_key_params = 2;
+    he_cache_key_make(&conf, "/x.ts%3Flang=en", 15, &k);
+    he_cache_key_make(&conf, "/x.ts?lang=en", 13, &k2);
+    HE_CHECK(strcmp(k.s, k2.s) != 0 && k.hash != k2.hash);
+    HE_CHECK_INT(k.path_len, 14);
+    HE_CHECK_INT(k2.path_len, 4);
+    /* "+" and %2B are two values for an origin that reads forms */
+    he_cache_key_make(&conf, "/x.ts?lang=a+b", 14, &k);
+    he_cache_key_make(&conf, "/x.ts?lang=a%2Bb", 16, &k2);
+    HE_CHECK(strcmp(k.s, k2.s) != 0 && k.hash != k2.hash);
+
+    /* "/" + a key is a target with the same key */
+    {
+        static const char *const targets[] = {
+            "/x.ts%3Flang=en?lang=fr",
+            "/d%25r/%23x.ts?bw=1&lang=a+b%2B%20",
+            "/a b/c.ts?lang=%C3%A9&lang=x:y@z",
+            "/v%3F/i.m3u8?lang=%3F%26%3D&bw=?",
+        };
+        for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+            char t[HE_CACHE_KEY_MAX + 1];
+            HE_CHECK_INT(he_cache_key_make(&conf, targets[i], strlen(targets[i]), &k), 0);
+            t[0] = '/';
+            memcpy(t + 1, k.s, k.len + 1);
+            HE_CHECK_INT(he_cache_key_make(&conf, t, k.len + 1, &k2), 0);
+            HE_CHECK_STR(k2.s, k.s);
+            HE_CHECK_INT(k2.path_len, k.path_len);
+            /* and the path part names the same file */
+            char p1[HE_CACHE_KEY_MAX], p2[HE_CACHE_KEY_MAX];
+            int n1 = he_seg_url_normalize(targets[i], strlen(targets[i]), p1, sizeof(p1));
+            int n2 = he_seg_url_normalize(t, k.path_len + 1, p2, sizeof(p2));
+            HE_CHECK(n1 >= 0 && n1 == n2 && memcmp(p1, p2, (size_t)n1) == 0);
+            /* what the SSD tier reads back splits the same way */
+            HE_CHECK_INT(he_cache_key_set(&k2, k.s, k.len), 0);
+            HE_CHECK_INT(k2.path_len, k.path_len);
+        }
+    }
+    /* he_cache_key_path alone: the escaped path, no query */
+    {
+        char p[16];
+        HE_CHECK_INT(he_cache_key_path("/a%3F.ts?x=1", 12, p, sizeof(p)), 7);
+        HE_CHECK_STR(p, "a%3F.ts");
+        HE_CHECK_INT(he_cache_key_path("/%25%25%25%25%25", 16, p, sizeof(p)), 15);
+        HE_CHECK_STR(p, "%25%25%25%25%25");
+        HE_CHECK_INT(he_cache_key_path("/%25%25%25%25%25%25", 19, p, sizeof(p)), -ENAMETOOLONG);
+    }
+    /* escaping may not overflow the key */
+    {
+        static char big[HE_CACHE_KEY_MAX + 512];
+        size_t n = 1;
+        big[0] = '/';
+        while (n + 3 < HE_CACHE_KEY_MAX / 2)
+            memcpy(big + n, "%3F", 3), n += 3;
+        HE_CHECK_INT(he_cache_key_make(&conf, big, n, &k), 0); /* 3 bytes each again */
+        HE_CHECK_INT(k.len, n - 1);
+        while (n + 3 < sizeof(big))
+            memcpy(big + n, "%3F", 3), n += 3;
+        HE_CHECK_INT(he_cache_key_make(&conf, big, n, &k), -ENAMETOOLONG);
     }
 
     /* he_cache_key_set round-trips */

@@ -213,7 +213,7 @@ static void test_with_cache(void)
     r.status = 200;
     r.content_length = 5;
     r.age_s = -1;
-    strcpy(r.cache_control, "max-age=60");
+    he_cache_cc_parse(&r.cc, "max-age=60", 10);
     he_cache_sink_t sink = he_cache_fill_sink(f3);
     sink.headers(sink.ctx, &r);
     sink.body(sink.ctx, "three", 5);
@@ -285,7 +285,7 @@ static void test_refresh_expired(void)
     r.status = 200;
     r.content_length = (int64_t)strlen(pl);
     r.age_s = -1;
-    strcpy(r.cache_control, "max-age=1");
+    he_cache_cc_parse(&r.cc, "max-age=1", 9);
     strcpy(r.content_type, "application/vnd.apple.mpegurl");
     sink = he_cache_fill_sink(f);
     HE_CHECK_INT(sink.headers(sink.ctx, &r), 0);
@@ -394,10 +394,43 @@ static void test_obj_learnt_once(void)
     HE_CHECK_INT(he_cache_prefetch_next(p, "live/s/seg_0.ts", NOW, NULL, NULL, out, 8, &stale), 3);
     HE_CHECK_STR(out[0].key.s, "live/s/seg_1.ts");
 
+    /* an encoded copy (Content-Encoding from the origin) is not read as a
+     * playlist, even when its bytes would parse */
+    he_cache_meta_t m = *he_cache_obj_meta(ob);
+    strcpy(m.content_encoding, "gzip");
+    he_cache_obj_set_meta(ob, &m);
+    HE_CHECK_INT(he_cache_prefetch_playlist_obj(p, ob, NULL), -EINVAL);
+    HE_CHECK_INT(he_cache_prefetch_renditions(p), 1);
+
     he_cache_obj_unref(oa);
     he_cache_obj_unref(ob);
     he_cache_prefetch_free(p);
     he_cache_ram_free(ram);
+}
+
+/* Segment names with '?' or '%' in them (escaped in the playlist): the
+ * worker asks with a key path, where they are escaped again, and the
+ * items' keys are the ones a viewer's request for them gets. */
+static void test_escaped_names(void)
+{
+    static const char pl[] = "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+                             "#EXTINF:4,\na%3F1.ts\n#EXTINF:4,\na%3F2.ts\n#EXTINF:4,\nb%25.ts\n"
+                             "#EXT-X-ENDLIST\n";
+    he_cache_prefetch_t *p = he_cache_prefetch_new(&conf, 4);
+    he_cache_prefetch_item_t out[8];
+    he_cache_key_t k;
+    bool stale;
+    conf.prefetch_segments = 2;
+    HE_CHECK_INT(
+        he_cache_prefetch_playlist(p, "v/index.m3u8", "/v/index.m3u8", pl, strlen(pl), NOW), 0);
+    HE_CHECK_INT(he_cache_key_make(&conf, "/v/a%3F1.ts", 11, &k), 0);
+    k.s[k.path_len] = '\0';
+    HE_CHECK_INT(he_cache_prefetch_next(p, k.s, NOW, NULL, NULL, out, 8, &stale), 2);
+    HE_CHECK_STR(out[0].key.s, "v/a%3F2.ts");
+    HE_CHECK_STR(out[0].target, "/v/a%3F2.ts");
+    HE_CHECK_STR(out[1].key.s, "v/b%25.ts");
+    HE_CHECK_INT(out[1].key.path_len, 9);
+    he_cache_prefetch_free(p);
 }
 
 int main(void)
@@ -409,5 +442,6 @@ int main(void)
     test_refresh_expired();
     test_refresh_raw_target();
     test_obj_learnt_once();
+    test_escaped_names();
     HE_TEST_MAIN_END();
 }
