@@ -249,6 +249,21 @@ static void he_conn_process_buffered(he_worker_t *w, he_conn_t *c)
     if (c->in_off == c->in_len) c->in_off = c->in_len = 0;
 }
 
+/* After EOF nothing more can arrive: once the requests received before it
+ * are answered, what is left is at most an incomplete one, dropped. */
+static bool he_conn_close_if_done(he_worker_t *w, he_conn_t *c)
+{
+    if (!c->peer_eof || c->busy || c->in_process) return false;
+    he__conn_close(w, c);
+    return true;
+}
+
+void he__conn_peer_eof(he_worker_t *w, he_conn_t *c)
+{
+    c->peer_eof = true;
+    he_conn_close_if_done(w, c);
+}
+
 void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len)
 {
     if (c->busy || c->in_len > c->in_off) {
@@ -272,7 +287,8 @@ void he__conn_response_done(he_worker_t *w, he_conn_t *c)
     he__http1_next(c);
     he__conn_timer_set(w, c, HE_TIMER_KEEPALIVE);
     if (c->in_len > c->in_off) he_conn_process_buffered(w, c);
-    if (c->in_use && !c->closing && !c->recv_armed) he__conn_arm_recv(w, c);
+    if (!c->in_use || c->closing || he_conn_close_if_done(w, c)) return;
+    if (!c->recv_armed) he__conn_arm_recv(w, c);
 }
 
 static void he_conn_free(he_worker_t *w, he_conn_t *c)

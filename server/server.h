@@ -173,8 +173,8 @@ typedef struct he_conn {
     bool closing;     /* close requested; freed when inflight == 0 */
     bool close_after; /* close once the current response is sent */
     bool fixed;       /* registered in the fixed file table at index slot */
-    bool peer_eof;
-    uint8_t timer; /* enum he_timer_list */
+    bool peer_eof;    /* no more requests: close once the buffered ones are answered */
+    uint8_t timer;    /* enum he_timer_list */
     struct he_conn *tprev, *tnext;
     uint64_t deadline_ms;
 
@@ -350,6 +350,8 @@ void he__conn_close(he_worker_t *w, he_conn_t *c);
 void he__conn_op_done(he_worker_t *w, he_conn_t *c);
 void he__conn_arm_recv(he_worker_t *w, he_conn_t *c);
 void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len);
+/* The peer sent EOF: requests already received are answered, then it closes. */
+void he__conn_peer_eof(he_worker_t *w, he_conn_t *c);
 void he__conn_timer_set(he_worker_t *w, he_conn_t *c, enum he_timer_list list);
 void he__conn_timers_expire(he_worker_t *w);
 void he__conn_response_done(he_worker_t *w, he_conn_t *c);

@@ -308,12 +308,7 @@ static void he_tls_read(he_worker_t *w, he_conn_t *c)
             return;
         case SSL_ERROR_ZERO_RETURN: /* close_notify, or EOF (IGNORE_UNEXPECTED_EOF) */
             ERR_clear_error();
-            c->peer_eof = true;
-            /* a client may half-close after its request: answer it first */
-            if (!c->busy)
-                he__conn_close(w, c);
-            else
-                c->close_after = true;
+            he__conn_peer_eof(w, c); /* what was received before is answered */
             return;
         default:
             if (e == SSL_ERROR_SYSCALL && (errno == ECONNRESET || errno == EPIPE))

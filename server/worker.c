@@ -325,13 +325,9 @@ static void he_worker_on_recv(he_worker_t *w, he_conn_t *c, struct io_uring_cqe 
         }
         rearm = true;
     } else if (res == 0) {
-        c->peer_eof = true;
-        /* A client may half-close after sending its request; finish the
-         * response first. */
-        if (!c->busy)
-            he__conn_close(w, c);
-        else
-            c->close_after = true;
+        /* A client may half-close after sending its requests: they are
+         * answered first. */
+        he__conn_peer_eof(w, c);
     } else if (res == -ENOBUFS) {
         rearm = true; /* buffers come back at the end of this batch */
     } else if (res == -EBADF && c->fixed) {
