@@ -354,6 +354,8 @@ void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len
 void he__conn_peer_eof(he_worker_t *w, he_conn_t *c);
 void he__conn_timer_set(he_worker_t *w, he_conn_t *c, enum he_timer_list list);
 void he__conn_timers_expire(he_worker_t *w);
+/* After a live reload: no deadline lies past now + its list's new timeout. */
+void he__conn_timers_reconf(he_worker_t *w);
 void he__conn_response_done(he_worker_t *w, he_conn_t *c);
 
 /* http1.c */

@@ -401,6 +401,7 @@ static void he_worker_on_wake(he_worker_t *w, struct io_uring_cqe *cqe)
     const he_conf_t *next = atomic_load_explicit(&w->conf_next, memory_order_acquire);
     if (next && next != w->conf) {
         w->conf = next;
+        he__conn_timers_reconf(w); /* timeouts are live keys */
         atomic_store_explicit(&w->conf_ack, next->generation, memory_order_release);
     }
     if (atomic_load(&w->server->draining))

@@ -1,12 +1,16 @@
 """A connection's life at its edges, through the real binary: requests sent
-before a half-close are all answered. Every wait is bounded."""
+before a half-close are all answered; a timeout shortened by a live reload
+applies to connections that set their timer afterwards, and to those
+waiting, from the reload. Every wait is bounded."""
 
 import os
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, expect_eq, half_close, make_library, run_main, sha256  # noqa: E402
+from he_admin import reload_and_wait  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-lifecycle-")
 ROOT = make_library(os.path.join(TMP, "lib"), big_mb=32)
@@ -50,6 +54,29 @@ def test_half_close_answers_every_buffered_request():
         expect(c.closed_by_peer(5), "closed after the pipeline")
         c.close()
         expect_eq(srv.get("/master.m3u8").status, 200)
+
+
+def test_shortened_keepalive_applies_after_reload():
+    with Server(ROOT, admin=True, extra="timeouts:\n  keepalive: 20s\n") as srv:
+        a = srv.conn()
+        expect_eq(a.request("GET", "/master.m3u8").status, 200)
+        with open(srv.conf) as f:
+            text = f.read()
+        with open(srv.conf, "w") as f:
+            f.write(text.replace("keepalive: 20s", "keepalive: 1s"))
+        reload_and_wait(srv, 2)
+        t_reload = time.time()
+        b = srv.conn()
+        expect_eq(b.request("GET", "/master.m3u8").status, 200)
+        t0 = time.time()
+        expect(b.closed_by_peer(6), "a connection idle after the reload is closed")
+        expect(time.time() - t0 < 3, "within about the new keep-alive timeout (%.1fs)" % (time.time() - t0))
+        # the one idle across the reload waits no longer than the new value
+        # counted from the reload
+        expect(a.closed_by_peer(3), "the connection idle across the reload is closed too")
+        expect(time.time() - t_reload < 4, "soon after the reload")
+        a.close()
+        b.close()
 
 
 if __name__ == "__main__":
