@@ -335,6 +335,7 @@ static void he_conn_free(he_worker_t *w, he_conn_t *c)
     w->free_slots[w->nfree++] = c->slot;
     w->nconns--;
     w->stats.conn_closed++;
+    he__worker_accept_resume(w); /* its descriptor is free again */
 }
 
 void he__conn_close(he_worker_t *w, he_conn_t *c)

@@ -218,6 +218,7 @@ typedef struct he_listener {
     bool armed;
     unsigned index; /* he__listener_conf(server, index) */
     bool tls;       /* from conf->tls_listen: accepted connections speak TLS */
+    bool paused;    /* out of descriptors or memory: re-armed at the next tick or close */
 } he_listener_t;
 
 typedef struct he_worker {
@@ -235,6 +236,7 @@ typedef struct he_worker {
 
     he_listener_t listeners[2 * HE_CONF_MAX_LISTEN]; /* plain, then TLS */
     unsigned nlisteners;
+    bool accept_paused; /* some listener is paused */
 
     he_conn_t *conns;
     uint32_t conn_cap;
@@ -342,6 +344,8 @@ uint64_t he__now_ns(void);
 extern __thread uint64_t he__batch_ns; /* he__now_ns() when this batch was reaped */
 void *he__worker_main(void *arg);
 void he__worker_wake(he_worker_t *w);
+/* Re-arms accepts paused for want of descriptors (one was just freed). */
+void he__worker_accept_resume(he_worker_t *w);
 
 /* conn.c */
 /* tls: accepted on a TLS listener; the handshake starts before any recv. */

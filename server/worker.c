@@ -260,6 +260,13 @@ static void he_worker_refuse(he_worker_t *w, int fd)
     w->stats.conn_refused++;
 }
 
+/* Out of descriptors (process or system) or kernel memory: accept fails
+ * without taking the connection off the queue. */
+static bool he_worker_accept_starved(int res)
+{
+    return res == -EMFILE || res == -ENFILE || res == -ENOBUFS || res == -ENOMEM;
+}
+
 static void he_worker_on_accept(he_worker_t *w, struct io_uring_cqe *cqe)
 {
     unsigned li = he__ud_slot(cqe->user_data);
@@ -293,7 +300,28 @@ static void he_worker_on_accept(he_worker_t *w, struct io_uring_cqe *cqe)
     }
     if (!(cqe->flags & IORING_CQE_F_MORE)) {
         w->listeners[li].armed = false;
-        if (!w->draining && !w->soft_drain && !retiring && cqe->res != -ECANCELED)
+        if (w->draining || w->soft_drain || retiring || cqe->res == -ECANCELED) return;
+        if (he_worker_accept_starved(cqe->res)) {
+            /* The connection stays queued and an accept armed now fails
+             * again at once: a busy loop. Wait for a tick or a close. */
+            w->listeners[li].paused = true;
+            w->accept_paused = true;
+        } else {
+            he_worker_arm_accept(w, li);
+        }
+    }
+}
+
+void he__worker_accept_resume(he_worker_t *w)
+{
+    bool retiring;
+    if (!w->accept_paused) return; /* the common case: every connection close */
+    retiring = atomic_load_explicit(&w->server->retiring, memory_order_relaxed);
+    w->accept_paused = false;
+    for (unsigned li = 0; li < w->nlisteners; li++) {
+        if (!w->listeners[li].paused) continue;
+        w->listeners[li].paused = false;
+        if (!w->draining && !w->soft_drain && !retiring && !w->listeners[li].armed)
             he_worker_arm_accept(w, li);
     }
 }
@@ -349,6 +377,7 @@ static void he_worker_on_tick(he_worker_t *w)
     w->now_ms = he__now_ns() / 1000000;
     he__worker_refresh_date(w);
     he__conn_timers_expire(w);
+    he__worker_accept_resume(w);
     he__cache_tick(w);
     if ((w->draining || w->soft_drain) && w->now_ms >= w->drain_deadline_ms && w->nconns) {
         he_log_warn("worker %u: drain timeout, closing %u connections", w->id, w->nconns);

@@ -1,14 +1,19 @@
 """A connection's life at its edges, through the real binary: requests sent
 before a half-close are all answered; a timeout shortened by a live reload
 applies to connections that set their timer afterwards, and to those
-waiting, from the reload. Every wait is bounded."""
+waiting, from the reload; an exhausted file descriptor limit does not spin
+the worker, and accepting resumes when descriptors free up. Every wait is
+bounded."""
 
 import os
+import selectors
+import socket
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
+import he  # noqa: E402
 from he import Server, expect, expect_eq, half_close, make_library, run_main, sha256  # noqa: E402
 from he_admin import reload_and_wait  # noqa: E402
 
@@ -77,6 +82,87 @@ def test_shortened_keepalive_applies_after_reload():
         expect(time.time() - t_reload < 4, "soon after the reload")
         a.close()
         b.close()
+
+
+def worker_cpu_s(pid):
+    """CPU seconds used so far by the worker threads of pid."""
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                s = f.read()
+        except OSError:
+            continue
+        comm = s[s.index("(") + 1:s.rindex(")")]
+        if comm.startswith("he-worker"):
+            fields = s[s.rindex(")") + 2:].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def answered(socks, wait):
+    """The sockets among socks that received a complete 200 response
+    within wait seconds."""
+    sel = selectors.DefaultSelector()
+    bufs = {}
+    for s in socks:
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ)
+        bufs[s] = b""
+    done = []
+    deadline = time.time() + wait
+    while len(done) < len(socks) and time.time() < deadline:
+        for key, _ in sel.select(timeout=0.1):
+            s = key.fileobj
+            try:
+                d = s.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                d = b""
+            bufs[s] += d
+            if not d or b"\r\n\r\n" in bufs[s]:
+                sel.unregister(s)
+                if bufs[s].startswith(b"HTTP/1.1 200 "):
+                    done.append(s)
+    sel.close()
+    return done
+
+
+def test_fd_limit_does_not_spin_and_accepting_resumes():
+    wrapper = os.path.join(TMP, "nofile64.sh")
+    with open(wrapper, "w") as f:
+        f.write('#!/bin/sh\nulimit -n 64 || exit 1\nexec "%s" "$@"\n' % he.BIN)
+    os.chmod(wrapper, 0o755)
+    real, he.BIN = he.BIN, wrapper
+    try:
+        srv = Server(ROOT).start()
+    finally:
+        he.BIN = real
+    socks = []
+    try:
+        expect_eq(srv.get("/master.m3u8").status, 200, "file cached before the limit is hit")
+        for _ in range(80):
+            s = socket.create_connection(("127.0.0.1", srv.plain_port), timeout=5)  # plain under HE_TLS too
+            s.sendall(get_line("/master.m3u8"))
+            socks.append(s)
+        first = answered(socks, 2)
+        expect(20 < len(first) < 80, "some but not all answered under the limit (%d)" % len(first))
+        cpu0, t0 = worker_cpu_s(srv.proc.pid), time.time()
+        time.sleep(2)
+        cpu = (worker_cpu_s(srv.proc.pid) - cpu0) / (time.time() - t0)
+        expect(cpu < 0.2, "worker CPU while accept fails: %.0f%% of a core" % (cpu * 100))
+        expect("Too many open files" in srv.read_log(), "the failure is logged")
+        for s in first:
+            s.close()
+        rest = [s for s in socks if s not in first]
+        late = answered(rest, 5)
+        expect_eq(len(late), len(rest), "the waiting connections are accepted once descriptors free up")
+    finally:
+        for s in socks:
+            s.close()
+        log = srv.stop()
+    expect(log.count("Too many open files") < 20, "logged rate-limited")
 
 
 if __name__ == "__main__":
