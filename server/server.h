@@ -169,12 +169,14 @@ typedef struct he_conn {
     uint16_t inflight; /* ring operations that still reference this conn */
     bool in_use;
     bool recv_armed;
-    bool busy;        /* a request is being answered */
-    bool closing;     /* close requested; freed when inflight == 0 */
-    bool close_after; /* close once the current response is sent */
-    bool fixed;       /* registered in the fixed file table at index slot */
-    bool peer_eof;    /* no more requests: close once the buffered ones are answered */
-    uint8_t timer;    /* enum he_timer_list */
+    bool busy;           /* a request is being answered */
+    bool closing;        /* close requested; freed when inflight == 0 */
+    bool close_after;    /* close once the current response is sent */
+    bool fixed;          /* registered in the fixed file table at index slot */
+    bool peer_eof;       /* no more requests: close once the buffered ones are answered */
+    bool recv_multishot; /* the armed recv is multishot: pausing it takes a cancel */
+    bool recv_cancel;    /* input is full and that cancel is on its way */
+    uint8_t timer;       /* enum he_timer_list */
     struct he_conn *tprev, *tnext;
     uint64_t deadline_ms;
 
@@ -182,7 +184,8 @@ typedef struct he_conn {
     he_req_t req;
     char *url; /* request-target, url_cap bytes in the worker's slab */
 
-    /* bytes received while busy, or left over after a pipelined request */
+    /* bytes received while busy, or left over after a pipelined request;
+     * reading pauses while HE_CONN_IN_MAX of them wait */
     char *in;
     uint32_t in_len, in_off, in_cap;
     char *rbuf;      /* receive buffer when there is no provided-buffer ring */
@@ -356,6 +359,8 @@ void he__conn_arm_recv(he_worker_t *w, he_conn_t *c);
 void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len);
 /* The peer sent EOF: requests already received are answered, then it closes. */
 void he__conn_peer_eof(he_worker_t *w, he_conn_t *c);
+/* HE_CONN_IN_MAX bytes wait unparsed: reading pauses until they are answered. */
+bool he__conn_in_full(const he_conn_t *c);
 void he__conn_timer_set(he_worker_t *w, he_conn_t *c, enum he_timer_list list);
 void he__conn_timers_expire(he_worker_t *w);
 /* After a live reload: no deadline lies past now + its list's new timeout. */

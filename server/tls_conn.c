@@ -290,7 +290,8 @@ static void he_tls_read(he_worker_t *w, he_conn_t *c)
 
     for (;;) {
         int n, e;
-        if (c->closing || c->peer_eof) return;
+        /* full input: he__conn_response_done reads on */
+        if (c->closing || c->peer_eof || he__conn_in_full(c)) return;
         n = SSL_read(t->ssl, buf, sizeof(buf));
         if (n > 0) {
             he__conn_on_data(w, c, buf, (size_t)n);

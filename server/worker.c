@@ -366,7 +366,11 @@ static void he_worker_on_recv(he_worker_t *w, he_conn_t *c, struct io_uring_cqe 
         he__conn_close(w, c);
     }
     if (!more) {
+        /* paused for full input (-ECANCELED): he__conn_arm_recv re-arms
+         * only if the response finished and made room meanwhile */
+        if (c->recv_cancel) rearm = true;
         c->recv_armed = false;
+        c->recv_cancel = false;
         if (rearm && !c->closing) he__conn_arm_recv(w, c);
         he__conn_op_done(w, c);
     }

@@ -2,19 +2,22 @@
 before a half-close are all answered; a timeout shortened by a live reload
 applies to connections that set their timer afterwards, and to those
 waiting, from the reload; an exhausted file descriptor limit does not spin
-the worker, and accepting resumes when descriptors free up. Every wait is
-bounded."""
+the worker, and accepting resumes when descriptors free up; more than
+64 KiB of pipelined requests behind a long response pause reading instead
+of killing that response. Every wait is bounded."""
 
 import os
+import re
 import selectors
 import socket
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import he  # noqa: E402
-from he import Server, expect, expect_eq, half_close, make_library, run_main, sha256  # noqa: E402
+from he import TLS, Server, expect, expect_eq, half_close, make_library, run_main, sha256  # noqa: E402
 from he_admin import reload_and_wait  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-lifecycle-")
@@ -163,6 +166,69 @@ def test_fd_limit_does_not_spin_and_accepting_resumes():
             s.close()
         log = srv.stop()
     expect(log.count("Too many open files") < 20, "logged rate-limited")
+
+
+def read_responses(c, n):
+    """n responses from c as [(status, body)], parsed in one growing buffer
+    (Conn.read_response copies what is left of its buffer per response)."""
+    buf, off, out = bytearray(c.buf), 0, []
+    while len(out) < n:
+        i = buf.find(b"\r\n\r\n", off)
+        end = -1
+        if i >= 0:
+            m = re.search(rb"\r\ncontent-length: *(\d+)", bytes(buf[off:i]), re.I)
+            end = i + 4 + int(m.group(1))
+        if i < 0 or len(buf) < end:
+            d = c.sock.recv(1 << 20)
+            if not d:
+                raise EOFError("closed after %d of %d pipelined responses" % (len(out), n))
+            del buf[:off]
+            off = 0
+            buf += d
+            continue
+        out.append((int(buf[off + 9:off + 12]), bytes(buf[i + 4:end])))
+        off = end
+    c.buf = bytes(buf[off:])
+    return out
+
+
+def check_pipeline_behind_long_response(env=None):
+    # The pipelined requests arrive while the 32 MiB body waits for a client
+    # that reads nothing yet: the server keeps 64 KiB of them, stops
+    # reading, and reads on as responses make room. 1.6 MB of them is past
+    # any limit at which a connection that kept reading would be closed
+    # (128 KiB on the fallback paths); the client sends them from a thread
+    # while it reads. Over TLS (not thread-safe) 84 KB go at once.
+    n = 1000 if TLS else 20000
+    paths = ["/master.m3u8", "/360p/index.m3u8"] * n
+    data = get_line("/misc/big.ts") + b"".join(get_line(p) for p in paths)
+    with Server(ROOT, env=env) as srv:
+        c = srv.conn(timeout=20)
+        if TLS:
+            c.send(data)
+        else:
+            sender = threading.Thread(target=c.sock.sendall, args=(data,), daemon=True)
+            sender.start()
+        r = c.read_response()
+        expect_eq(r.status, 200, "big.ts")
+        expect_eq(len(r.body), len(lib("misc/big.ts")), "big.ts length")
+        expect_eq(sha256(r.body), sha256(lib("misc/big.ts")), "big.ts body")
+        bodies = {p: lib(p[1:]) for p in set(paths)}
+        for i, (p, got) in enumerate(zip(paths, read_responses(c, len(paths)))):
+            expect_eq(got, (200, bodies[p]), "pipelined request %d %s" % (i, p))
+        if not TLS:
+            sender.join(10)
+            expect(not sender.is_alive(), "everything was sent")
+        expect_eq(c.request("GET", "/master.m3u8").status, 200, "the connection goes on")
+        c.close()
+
+
+def test_pipeline_past_64k_pauses_reading():
+    check_pipeline_behind_long_response()
+
+
+def test_pipeline_past_64k_pauses_reading_on_fallback_paths():
+    check_pipeline_behind_long_response({"HE_DISABLE_FEATURES": "all"})
 
 
 if __name__ == "__main__":
