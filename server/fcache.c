@@ -149,17 +149,20 @@ static bool he_fcache_inside_root(he_fcache_t *fc, int fd)
            real[fc->root_path_len] == '/';
 }
 
+/* O_NONBLOCK: opening a FIFO would otherwise wait for a writer, blocking
+ * the worker (nginx opens the same way); it changes nothing for a regular
+ * file, and anything else is refused after the fstat. */
 static int he_fcache_open(he_fcache_t *fc, const char *path)
 {
     int fd;
     if (fc->beneath) {
         struct open_how how = {
-            .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
+            .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
             .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
         };
         fd = (int)syscall(SYS_openat2, fc->root_fd, path, &how, sizeof(how));
     } else {
-        fd = openat(fc->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = openat(fc->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd >= 0 && !he_fcache_inside_root(fc, fd)) {
             close(fd);
             return -EXDEV;
@@ -189,7 +192,9 @@ static int he_fcache_fill(he_fcache_t *fc, he_file_t *f, const char *path, size_
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return S_ISDIR(st.st_mode) ? -EISDIR : -EACCES;
+        /* A FIFO, socket or device is not there as far as a client can
+         * tell: 404, as nginx answers, and remembered like absence. */
+        return S_ISDIR(st.st_mode) ? -EISDIR : -ENOENT;
     }
     f->fd = fd;
     f->size = (uint64_t)st.st_size;

@@ -4,12 +4,14 @@ applies to connections that set their timer afterwards, and to those
 waiting, from the reload; an exhausted file descriptor limit does not spin
 the worker, and accepting resumes when descriptors free up; more than
 64 KiB of pipelined requests behind a long response pause reading instead
-of killing that response. Every wait is bounded."""
+of killing that response; a FIFO under root neither blocks the worker nor
+is served. Every wait is bounded."""
 
 import os
 import re
 import selectors
 import socket
+import stat
 import sys
 import tempfile
 import threading
@@ -229,6 +231,32 @@ def test_pipeline_past_64k_pauses_reading():
 
 def test_pipeline_past_64k_pauses_reading_on_fallback_paths():
     check_pipeline_behind_long_response({"HE_DISABLE_FEATURES": "all"})
+
+
+def test_fifo_is_refused_without_blocking():
+    fifo = os.path.join(ROOT, "misc", "pipe.ts")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    with Server(ROOT) as srv:
+        try:
+            c = srv.conn(timeout=3)
+            try:
+                r = c.request("GET", "/misc/pipe.ts")
+            except OSError as e:
+                raise AssertionError("no answer for a FIFO: %r" % e)
+            expect_eq(r.status, 404, "a FIFO is not served (nginx: 404)")
+            c.close()
+            expect_eq(srv.get("/master.m3u8").status, 200, "a new connection is served")
+            expect_eq(srv.get("/misc/pipe.ts").status, 404, "and the FIFO again")
+        finally:
+            # a worker blocked in open() of the FIFO comes back when a
+            # writer opens it: the server can stop even before the fix
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+    expect(stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO is still there")
+    os.unlink(fifo)
 
 
 if __name__ == "__main__":

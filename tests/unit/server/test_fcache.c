@@ -1,7 +1,8 @@
 /* server/fcache.c: hits cost no syscalls, entries revalidate after
  * valid_ms, replaced files are noticed, absence is cached, eviction keeps
- * the table bounded, and nothing outside root is ever opened, with or
- * without openat2. Time is injected (now_ms). */
+ * the table bounded, nothing outside root is ever opened, with or without
+ * openat2, and a FIFO neither blocks nor is served. Time is injected
+ * (now_ms). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -107,6 +108,11 @@ static void run(bool beneath)
     HE_CHECK(f != NULL && f->size == 3);
     if (f) he_fcache_put(fc, f);
 
+    /* a FIFO: opening it must not wait for a writer (main's alarm ends a
+     * test that does), and it is not served */
+    f = he_fcache_get(fc, "pipe.ts", 7, 4000, &err, &hit);
+    HE_CHECK(f == NULL && err == -ENOENT);
+
     he_fcache_free(fc);
     close(root_fd);
 }
@@ -133,6 +139,9 @@ int main(void)
     symlink("/etc", p);
     snprintf(p, sizeof(p), "%s/inside.ts", dir);
     symlink("s.ts", p);
+    snprintf(p, sizeof(p), "%s/pipe.ts", dir);
+    mkfifo(p, 0644);
+    alarm(30);
 
     run(true);
     put_file("a.m3u8", "#EXTM3U\n");
