@@ -177,6 +177,20 @@ static int he_fcache_open(he_fcache_t *fc, const char *path)
     return fd;
 }
 
+/* nginx's ETag has whole seconds: a live playlist rewritten in place
+ * (ffmpeg without temp_file) within one second, often at the same size,
+ * would keep its tag, and a client its stale copy. The nanoseconds follow
+ * when there are any; a file with whole-second times keeps nginx's tag. */
+static void he_fcache_etag(he_file_t *f)
+{
+    size_t n = he_http_etag(f->etag, sizeof(f->etag), f->mtime, f->size);
+    if (f->mtime_ns && n > 0) {
+        int m = snprintf(f->etag + n - 1, sizeof(f->etag) - (n - 1), "-%lx\"", f->mtime_ns);
+        if (m > 0 && (size_t)m < sizeof(f->etag) - (n - 1)) n += (size_t)m - 1;
+    }
+    f->etag_len = (uint8_t)n;
+}
+
 static int he_fcache_fill(he_fcache_t *fc, he_file_t *f, const char *path, size_t len)
 {
     struct stat st;
@@ -198,11 +212,12 @@ static int he_fcache_fill(he_fcache_t *fc, he_file_t *f, const char *path, size_
     }
     f->fd = fd;
     f->size = (uint64_t)st.st_size;
-    f->mtime = st.st_mtime;
+    f->mtime = st.st_mtim.tv_sec;
+    f->mtime_ns = st.st_mtim.tv_nsec;
     f->ino = st.st_ino;
     f->dev = st.st_dev;
     f->type = he_seg_type_from_path(path, len);
-    f->etag_len = (uint8_t)he_http_etag(f->etag, sizeof(f->etag), f->mtime, f->size);
+    he_fcache_etag(f);
     he_http_date_format(f->mtime, f->last_modified);
 
     if (f->type == HE_SEG_TYPE_M3U8 || f->type == HE_SEG_TYPE_KEY || f->type == HE_SEG_TYPE_VTT) {
@@ -232,7 +247,7 @@ static bool he_fcache_still_valid(he_fcache_t *fc, he_file_t *f, const char *pat
     if (fstatat(fc->root_fd, path, &st, 0) < 0) return f->fd < 0 && -errno == f->err;
     if (f->fd < 0) return false;
     return st.st_ino == f->ino && st.st_dev == f->dev && (uint64_t)st.st_size == f->size &&
-           st.st_mtime == f->mtime;
+           st.st_mtim.tv_sec == f->mtime && st.st_mtim.tv_nsec == f->mtime_ns;
 }
 
 he_file_t *he_fcache_get(he_fcache_t *fc, const char *path, size_t len, uint64_t now_ms, int *err,

@@ -69,12 +69,13 @@ typedef struct he_file {
     int err;       /* negative errno for a negative entry (-ENOENT, ...) */
     uint64_t size;
     time_t mtime;
+    long mtime_ns; /* rewrites in place within one second differ only here */
     ino_t ino;
     dev_t dev;
     uint64_t validated_ms; /* monotonic ms of the last stat */
     he_seg_type_t type;
     he_seg_kind_t kind;
-    char etag[40];
+    char etag[48]; /* nginx's "mtime-size", then "-nanoseconds" when nonzero */
     uint8_t etag_len;
     char last_modified[30]; /* IMF-fixdate of mtime, formatted once */
     char *body;             /* whole body in memory for small playlists/keys, or NULL */

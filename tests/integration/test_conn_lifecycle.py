@@ -5,7 +5,8 @@ waiting, from the reload; an exhausted file descriptor limit does not spin
 the worker, and accepting resumes when descriptors free up; more than
 64 KiB of pipelined requests behind a long response pause reading instead
 of killing that response; a FIFO under root neither blocks the worker nor
-is served. Every wait is bounded."""
+is served; a file rewritten in place within one second is served anew with
+a new ETag. Every wait is bounded."""
 
 import os
 import re
@@ -257,6 +258,36 @@ def test_fifo_is_refused_without_blocking():
                 pass
     expect(stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO is still there")
     os.unlink(fifo)
+
+
+def test_rewrite_in_place_within_a_second():
+    os.makedirs(os.path.join(ROOT, "live"), exist_ok=True)
+    p = os.path.join(ROOT, "live", "index.m3u8")
+    one = b"#EXTM3U\n#EXT-X-MEDIA-SEQUENCE:1\n#EXTINF:2.0,\nseg1.ts\n"
+    two = b"#EXTM3U\n#EXT-X-MEDIA-SEQUENCE:2\n#EXTINF:2.0,\nseg2.ts\n"
+    expect_eq(len(one), len(two), "same size")
+    sec = int(time.time()) * 1000000000
+    with open(p, "wb") as f:
+        f.write(one)
+    os.utime(p, ns=(sec + 100000000, sec + 100000000))
+    with Server(ROOT, extra="fd_cache:\n  valid: 0s\n") as srv:
+        c = srv.conn()
+        r1 = c.request("GET", "/live/index.m3u8")
+        expect_eq((r1.status, r1.body), (200, one), "first version")
+        ino = os.stat(p).st_ino
+        with open(p, "r+b") as f:  # in place, as ffmpeg does without temp_file
+            f.write(two)
+        os.utime(p, ns=(sec + 600000000, sec + 600000000))
+        expect_eq(os.stat(p).st_ino, ino, "same inode")
+        r2 = c.request("GET", "/live/index.m3u8")
+        expect_eq((r2.status, r2.body), (200, two), "second version, same second and size")
+        expect(r2.h("etag") != r1.h("etag"), "a new ETag (%s, %s)" % (r1.h("etag"), r2.h("etag")))
+        r3 = c.request("GET", "/live/index.m3u8", headers={"If-None-Match": r1.h("etag")})
+        expect_eq((r3.status, r3.body), (200, two), "the old ETag does not match")
+        r4 = c.request("GET", "/live/index.m3u8", headers={"If-None-Match": r2.h("etag")})
+        expect_eq(r4.status, 304, "the new one does")
+        c.close()
+    os.unlink(p)
 
 
 if __name__ == "__main__":
