@@ -14,9 +14,9 @@
 #include "server/tls.h"
 #include "server/cache_glue.h"
 
-/* Order matters only in that every list keeps a constant timeout, so
- * appending at the tail keeps each list sorted by deadline: expiry pops
- * from the head in O(1). */
+/* Each list is sorted by deadline, so expiry pops from the head. While a
+ * list's timeout stays the same a new deadline is the latest and goes at
+ * the tail in O(1); a live reload may change it (he__conn_timers_reconf). */
 static unsigned he_conn_timeout_ms(he_worker_t *w, enum he_timer_list list)
 {
     switch (list) {
@@ -51,19 +51,40 @@ static void he_conn_timer_unlink(he_worker_t *w, he_conn_t *c)
 
 void he__conn_timer_set(he_worker_t *w, he_conn_t *c, enum he_timer_list list)
 {
-    he_conn_t **l;
+    he_conn_t **l, *p;
     he_conn_timer_unlink(w, c);
     if (list == HE_TIMER_NONE) return;
     l = w->timers[list];
     c->timer = (uint8_t)list;
     c->deadline_ms = w->now_ms + he_conn_timeout_ms(w, list);
-    c->tnext = NULL;
-    c->tprev = l[1];
-    if (l[1])
-        l[1]->tnext = c;
+    /* after p: normally the tail; walking back keeps the order whatever
+     * changed the timeout */
+    p = l[1];
+    while (p && p->deadline_ms > c->deadline_ms)
+        p = p->tprev;
+    c->tprev = p;
+    c->tnext = p ? p->tnext : l[0];
+    if (c->tnext)
+        c->tnext->tprev = c;
+    else
+        l[1] = c;
+    if (p)
+        p->tnext = c;
     else
         l[0] = c;
-    l[1] = c;
+}
+
+/* A shortened timeout applies from the reload on to connections already
+ * waiting: deadlines past now + timeout come down to it. Clamping keeps
+ * the list sorted, and no later deadline is earlier than the clamp, so
+ * inserting stays O(1) instead of walking past every old deadline. */
+void he__conn_timers_reconf(he_worker_t *w)
+{
+    for (int list = HE_TIMER_HEADER; list < HE_TIMER_COUNT; list++) {
+        uint64_t cap = w->now_ms + he_conn_timeout_ms(w, (enum he_timer_list)list);
+        for (he_conn_t *c = w->timers[list][1]; c && c->deadline_ms > cap; c = c->tprev)
+            c->deadline_ms = cap;
+    }
 }
 
 void he__conn_timers_expire(he_worker_t *w)
@@ -142,17 +163,25 @@ he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *p
     return c;
 }
 
+bool he__conn_in_full(const he_conn_t *c)
+{
+    return c->in_len - c->in_off >= HE_CONN_IN_MAX;
+}
+
 void he__conn_arm_recv(he_worker_t *w, he_conn_t *c)
 {
     struct io_uring_sqe *sqe;
+    /* full input: he__conn_response_done reads on */
+    if (he__conn_in_full(c)) return;
     if (c->tls) { /* never a ring recv: it would take ciphertext from OpenSSL */
         he__tls_arm_read(w, c);
         return;
     }
     if (c->recv_armed || c->closing || c->peer_eof) return;
     sqe = he__worker_sqe(w);
+    c->recv_multishot = w->br && w->server->features.recv_multishot;
     if (w->br) {
-        if (w->server->features.recv_multishot)
+        if (c->recv_multishot)
             io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
         else
             io_uring_prep_recv(sqe, c->fd, NULL, w->buf_size, 0);
@@ -171,11 +200,37 @@ void he__conn_arm_recv(he_worker_t *w, he_conn_t *c)
     c->recv_armed = true;
 }
 
+/* Input is full while a response is under way: stop reading until
+ * he__conn_response_done has made room. A single-shot recv is simply not
+ * re-armed; a multishot one is cancelled, and its last completion re-arms
+ * nothing while input is full. The cancel precedes any later recv with the
+ * same user_data in the submission queue, and is issued inline, so it can
+ * only meet this one. */
+static void he_conn_recv_pause(he_worker_t *w, he_conn_t *c)
+{
+    struct io_uring_sqe *sqe;
+    if (!c->recv_armed || !c->recv_multishot || c->recv_cancel) return;
+    sqe = he__worker_sqe(w);
+    io_uring_prep_cancel64(sqe, he__ud(HE_OP_RECV, c->slot, c->gen), 0);
+    sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+    c->recv_cancel = true;
+}
+
+/* Reading pauses at HE_CONN_IN_MAX, but a multishot recv hands over all the
+ * socket held when the batch was reaped (measured: 400 KB behind a fast
+ * pipelining client), at most the worker's provided buffers, which return
+ * only after the batch. A single recv brings at most 16 KiB (a TLS record).
+ * More than that means the pause failed: close rather than grow. */
+static size_t he_conn_in_hard_max(const he_worker_t *w)
+{
+    return HE_CONN_IN_MAX + (w->br ? (size_t)w->nbufs * w->buf_size : HE_CONN_IN_MAX);
+}
+
 /* Appends received bytes that cannot be parsed yet. */
-static int he_conn_buffer(he_conn_t *c, const char *data, size_t len)
+static int he_conn_buffer(he_worker_t *w, he_conn_t *c, const char *data, size_t len)
 {
     if (c->in_off && c->in_off == c->in_len) c->in_off = c->in_len = 0;
-    if (c->in_len - c->in_off + len > HE_CONN_IN_MAX) return -ENOBUFS;
+    if (c->in_len - c->in_off + len > he_conn_in_hard_max(w)) return -ENOBUFS;
     if (c->in_len + len > c->in_cap) {
         uint32_t cap = c->in_cap ? c->in_cap : 4096;
         char *n;
@@ -216,7 +271,7 @@ static void he_conn_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t
     }
     if (from_in) {
         c->in_off += (uint32_t)used;
-    } else if (used < len && he_conn_buffer(c, data + used, len - used) < 0) {
+    } else if (used < len && he_conn_buffer(w, c, data + used, len - used) < 0) {
         he__conn_close(w, c);
         return;
     }
@@ -249,14 +304,32 @@ static void he_conn_process_buffered(he_worker_t *w, he_conn_t *c)
     if (c->in_off == c->in_len) c->in_off = c->in_len = 0;
 }
 
+/* After EOF nothing more can arrive: once the requests received before it
+ * are answered, what is left is at most an incomplete one, dropped. */
+static bool he_conn_close_if_done(he_worker_t *w, he_conn_t *c)
+{
+    if (!c->peer_eof || c->busy || c->in_process) return false;
+    he__conn_close(w, c);
+    return true;
+}
+
+void he__conn_peer_eof(he_worker_t *w, he_conn_t *c)
+{
+    c->peer_eof = true;
+    he_conn_close_if_done(w, c);
+}
+
 void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len)
 {
     if (c->busy || c->in_len > c->in_off) {
-        if (he_conn_buffer(c, data, len) < 0) {
+        if (he_conn_buffer(w, c, data, len) < 0) {
             he__conn_close(w, c);
             return;
         }
-        if (!c->busy) he_conn_process_buffered(w, c);
+        if (!c->busy)
+            he_conn_process_buffered(w, c);
+        else if (he__conn_in_full(c))
+            he_conn_recv_pause(w, c);
         return;
     }
     he_conn_parse(w, c, data, len, false);
@@ -272,7 +345,8 @@ void he__conn_response_done(he_worker_t *w, he_conn_t *c)
     he__http1_next(c);
     he__conn_timer_set(w, c, HE_TIMER_KEEPALIVE);
     if (c->in_len > c->in_off) he_conn_process_buffered(w, c);
-    if (c->in_use && !c->closing && !c->recv_armed) he__conn_arm_recv(w, c);
+    if (!c->in_use || c->closing || he_conn_close_if_done(w, c)) return;
+    if (!c->recv_armed) he__conn_arm_recv(w, c);
 }
 
 static void he_conn_free(he_worker_t *w, he_conn_t *c)
@@ -298,6 +372,7 @@ static void he_conn_free(he_worker_t *w, he_conn_t *c)
     w->free_slots[w->nfree++] = c->slot;
     w->nconns--;
     w->stats.conn_closed++;
+    he__worker_accept_resume(w); /* its descriptor is free again */
 }
 
 void he__conn_close(he_worker_t *w, he_conn_t *c)

@@ -149,17 +149,20 @@ static bool he_fcache_inside_root(he_fcache_t *fc, int fd)
            real[fc->root_path_len] == '/';
 }
 
+/* O_NONBLOCK: opening a FIFO would otherwise wait for a writer, blocking
+ * the worker (nginx opens the same way); it changes nothing for a regular
+ * file, and anything else is refused after the fstat. */
 static int he_fcache_open(he_fcache_t *fc, const char *path)
 {
     int fd;
     if (fc->beneath) {
         struct open_how how = {
-            .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
+            .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
             .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
         };
         fd = (int)syscall(SYS_openat2, fc->root_fd, path, &how, sizeof(how));
     } else {
-        fd = openat(fc->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = openat(fc->root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd >= 0 && !he_fcache_inside_root(fc, fd)) {
             close(fd);
             return -EXDEV;
@@ -172,6 +175,20 @@ static int he_fcache_open(he_fcache_t *fc, const char *path)
         return -e;
     }
     return fd;
+}
+
+/* nginx's ETag has whole seconds: a live playlist rewritten in place
+ * (ffmpeg without temp_file) within one second, often at the same size,
+ * would keep its tag, and a client its stale copy. The nanoseconds follow
+ * when there are any; a file with whole-second times keeps nginx's tag. */
+static void he_fcache_etag(he_file_t *f)
+{
+    size_t n = he_http_etag(f->etag, sizeof(f->etag), f->mtime, f->size);
+    if (f->mtime_ns && n > 0) {
+        int m = snprintf(f->etag + n - 1, sizeof(f->etag) - (n - 1), "-%lx\"", f->mtime_ns);
+        if (m > 0 && (size_t)m < sizeof(f->etag) - (n - 1)) n += (size_t)m - 1;
+    }
+    f->etag_len = (uint8_t)n;
 }
 
 static int he_fcache_fill(he_fcache_t *fc, he_file_t *f, const char *path, size_t len)
@@ -189,15 +206,18 @@ static int he_fcache_fill(he_fcache_t *fc, he_file_t *f, const char *path, size_
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return S_ISDIR(st.st_mode) ? -EISDIR : -EACCES;
+        /* A FIFO, socket or device is not there as far as a client can
+         * tell: 404, as nginx answers, and remembered like absence. */
+        return S_ISDIR(st.st_mode) ? -EISDIR : -ENOENT;
     }
     f->fd = fd;
     f->size = (uint64_t)st.st_size;
-    f->mtime = st.st_mtime;
+    f->mtime = st.st_mtim.tv_sec;
+    f->mtime_ns = st.st_mtim.tv_nsec;
     f->ino = st.st_ino;
     f->dev = st.st_dev;
     f->type = he_seg_type_from_path(path, len);
-    f->etag_len = (uint8_t)he_http_etag(f->etag, sizeof(f->etag), f->mtime, f->size);
+    he_fcache_etag(f);
     he_http_date_format(f->mtime, f->last_modified);
 
     if (f->type == HE_SEG_TYPE_M3U8 || f->type == HE_SEG_TYPE_KEY || f->type == HE_SEG_TYPE_VTT) {
@@ -227,7 +247,7 @@ static bool he_fcache_still_valid(he_fcache_t *fc, he_file_t *f, const char *pat
     if (fstatat(fc->root_fd, path, &st, 0) < 0) return f->fd < 0 && -errno == f->err;
     if (f->fd < 0) return false;
     return st.st_ino == f->ino && st.st_dev == f->dev && (uint64_t)st.st_size == f->size &&
-           st.st_mtime == f->mtime;
+           st.st_mtim.tv_sec == f->mtime && st.st_mtim.tv_nsec == f->mtime_ns;
 }
 
 he_file_t *he_fcache_get(he_fcache_t *fc, const char *path, size_t len, uint64_t now_ms, int *err,

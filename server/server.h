@@ -69,12 +69,13 @@ typedef struct he_file {
     int err;       /* negative errno for a negative entry (-ENOENT, ...) */
     uint64_t size;
     time_t mtime;
+    long mtime_ns; /* rewrites in place within one second differ only here */
     ino_t ino;
     dev_t dev;
     uint64_t validated_ms; /* monotonic ms of the last stat */
     he_seg_type_t type;
     he_seg_kind_t kind;
-    char etag[40];
+    char etag[48]; /* nginx's "mtime-size", then "-nanoseconds" when nonzero */
     uint8_t etag_len;
     char last_modified[30]; /* IMF-fixdate of mtime, formatted once */
     char *body;             /* whole body in memory for small playlists/keys, or NULL */
@@ -169,12 +170,14 @@ typedef struct he_conn {
     uint16_t inflight; /* ring operations that still reference this conn */
     bool in_use;
     bool recv_armed;
-    bool busy;        /* a request is being answered */
-    bool closing;     /* close requested; freed when inflight == 0 */
-    bool close_after; /* close once the current response is sent */
-    bool fixed;       /* registered in the fixed file table at index slot */
-    bool peer_eof;
-    uint8_t timer; /* enum he_timer_list */
+    bool busy;           /* a request is being answered */
+    bool closing;        /* close requested; freed when inflight == 0 */
+    bool close_after;    /* close once the current response is sent */
+    bool fixed;          /* registered in the fixed file table at index slot */
+    bool peer_eof;       /* no more requests: close once the buffered ones are answered */
+    bool recv_multishot; /* the armed recv is multishot: pausing it takes a cancel */
+    bool recv_cancel;    /* input is full and that cancel is on its way */
+    uint8_t timer;       /* enum he_timer_list */
     struct he_conn *tprev, *tnext;
     uint64_t deadline_ms;
 
@@ -182,7 +185,8 @@ typedef struct he_conn {
     he_req_t req;
     char *url; /* request-target, url_cap bytes in the worker's slab */
 
-    /* bytes received while busy, or left over after a pipelined request */
+    /* bytes received while busy, or left over after a pipelined request;
+     * reading pauses while HE_CONN_IN_MAX of them wait */
     char *in;
     uint32_t in_len, in_off, in_cap;
     char *rbuf;      /* receive buffer when there is no provided-buffer ring */
@@ -218,6 +222,7 @@ typedef struct he_listener {
     bool armed;
     unsigned index; /* he__listener_conf(server, index) */
     bool tls;       /* from conf->tls_listen: accepted connections speak TLS */
+    bool paused;    /* out of descriptors or memory: re-armed at the next tick or close */
 } he_listener_t;
 
 typedef struct he_worker {
@@ -235,6 +240,7 @@ typedef struct he_worker {
 
     he_listener_t listeners[2 * HE_CONF_MAX_LISTEN]; /* plain, then TLS */
     unsigned nlisteners;
+    bool accept_paused; /* some listener is paused */
 
     he_conn_t *conns;
     uint32_t conn_cap;
@@ -342,6 +348,8 @@ uint64_t he__now_ns(void);
 extern __thread uint64_t he__batch_ns; /* he__now_ns() when this batch was reaped */
 void *he__worker_main(void *arg);
 void he__worker_wake(he_worker_t *w);
+/* Re-arms accepts paused for want of descriptors (one was just freed). */
+void he__worker_accept_resume(he_worker_t *w);
 
 /* conn.c */
 /* tls: accepted on a TLS listener; the handshake starts before any recv. */
@@ -350,8 +358,14 @@ void he__conn_close(he_worker_t *w, he_conn_t *c);
 void he__conn_op_done(he_worker_t *w, he_conn_t *c);
 void he__conn_arm_recv(he_worker_t *w, he_conn_t *c);
 void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len);
+/* The peer sent EOF: requests already received are answered, then it closes. */
+void he__conn_peer_eof(he_worker_t *w, he_conn_t *c);
+/* HE_CONN_IN_MAX bytes wait unparsed: reading pauses until they are answered. */
+bool he__conn_in_full(const he_conn_t *c);
 void he__conn_timer_set(he_worker_t *w, he_conn_t *c, enum he_timer_list list);
 void he__conn_timers_expire(he_worker_t *w);
+/* After a live reload: no deadline lies past now + its list's new timeout. */
+void he__conn_timers_reconf(he_worker_t *w);
 void he__conn_response_done(he_worker_t *w, he_conn_t *c);
 
 /* http1.c */

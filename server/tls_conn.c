@@ -290,7 +290,8 @@ static void he_tls_read(he_worker_t *w, he_conn_t *c)
 
     for (;;) {
         int n, e;
-        if (c->closing || c->peer_eof) return;
+        /* full input: he__conn_response_done reads on */
+        if (c->closing || c->peer_eof || he__conn_in_full(c)) return;
         n = SSL_read(t->ssl, buf, sizeof(buf));
         if (n > 0) {
             he__conn_on_data(w, c, buf, (size_t)n);
@@ -308,12 +309,7 @@ static void he_tls_read(he_worker_t *w, he_conn_t *c)
             return;
         case SSL_ERROR_ZERO_RETURN: /* close_notify, or EOF (IGNORE_UNEXPECTED_EOF) */
             ERR_clear_error();
-            c->peer_eof = true;
-            /* a client may half-close after its request: answer it first */
-            if (!c->busy)
-                he__conn_close(w, c);
-            else
-                c->close_after = true;
+            he__conn_peer_eof(w, c); /* what was received before is answered */
             return;
         default:
             if (e == SSL_ERROR_SYSCALL && (errno == ECONNRESET || errno == EPIPE))

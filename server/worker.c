@@ -260,6 +260,13 @@ static void he_worker_refuse(he_worker_t *w, int fd)
     w->stats.conn_refused++;
 }
 
+/* Out of descriptors (process or system) or kernel memory: accept fails
+ * without taking the connection off the queue. */
+static bool he_worker_accept_starved(int res)
+{
+    return res == -EMFILE || res == -ENFILE || res == -ENOBUFS || res == -ENOMEM;
+}
+
 static void he_worker_on_accept(he_worker_t *w, struct io_uring_cqe *cqe)
 {
     unsigned li = he__ud_slot(cqe->user_data);
@@ -293,7 +300,28 @@ static void he_worker_on_accept(he_worker_t *w, struct io_uring_cqe *cqe)
     }
     if (!(cqe->flags & IORING_CQE_F_MORE)) {
         w->listeners[li].armed = false;
-        if (!w->draining && !w->soft_drain && !retiring && cqe->res != -ECANCELED)
+        if (w->draining || w->soft_drain || retiring || cqe->res == -ECANCELED) return;
+        if (he_worker_accept_starved(cqe->res)) {
+            /* The connection stays queued and an accept armed now fails
+             * again at once: a busy loop. Wait for a tick or a close. */
+            w->listeners[li].paused = true;
+            w->accept_paused = true;
+        } else {
+            he_worker_arm_accept(w, li);
+        }
+    }
+}
+
+void he__worker_accept_resume(he_worker_t *w)
+{
+    bool retiring;
+    if (!w->accept_paused) return; /* the common case: every connection close */
+    retiring = atomic_load_explicit(&w->server->retiring, memory_order_relaxed);
+    w->accept_paused = false;
+    for (unsigned li = 0; li < w->nlisteners; li++) {
+        if (!w->listeners[li].paused) continue;
+        w->listeners[li].paused = false;
+        if (!w->draining && !w->soft_drain && !retiring && !w->listeners[li].armed)
             he_worker_arm_accept(w, li);
     }
 }
@@ -325,13 +353,9 @@ static void he_worker_on_recv(he_worker_t *w, he_conn_t *c, struct io_uring_cqe 
         }
         rearm = true;
     } else if (res == 0) {
-        c->peer_eof = true;
-        /* A client may half-close after sending its request; finish the
-         * response first. */
-        if (!c->busy)
-            he__conn_close(w, c);
-        else
-            c->close_after = true;
+        /* A client may half-close after sending its requests: they are
+         * answered first. */
+        he__conn_peer_eof(w, c);
     } else if (res == -ENOBUFS) {
         rearm = true; /* buffers come back at the end of this batch */
     } else if (res == -EBADF && c->fixed) {
@@ -342,7 +366,11 @@ static void he_worker_on_recv(he_worker_t *w, he_conn_t *c, struct io_uring_cqe 
         he__conn_close(w, c);
     }
     if (!more) {
+        /* paused for full input (-ECANCELED): he__conn_arm_recv re-arms
+         * only if the response finished and made room meanwhile */
+        if (c->recv_cancel) rearm = true;
         c->recv_armed = false;
+        c->recv_cancel = false;
         if (rearm && !c->closing) he__conn_arm_recv(w, c);
         he__conn_op_done(w, c);
     }
@@ -353,6 +381,7 @@ static void he_worker_on_tick(he_worker_t *w)
     w->now_ms = he__now_ns() / 1000000;
     he__worker_refresh_date(w);
     he__conn_timers_expire(w);
+    he__worker_accept_resume(w);
     he__cache_tick(w);
     if ((w->draining || w->soft_drain) && w->now_ms >= w->drain_deadline_ms && w->nconns) {
         he_log_warn("worker %u: drain timeout, closing %u connections", w->id, w->nconns);
@@ -405,6 +434,7 @@ static void he_worker_on_wake(he_worker_t *w, struct io_uring_cqe *cqe)
     const he_conf_t *next = atomic_load_explicit(&w->conf_next, memory_order_acquire);
     if (next && next != w->conf) {
         w->conf = next;
+        he__conn_timers_reconf(w); /* timeouts are live keys */
         atomic_store_explicit(&w->conf_ack, next->generation, memory_order_release);
     }
     if (atomic_load(&w->server->draining))

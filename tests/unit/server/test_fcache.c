@@ -1,7 +1,9 @@
 /* server/fcache.c: hits cost no syscalls, entries revalidate after
  * valid_ms, replaced files are noticed, absence is cached, eviction keeps
- * the table bounded, and nothing outside root is ever opened, with or
- * without openat2. Time is injected (now_ms). */
+ * the table bounded, nothing outside root is ever opened, with or without
+ * openat2, a FIFO neither blocks nor is served, and a file rewritten in
+ * place within a second gets a new entry and ETag. Time is injected
+ * (now_ms). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "he_test.h"
@@ -24,6 +27,14 @@ static void put_file(const char *rel, const char *content)
     f = fopen(p, "w");
     fputs(content, f);
     fclose(f);
+}
+
+static void set_mtime(const char *rel, time_t sec, long nsec)
+{
+    char p[PATH_MAX + 64];
+    struct timespec ts[2] = {{sec, nsec}, {sec, nsec}};
+    snprintf(p, sizeof(p), "%s/%s", dir, rel);
+    utimensat(AT_FDCWD, p, ts, 0);
 }
 
 static void run(bool beneath)
@@ -107,6 +118,34 @@ static void run(bool beneath)
     HE_CHECK(f != NULL && f->size == 3);
     if (f) he_fcache_put(fc, f);
 
+    /* a FIFO: opening it must not wait for a writer (main's alarm ends a
+     * test that does), and it is not served */
+    f = he_fcache_get(fc, "pipe.ts", 7, 4000, &err, &hit);
+    HE_CHECK(f == NULL && err == -ENOENT);
+
+    /* rewritten in place within one second at the same size (a live
+     * playlist without a temporary file): the nanoseconds tell, and the
+     * ETag carries them; whole-second times keep nginx's ETag */
+    put_file("live.m3u8", "#EXTM3U\n#A\n");
+    set_mtime("live.m3u8", 1700000000, 0);
+    f = he_fcache_get(fc, "live.m3u8", 9, 5000, &err, &hit);
+    HE_CHECK(f != NULL);
+    if (f) {
+        HE_CHECK_STR(f->etag, "\"6553f100-b\"");
+        HE_CHECK_INT(f->etag_len, 12);
+        he_fcache_put(fc, f);
+    }
+    put_file("live.m3u8", "#EXTM3U\n#B\n");
+    set_mtime("live.m3u8", 1700000000, 5000);
+    f = he_fcache_get(fc, "live.m3u8", 9, 6100, &err, &hit);
+    HE_CHECK(f != NULL && !hit);
+    if (f) {
+        HE_CHECK(f->body && memcmp(f->body, "#EXTM3U\n#B\n", 11) == 0);
+        HE_CHECK_STR(f->etag, "\"6553f100-b-1388\"");
+        HE_CHECK_INT(f->etag_len, 17);
+        he_fcache_put(fc, f);
+    }
+
     he_fcache_free(fc);
     close(root_fd);
 }
@@ -133,6 +172,9 @@ int main(void)
     symlink("/etc", p);
     snprintf(p, sizeof(p), "%s/inside.ts", dir);
     symlink("s.ts", p);
+    snprintf(p, sizeof(p), "%s/pipe.ts", dir);
+    mkfifo(p, 0644);
+    alarm(30);
 
     run(true);
     put_file("a.m3u8", "#EXTM3U\n");
