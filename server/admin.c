@@ -1,7 +1,8 @@
 /* The admin HTTP/1.1 server: libuv streams, llhttp parsing, a route table.
  * It serves operators and scrapers, a handful of requests per second, so
  * it favours simple over fast: every response is built whole in memory and
- * written with one uv_write. */
+ * written with one uv_write. Answers queued for a client that does not
+ * read hold its parsing. */
 #include "server/admin.h"
 
 #include <errno.h>
@@ -15,6 +16,11 @@
 
 #define HE_ADMIN_MAX_ROUTES 32
 #define HE_ADMIN_MAX_CONNS 128
+/* Pipelined requests are parsed only while the answers queued for the
+ * client stay under these; a client that sends and never reads would
+ * otherwise have the server hold every answer (and parse on and on). */
+#define HE_ADMIN_QUEUE_BYTES (1u << 20)
+#define HE_ADMIN_QUEUE_WRITES 32
 #define HE_ADMIN_URL_MAX 4096
 #define HE_ADMIN_HEAD_MAX 16384
 #define HE_ADMIN_BODY_MAX (1u << 20)
@@ -41,6 +47,10 @@ typedef struct he_admin_conn {
     int err_status; /* 413, 414 or 431 found by a callback */
     bool closing;
     bool close_after; /* a response said Connection: close */
+    bool held;        /* parsing paused until the queued answers drain */
+    unsigned nwrites; /* uv_writes not called back yet */
+    char *rest;       /* while held: the bytes read but not parsed */
+    size_t rest_len;
     uint64_t last_ms;
     struct he_admin_conn *prev, *next;
 } he_admin_conn_t;
@@ -113,6 +123,7 @@ static void he_admin_on_conn_closed(uv_handle_t *h)
     if (c->next) c->next->prev = c->prev;
     a->nconns--;
     free(c->body);
+    free(c->rest);
     free(c);
     he_admin_maybe_free(a);
 }
@@ -124,13 +135,23 @@ static void he_admin_conn_close(he_admin_conn_t *c)
     uv_close((uv_handle_t *)&c->tcp, he_admin_on_conn_closed);
 }
 
+static void he_admin_resume(he_admin_conn_t *c);
+
 static void he_admin_on_write(uv_write_t *req, int status)
 {
     he_admin_write_t *w = (he_admin_write_t *)req;
+    he_admin_conn_t *c = w->conn;
+    bool close = status < 0 || w->close;
+
     free(w->hdr);
     if (w->free_body) free(w->body);
-    if (status < 0 || w->close) he_admin_conn_close(w->conn);
     free(w);
+    c->nwrites--;
+    if (close)
+        he_admin_conn_close(c);
+    else if (c->held && !c->closing && c->nwrites <= HE_ADMIN_QUEUE_WRITES / 2 &&
+             c->tcp.write_queue_size <= HE_ADMIN_QUEUE_BYTES / 2)
+        he_admin_resume(c);
 }
 
 static void he_admin_send(he_admin_conn_t *c, he_admin_resp_t *resp, bool head, bool close,
@@ -167,6 +188,7 @@ static void he_admin_send(he_admin_conn_t *c, he_admin_resp_t *resp, bool head, 
         he_admin_conn_close(c);
         return;
     }
+    c->nwrites++;
     if (close) c->close_after = true;
 }
 
@@ -282,7 +304,12 @@ static int he_admin_on_message_complete(llhttp_t *p)
     bool close = !llhttp_should_keep_alive(p) || c->admin->stopping;
     he_admin_dispatch(c, close);
     /* Stop at a response that closes: whatever follows is not answered. */
-    return close ? HPE_PAUSED : 0;
+    if (close || c->closing) return HPE_PAUSED;
+    if (c->nwrites >= HE_ADMIN_QUEUE_WRITES || c->tcp.write_queue_size >= HE_ADMIN_QUEUE_BYTES) {
+        c->held = true; /* he_admin_on_write resumes */
+        return HPE_PAUSED;
+    }
+    return 0;
 }
 
 static const llhttp_settings_t *he_admin_settings(void)
@@ -308,30 +335,65 @@ static void he_admin_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(c->admin->rbuf, sizeof(c->admin->rbuf));
 }
 
+/* Parses n bytes of data, answering each whole request, until they are
+ * used up, a response closes, an error is answered, or the queued answers
+ * hold parsing (the rest is kept for he_admin_resume). */
+static void he_admin_parse(he_admin_conn_t *c, const char *data, size_t n)
+{
+    llhttp_errno_t e = llhttp_execute(&c->parser, data, n);
+    he_admin_resp_t resp;
+    int status;
+
+    if (e == HPE_OK || c->closing) return;
+    if (e == HPE_PAUSED && c->held) {
+        const char *pos = llhttp_get_error_pos(&c->parser);
+        size_t left = (size_t)(data + n - pos);
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        if (left && !(c->rest = malloc(left))) {
+            he_admin_conn_close(c);
+            return;
+        }
+        if (left) memcpy(c->rest, pos, left);
+        c->rest_len = left;
+        return;
+    }
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    if (e == HPE_PAUSED) return; /* answered with Connection: close */
+    status = c->err_status ? c->err_status : 400;
+    he_admin_resp_text(&resp, status, status == 400 ? "bad request\n" : "request too large\n");
+    he_admin_send(c, &resp, false, true, "");
+}
+
+static void he_admin_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+/* The queued answers drained: parse what was held back, then read on. */
+static void he_admin_resume(he_admin_conn_t *c)
+{
+    char *rest = c->rest;
+    size_t n = c->rest_len;
+
+    c->held = false;
+    c->rest = NULL;
+    c->rest_len = 0;
+    llhttp_resume(&c->parser);
+    if (n) he_admin_parse(c, rest, n);
+    free(rest);
+    if (!c->held && !c->closing && !c->close_after &&
+        uv_read_start((uv_stream_t *)&c->tcp, he_admin_alloc, he_admin_on_read) < 0)
+        he_admin_conn_close(c);
+}
+
 static void he_admin_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     he_admin_conn_t *c = s->data;
-    llhttp_errno_t e;
 
     if (nread < 0) {
         he_admin_conn_close(c);
         return;
     }
-    if (nread == 0 || c->closing || c->close_after) return;
+    if (nread == 0 || c->closing || c->close_after || c->held) return;
     c->last_ms = uv_now(c->admin->loop);
-    e = llhttp_execute(&c->parser, buf->base, (size_t)nread);
-    if (e == HPE_OK) return;
-    if (e == HPE_PAUSED) { /* answered with Connection: close */
-        uv_read_stop(s);
-        return;
-    }
-    {
-        he_admin_resp_t resp;
-        int status = c->err_status ? c->err_status : 400;
-        he_admin_resp_text(&resp, status, status == 400 ? "bad request\n" : "request too large\n");
-        uv_read_stop(s);
-        he_admin_send(c, &resp, false, true, "");
-    }
+    he_admin_parse(c, buf->base, (size_t)nread);
 }
 
 static void he_admin_on_connection(uv_stream_t *server, int status)
