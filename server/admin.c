@@ -1,8 +1,9 @@
 /* The admin HTTP/1.1 server: libuv streams, llhttp parsing, a route table.
  * It serves operators and scrapers, a handful of requests per second, so
  * it favours simple over fast: every response is built whole in memory and
- * written with one uv_write. Answers queued for a client that does not
- * read hold its parsing. */
+ * written with one uv_write. It must stay reachable when clients misbehave:
+ * answers queued for a client that does not read hold its parsing, and a
+ * full table of connections makes room by closing an idle one. */
 #include "server/admin.h"
 
 #include <errno.h>
@@ -15,7 +16,11 @@
 #include "server/http_util.h"
 
 #define HE_ADMIN_MAX_ROUTES 32
+/* At the cap, a new connection takes the place of an idle one. */
 #define HE_ADMIN_MAX_CONNS 128
+/* A request must be whole this long after the connection was accepted or
+ * after its first byte: bytes trickled in do not keep a slot. */
+#define HE_ADMIN_REQUEST_MS 10000
 /* Pipelined requests are parsed only while the answers queued for the
  * client stay under these; a client that sends and never reads would
  * otherwise have the server hold every answer (and parse on and on). */
@@ -47,11 +52,13 @@ typedef struct he_admin_conn {
     int err_status; /* 413, 414 or 431 found by a callback */
     bool closing;
     bool close_after; /* a response said Connection: close */
+    bool in_request;  /* part of a request has arrived */
     bool held;        /* parsing paused until the queued answers drain */
     unsigned nwrites; /* uv_writes not called back yet */
     char *rest;       /* while held: the bytes read but not parsed */
     size_t rest_len;
-    uint64_t last_ms;
+    uint64_t last_ms;     /* last read or write */
+    uint64_t deadline_ms; /* the request under way must be whole by then; 0: none */
     struct he_admin_conn *prev, *next;
 } he_admin_conn_t;
 
@@ -147,6 +154,7 @@ static void he_admin_on_write(uv_write_t *req, int status)
     if (w->free_body) free(w->body);
     free(w);
     c->nwrites--;
+    c->last_ms = uv_now(c->admin->loop);
     if (close)
         he_admin_conn_close(c);
     else if (c->held && !c->closing && c->nwrites <= HE_ADMIN_QUEUE_WRITES / 2 &&
@@ -246,6 +254,8 @@ static int he_admin_on_message_begin(llhttp_t *p)
     c->body_len = 0;
     c->head_bytes = 0;
     c->err_status = 0;
+    c->in_request = true;
+    if (!c->deadline_ms) c->deadline_ms = uv_now(c->admin->loop) + HE_ADMIN_REQUEST_MS;
     return 0;
 }
 
@@ -302,6 +312,8 @@ static int he_admin_on_message_complete(llhttp_t *p)
 {
     he_admin_conn_t *c = HE_ADMIN_CONN(p);
     bool close = !llhttp_should_keep_alive(p) || c->admin->stopping;
+    c->in_request = false;
+    c->deadline_ms = 0;
     he_admin_dispatch(c, close);
     /* Stop at a response that closes: whatever follows is not answered. */
     if (close || c->closing) return HPE_PAUSED;
@@ -396,10 +408,28 @@ static void he_admin_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     he_admin_parse(c, buf->base, (size_t)nread);
 }
 
+/* The connection that newest (first in the list) replaces at the cap: the
+ * idle one (no request under way, no answer queued) least recently used,
+ * else the one whose request is due first; NULL when all are answering. */
+static he_admin_conn_t *he_admin_victim(he_admin_conn_t *newest)
+{
+    he_admin_conn_t *idle = NULL, *due = NULL;
+    for (he_admin_conn_t *c = newest->next; c; c = c->next) {
+        if (c->closing || c->nwrites || c->held) continue;
+        if (!c->in_request) {
+            if (!idle || c->last_ms <= idle->last_ms) idle = c; /* ties: the older */
+        } else if (!due || c->deadline_ms <= due->deadline_ms) {
+            due = c;
+        }
+    }
+    return idle ? idle : due;
+}
+
 static void he_admin_on_connection(uv_stream_t *server, int status)
 {
     he_admin_t *a = server->data;
     he_admin_conn_t *c;
+    unsigned open = 0;
 
     if (status < 0) return;
     c = calloc(1, sizeof(*c));
@@ -411,15 +441,25 @@ static void he_admin_on_connection(uv_stream_t *server, int status)
     if (a->conns) a->conns->prev = c;
     a->conns = c;
     a->nconns++;
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || a->nconns > HE_ADMIN_MAX_CONNS ||
-        a->stopping) {
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || a->stopping) {
         he_admin_conn_close(c);
         return;
+    }
+    for (he_admin_conn_t *o = c->next; o; o = o->next)
+        open += !o->closing;
+    if (open >= HE_ADMIN_MAX_CONNS) {
+        he_admin_conn_t *v = he_admin_victim(c);
+        if (!v) {
+            he_admin_conn_close(c);
+            return;
+        }
+        he_admin_conn_close(v);
     }
     uv_tcp_nodelay(&c->tcp, 1);
     llhttp_init(&c->parser, HTTP_REQUEST, he_admin_settings());
     c->parser.data = c;
     c->last_ms = uv_now(a->loop);
+    c->deadline_ms = c->last_ms + HE_ADMIN_REQUEST_MS; /* the first request */
     if (uv_read_start((uv_stream_t *)&c->tcp, he_admin_alloc, he_admin_on_read) < 0)
         he_admin_conn_close(c);
 }
@@ -471,6 +511,9 @@ void he_admin_stop(he_admin_t *a)
 void he_admin_sweep(he_admin_t *a, uint64_t now_ms, uint64_t idle_ms)
 {
     if (!a) return;
-    for (he_admin_conn_t *c = a->conns; c; c = c->next)
-        if (!c->closing && now_ms - c->last_ms > idle_ms) he_admin_conn_close(c);
+    for (he_admin_conn_t *c = a->conns; c; c = c->next) {
+        if (c->closing) continue;
+        if ((c->deadline_ms && now_ms >= c->deadline_ms) || now_ms - c->last_ms > idle_ms)
+            he_admin_conn_close(c);
+    }
 }

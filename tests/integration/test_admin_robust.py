@@ -4,7 +4,9 @@ through the real binary:
   - a client that pipelines 2 MiB of requests and reads nothing: the
     server's memory stays bounded, /healthz keeps answering on another
     connection, and once the client reads, every answer arrives whole and
-    in order.
+    in order;
+  - 130 idle connections (over the cap of 128) do not lock out /healthz;
+    a request trickled a byte at a time is closed at its deadline.
 Every wait is bounded."""
 
 import json
@@ -117,6 +119,52 @@ def test_pipelined_requests_without_reading_stay_bounded():
         expect_eq(got, want, "answers received")
         expect_eq(buf, b"", "nothing after the last answer")
         s.close()
+
+
+# ---------------------------------------------------------------- connection slots
+
+def test_idle_connections_do_not_lock_out_healthz():
+    with Server(ROOT, admin=True) as srv:
+        slow = connect(srv.admin_port, tls=False)
+        slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: a\r\n")  # a request under way
+        time.sleep(0.2)
+        idle = [connect(srv.admin_port, tls=False) for _ in range(130)]
+        time.sleep(0.3)
+        for i in range(3):
+            t0 = time.time()
+            r = admin_get(srv, "/healthz")
+            expect_eq(r.status, 200, "/healthz with 131 other connections open (%d)" % i)
+            expect(time.time() - t0 < 2, "answered in %.2fs" % (time.time() - t0))
+        # the idle ones made room, not the one with a request under way
+        slow.sendall(b"\r\n")
+        rs, _ = responses(slow.recv(65536))
+        expect_eq([st for st, _ in rs], [200], "the request under way is answered")
+        for s in idle + [slow]:
+            s.close()
+
+
+def test_trickled_request_is_closed_at_its_deadline():
+    with Server(ROOT, admin=True) as srv:
+        s = connect(srv.admin_port, tls=False)
+        t0 = time.time()
+        s.sendall(b"GET /healthz HTTP/1.1\r\n")
+        s.settimeout(0.5)
+        closed = None
+        while time.time() - t0 < 20:
+            try:
+                s.sendall(b"X: y\r\n")  # a byte now and then must not keep the slot
+                if s.recv(4096) == b"":
+                    closed = time.time() - t0
+                    break
+            except socket.timeout:
+                continue
+            except ConnectionError:
+                closed = time.time() - t0
+                break
+        s.close()
+        expect(closed is not None, "a request trickled for 20 s was not closed")
+        expect(8 <= closed <= 14, "closed after %.1fs (deadline 10 s)" % closed)
+        expect_eq(admin_get(srv, "/healthz").status, 200)
 
 
 if __name__ == "__main__":
