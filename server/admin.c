@@ -49,7 +49,7 @@ typedef struct he_admin_conn {
     char *body;
     size_t body_len, body_cap;
     size_t head_bytes;
-    int err_status; /* 413, 414 or 431 found by a callback */
+    int err_status; /* 400, 413, 414 or 431 found by a callback */
     bool closing;
     bool close_after; /* a response said Connection: close */
     bool in_request;  /* part of a request has arrived */
@@ -282,6 +282,19 @@ static int he_admin_on_header(llhttp_t *p, const char *at, size_t n)
     return 0;
 }
 
+static int he_admin_on_headers_complete(llhttp_t *p)
+{
+    he_admin_conn_t *c = HE_ADMIN_CONN(p);
+    if (llhttp_get_method(p) == HTTP_CONNECT) {
+        c->err_status = 400; /* a tunnel: answered once, then closed */
+        return -1;
+    }
+    /* No protocol switch here: an Upgrade request is answered as a plain
+     * one (llhttp reads this flag after the callback). */
+    p->upgrade = 0;
+    return 0;
+}
+
 static int he_admin_on_body(llhttp_t *p, const char *at, size_t n)
 {
     he_admin_conn_t *c = HE_ADMIN_CONN(p);
@@ -334,6 +347,7 @@ static const llhttp_settings_t *he_admin_settings(void)
         s.on_url = he_admin_on_url;
         s.on_header_field = he_admin_on_header;
         s.on_header_value = he_admin_on_header;
+        s.on_headers_complete = he_admin_on_headers_complete;
         s.on_body = he_admin_on_body;
         s.on_message_complete = he_admin_on_message_complete;
         init = true;

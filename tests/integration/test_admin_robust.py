@@ -6,7 +6,9 @@ through the real binary:
     connection, and once the client reads, every answer arrives whole and
     in order;
   - 130 idle connections (over the cap of 128) do not lock out /healthz;
-    a request trickled a byte at a time is closed at its deadline.
+    a request trickled a byte at a time is closed at its deadline;
+  - Upgrade is ignored (one answer, the connection stays usable); CONNECT
+    gets one error answer and a close.
 Every wait is bounded."""
 
 import json
@@ -164,6 +166,31 @@ def test_trickled_request_is_closed_at_its_deadline():
         s.close()
         expect(closed is not None, "a request trickled for 20 s was not closed")
         expect(8 <= closed <= 14, "closed after %.1fs (deadline 10 s)" % closed)
+        expect_eq(admin_get(srv, "/healthz").status, 200)
+
+
+# ---------------------------------------------------------------- Upgrade, CONNECT
+
+def test_upgrade_is_ignored_connect_refused():
+    with Server(ROOT, admin=True) as srv:
+        s = connect(srv.admin_port, tls=False)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+        time.sleep(0.3)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        rs, rest = responses(recv_all(s, 5))
+        expect_eq([(st, b) for st, b in rs], [(200, b"ok\n"), (200, b"ok\n")],
+                  "one answer per request, Upgrade ignored")
+        expect_eq(rest, b"", "nothing else")
+        s.close()
+
+        s = connect(srv.admin_port, tls=False)
+        s.sendall(b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+        data = recv_all(s, 5)  # ends: the server closes
+        rs, rest = responses(data)
+        expect_eq(len(rs), 1, "one answer to CONNECT: %r" % data)
+        expect(400 <= rs[0][0] < 500, "an error status: %d" % rs[0][0])
+        expect_eq(rest, b"", "nothing after it")
+        s.close()
         expect_eq(admin_get(srv, "/healthz").status, 200)
 
 
