@@ -8,7 +8,8 @@ through the real binary:
   - 130 idle connections (over the cap of 128) do not lock out /healthz;
     a request trickled a byte at a time is closed at its deadline;
   - Upgrade is ignored (one answer, the connection stays usable); CONNECT
-    gets one error answer and a close.
+    gets one error answer and a close;
+  - a reload that changes a RAM tier option fixed at start says so.
 Every wait is bounded."""
 
 import json
@@ -192,6 +193,30 @@ def test_upgrade_is_ignored_connect_refused():
         expect_eq(rest, b"", "nothing after it")
         s.close()
         expect_eq(admin_get(srv, "/healthz").status, 200)
+
+
+# ---------------------------------------------------------------- cache options at restart
+
+def test_reload_of_fixed_cache_option_warns():
+    with Origin() as origin:
+        cache = ("cache:\n  ram_size: 32m\n  ram_object_max: %s\n  admission: false\n"
+                 'origin:\n  urls: ["%s"]\n' % ("%s", origin.url))
+        with Server(ROOT, admin=True, extra=cache % "4m") as srv:
+            with open(srv.conf) as f:
+                conf = f.read()
+            with open(srv.conf, "w") as f:
+                f.write(conf.replace("ram_object_max: 4m", "ram_object_max: 8m"))
+            reload_and_wait(srv, 2)
+            wait_for(lambda: "take effect at restart" in srv.read_log(), 5, "the restart warning")
+            expect(re.search(r"\[warn\].*cache\.ram_object_max.*take effect at restart", srv.read_log()),
+                   "the warning names cache.ram_object_max:\n" + srv.read_log())
+            # and the other direction: back to what the tier has, no warning
+            n = srv.read_log().count("take effect at restart")
+            with open(srv.conf, "w") as f:
+                f.write(conf)
+            reload_and_wait(srv, 3)
+            time.sleep(0.3)
+            expect_eq(srv.read_log().count("take effect at restart"), n, "no warning for the tier's own value")
 
 
 if __name__ == "__main__":
