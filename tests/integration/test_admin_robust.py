@@ -9,7 +9,8 @@ through the real binary:
     a request trickled a byte at a time is closed at its deadline;
   - Upgrade is ignored (one answer, the connection stays usable); CONNECT
     gets one error answer and a close;
-  - a reload that changes a RAM tier option fixed at start says so.
+  - a reload that changes a RAM tier option fixed at start says so;
+  - /stats tls_config counters survive a new worker generation.
 Every wait is bounded."""
 
 import json
@@ -217,6 +218,33 @@ def test_reload_of_fixed_cache_option_warns():
             reload_and_wait(srv, 3)
             time.sleep(0.3)
             expect_eq(srv.read_log().count("take effect at restart"), n, "no warning for the tier's own value")
+
+
+# ---------------------------------------------------------------- tls_config counters
+
+def test_tls_config_counters_survive_new_workers():
+    with Server(ROOT, admin=True, tls=True) as srv:
+        for _ in range(3):
+            c = Conn(srv.port, tls=True)
+            expect_eq(c.request("GET", "/master.m3u8").status, 200)
+            c.close()
+        wait_for(lambda: stats(srv)["tls_config"]["handshakes"] == 3, 5, "3 handshakes in tls_config")
+        with open(srv.conf) as f:
+            conf = f.read()
+        with open(srv.conf, "w") as f:
+            f.write(conf.replace("workers: 1", "workers: 2"))
+        reload_and_wait(srv, 2)
+        wait_for(lambda: stats(srv)["config"]["server_generations"] == 1, 15, "old generation gone")
+        c = Conn(srv.port, tls=True)
+        expect_eq(c.request("GET", "/master.m3u8").status, 200)
+        c.close()
+        st = wait_for(lambda: (lambda s: s if s["tls"]["handshakes"] == 4 else None)(stats(srv)), 5,
+                      "4 handshakes in tls")
+        tc = st["tls_config"]
+        expect_eq(tc["handshakes"], 4, "tls_config.handshakes across generations")
+        expect_eq(tc["handshakes"], st["tls"]["handshakes"], "tls_config and tls agree")
+        expect_eq(tc["connections"]["userspace"] + tc["connections"]["ktls"],
+                  st["tls"]["connections_userspace"] + st["tls"]["connections_ktls"], "connections agree")
 
 
 if __name__ == "__main__":

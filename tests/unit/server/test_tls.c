@@ -435,7 +435,7 @@ static void test_reload_and_describe(void)
     memset(&s, 0, sizeof(s));
     s.conf = conf;
     s.tls = tls;
-    he_tls_describe(&s, desc, sizeof(desc));
+    he_tls_describe(&s, NULL, desc, sizeof(desc));
     HE_CHECK(strstr(desc, "\"enabled\":true") != NULL);
     HE_CHECK(strstr(desc, "\"names\":[\"*.b.test\",\"b.test\"]") != NULL);
     HE_CHECK(strstr(desc, "\"key\":\"EC P-256\"") != NULL);
@@ -443,11 +443,24 @@ static void test_reload_and_describe(void)
     HE_CHECK(strstr(desc, "\"ktls\":\"off (kernel has no tls ULP)\"") != NULL);
     HE_CHECK(strstr(desc, "\"reloads\":1,\"reload_errors\":1") != NULL);
     HE_CHECK(desc[strlen(desc) - 1] == '}');
+    {
+        /* the counters given (the process's), not those of s's workers */
+        he_stats_t *t = calloc(1, sizeof(*t));
+        t->tls_handshakes = 7;
+        t->tls_resumed = 3;
+        t->tls_errors[HE_STATS_TLS_ERR_GARBAGE] = 2;
+        t->tls_bytes_ktls = 1234;
+        he_tls_describe(&s, t, desc, sizeof(desc));
+        HE_CHECK(strstr(desc, "\"handshakes\":7,\"resumed\":3,") != NULL);
+        HE_CHECK(strstr(desc, "\"garbage\":2,") != NULL);
+        HE_CHECK(strstr(desc, "\"bytes\":{\"ktls\":1234,") != NULL);
+        free(t);
+    }
     /* a small buffer: cut, never overrun */
-    he_tls_describe(&s, desc, 40);
+    he_tls_describe(&s, NULL, desc, 40);
     HE_CHECK(strlen(desc) == 39);
     s.tls = NULL;
-    he_tls_describe(&s, desc, sizeof(desc));
+    he_tls_describe(&s, NULL, desc, sizeof(desc));
     HE_CHECK_STR(desc, "{\"enabled\":false}");
     he_tls_free(tls);
 
