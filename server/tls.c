@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "server/log.h"
+#include "server/metrics.h" /* he__utf8_len */
 #include "server/tls.h"
 
 /* TLS 1.2: forward secrecy and AEAD only; AES-GCM first (AES-NI). */
@@ -649,17 +650,23 @@ static void he_tls_bprintf(he_tls_buf_t *b, const char *fmt, ...)
     if (n > 0) b->len = b->len + (size_t)n < b->cap ? b->len + (size_t)n : b->cap;
 }
 
+/* As he_mbuf_json_str: a file name that is not UTF-8 gets \ufffd. */
 static void he_tls_bjson(he_tls_buf_t *b, const char *s)
 {
+    const unsigned char *p = (const unsigned char *)s;
+
     he_tls_bprintf(b, "\"");
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            he_tls_bprintf(b, "\\%c", ch);
-        else if (ch < 0x20)
-            he_tls_bprintf(b, "\\u%04x", ch);
+    while (*p) {
+        size_t n = he__utf8_len(p);
+        if (*p == '"' || *p == '\\')
+            he_tls_bprintf(b, "\\%c", *p);
+        else if (*p < 0x20)
+            he_tls_bprintf(b, "\\u%04x", *p);
+        else if (n)
+            he_tls_bprintf(b, "%.*s", (int)n, (const char *)p);
         else
-            he_tls_bprintf(b, "%c", ch);
+            he_tls_bprintf(b, "\\ufffd");
+        p += n ? n : 1;
     }
     he_tls_bprintf(b, "\"");
 }

@@ -10,7 +10,9 @@ through the real binary:
   - Upgrade is ignored (one answer, the connection stays usable); CONNECT
     gets one error answer and a close;
   - a reload that changes a RAM tier option fixed at start says so;
-  - /stats tls_config counters survive a new worker generation.
+  - /stats tls_config counters survive a new worker generation;
+  - a configuration path that is not UTF-8 leaves /stats valid JSON and
+    /metrics valid for promtool.
 Every wait is bounded."""
 
 import json
@@ -245,6 +247,33 @@ def test_tls_config_counters_survive_new_workers():
         expect_eq(tc["handshakes"], st["tls"]["handshakes"], "tls_config and tls agree")
         expect_eq(tc["connections"]["userspace"] + tc["connections"]["ktls"],
                   st["tls"]["connections_userspace"] + st["tls"]["connections_ktls"], "connections agree")
+
+
+# ---------------------------------------------------------------- non-UTF-8 path
+
+def test_non_utf8_config_path():
+    srv = Server(ROOT, admin=True)
+    bad = os.path.join(os.fsencode(srv.dir), b'he-\xff"\xc3(.yaml')
+    os.rename(srv.conf, bad)
+    srv.conf = os.fsdecode(bad)
+    with srv:
+        r = admin_get(srv, "/stats")
+        expect_eq(r.status, 200)
+        text = r.body.decode("utf-8")  # strict: fails on a raw 0xff
+        p = subprocess.run([sys.executable, "-m", "json.tool"], input=r.body, capture_output=True, timeout=30)
+        expect_eq(p.returncode, 0, "python3 -m json.tool: %s" % p.stderr.decode(errors="replace"))
+        file = json.loads(text)["config"]["file"]
+        expect(file.endswith('he-\ufffd"\ufffd(.yaml'), "config.file with U+FFFD: %r" % file)
+        m = admin_get(srv, "/metrics").body
+        line = [l for l in m.decode("utf-8").splitlines() if l.startswith("hlsedge_config_info")]
+        expect_eq(len(line), 1, "config_info line")
+        expect(line[0].endswith('he-\ufffd\\"\ufffd(.yaml"} 1'), "label value: %r" % line[0])
+        promtool = shutil.which("promtool")
+        if promtool:
+            p = subprocess.run([promtool, "check", "metrics"], input=m, capture_output=True, timeout=30)
+            expect_eq(p.returncode, 0, "promtool check metrics: %s%s" % (p.stdout.decode(), p.stderr.decode()))
+        else:
+            print("  (promtool not installed: the label checked as UTF-8 only)")
 
 
 if __name__ == "__main__":

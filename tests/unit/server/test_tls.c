@@ -20,7 +20,7 @@
 
 static char dir[] = "/tmp/he-test-tls-XXXXXX";
 static char pem_a[256], pem_b[256], pem_key_only[256], pem_cert_only[256], pem_mismatch[256],
-    pem_garbage[256];
+    pem_garbage[256], pem_t61[256];
 static uint64_t fake_now = 1000000;
 
 static uint64_t fake_clock(void)
@@ -70,7 +70,15 @@ static int make_certs(void)
     snprintf(pem_key_only, sizeof(pem_key_only), "%s/key_only.pem", dir);
     snprintf(pem_cert_only, sizeof(pem_cert_only), "%s/cert_only.pem", dir);
     snprintf(pem_mismatch, sizeof(pem_mismatch), "%s/mismatch.pem", dir);
+    /* a CN in a T61String holds raw bytes: 0xff, which is not UTF-8 */
+    if (sh("cd %s && printf '[req]\\ndistinguished_name=dn\\nstring_mask=nombstr\\n[dn]\\n' > "
+           "t61.cnf && openssl req -config t61.cnf -x509 -newkey ec -pkeyopt "
+           "ec_paramgen_curve:P-256 -nodes -days 2 -subj \"/CN=$(printf '\\377').test\" -keyout "
+           "t61.key -out t61.crt >/dev/null 2>&1 && cat t61.crt t61.key > t61.pem",
+           dir) != 0)
+        return -1;
     snprintf(pem_garbage, sizeof(pem_garbage), "%s/garbage.pem", dir);
+    snprintf(pem_t61, sizeof(pem_t61), "%s/t61.pem", dir);
     return 0;
 }
 
@@ -471,6 +479,28 @@ static void test_reload_and_describe(void)
     free(conf);
 }
 
+/* A certificate name that is not UTF-8 still makes valid JSON. */
+static void test_describe_non_utf8(void)
+{
+    static const char *const files[] = {pem_t61};
+    he_conf_t *conf = calloc(1, sizeof(*conf));
+    he_features_t f = {0};
+    he_server_t s;
+    char err[512], desc[4096];
+
+    conf_init(conf, files, 1);
+    memset(&s, 0, sizeof(s));
+    s.conf = conf;
+    HE_CHECK_INT(he_tls_new(&s.tls, conf, &f, 1, err, sizeof(err)), 0);
+    if (s.tls) {
+        he_tls_describe(&s, NULL, desc, sizeof(desc));
+        HE_CHECK(strstr(desc, "\"names\":[\"\\ufffd.test\"]") != NULL);
+        HE_CHECK(strchr(desc, '\xff') == NULL);
+        he_tls_free(s.tls);
+    }
+    free(conf);
+}
+
 int main(void)
 {
     static const char *const files[] = {pem_a, pem_b};
@@ -497,6 +527,7 @@ int main(void)
     test_session_cache_without_tickets();
     test_bad_files();
     test_reload_and_describe();
+    test_describe_non_utf8();
     free(conf);
     sh("rm -rf %s", dir);
     HE_TEST_MAIN_END();
