@@ -12,7 +12,9 @@ through the real binary:
   - a reload that changes a RAM tier option fixed at start says so;
   - /stats tls_config counters survive a new worker generation;
   - a configuration path that is not UTF-8 leaves /stats valid JSON and
-    /metrics valid for promtool.
+    /metrics valid for promtool;
+  - control_cpus naming a CPU that does not exist reports where the
+    control thread really runs.
 Every wait is bounded."""
 
 import json
@@ -274,6 +276,31 @@ def test_non_utf8_config_path():
             expect_eq(p.returncode, 0, "promtool check metrics: %s%s" % (p.stdout.decode(), p.stderr.decode()))
         else:
             print("  (promtool not installed: the label checked as UTF-8 only)")
+
+
+# ---------------------------------------------------------------- control_cpus
+
+def control_allowed(pid):
+    with open("/proc/%d/task/%d/status" % (pid, pid)) as f:
+        return [l.split(":", 1)[1].strip() for l in f if l.startswith("Cpus_allowed_list:")][0]
+
+
+def test_control_cpus_reports_the_cpus_it_runs_on():
+    allowed = sorted(os.sched_getaffinity(0))
+    with open("/sys/devices/system/cpu/possible") as f:
+        possible = f.read().strip()
+    last = int(re.split(r"[-,]", possible)[-1])
+    if last >= 255:
+        print("skip: every CPU number control_cpus takes may exist here (possible: %s)" % possible)
+        return
+    cpu = allowed[-1]
+    with Server(ROOT, admin=True, extra="control_cpus: [%d, 255]\n" % cpu) as srv:
+        expect_eq(control_allowed(srv.proc.pid), str(cpu), "the kernel's view")
+        expect_eq(stats(srv)["control_thread"]["cpus"], str(cpu), "/stats control_thread.cpus")
+        log = srv.read_log()
+        expect("control thread on CPUs %d" % cpu in log and "control thread on CPUs %d,255" % cpu not in log,
+               "where it runs, logged:\n" + log)
+        expect(re.search(r"\[warn\] control_cpus: .*255", log), "the missing CPU warned about:\n" + log)
 
 
 if __name__ == "__main__":
