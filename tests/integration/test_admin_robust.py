@@ -14,7 +14,10 @@ through the real binary:
   - a configuration path that is not UTF-8 leaves /stats valid JSON and
     /metrics valid for promtool;
   - control_cpus naming a CPU that does not exist reports where the
-    control thread really runs.
+    control thread really runs;
+  - admin.listen moves between a wildcard and a specific address on the
+    same port, in a private network namespace (unshare -rn), and a move
+    that cannot be completed leaves the old listener serving.
 Every wait is bounded."""
 
 import json
@@ -301,6 +304,120 @@ def test_control_cpus_reports_the_cpus_it_runs_on():
         expect("control thread on CPUs %d" % cpu in log and "control thread on CPUs %d,255" % cpu not in log,
                "where it runs, logged:\n" + log)
         expect(re.search(r"\[warn\] control_cpus: .*255", log), "the missing CPU warned about:\n" + log)
+
+
+# ---------------------------------------------------------------- admin.listen, wildcard <-> specific
+
+NETNS_ENV = "HE_ADMROB_NETNS"
+
+
+def in_netns(name):
+    """Runs test name of this file in a private network namespace (its own
+    loopback, where binding 0.0.0.0 reaches nothing outside). False when
+    not possible here; raises if the test failed there."""
+    if os.environ.get(NETNS_ENV):
+        return True
+    unshare, ip = shutil.which("unshare"), shutil.which("ip")
+    if not unshare or not ip:
+        print("skip: needs unshare and ip")
+        return False
+    probe = subprocess.run([unshare, "-rn", ip, "link", "set", "lo", "up"], capture_output=True, timeout=30)
+    if probe.returncode != 0:
+        print("skip: no private network namespace here (%s)" % probe.stderr.decode().strip())
+        return False
+    env = dict(os.environ, **{NETNS_ENV: "1"})
+    p = subprocess.run([unshare, "-rn", "sh", "-c", '"$0" link set lo up && exec "$1" "$2" "$3"', ip,
+                        sys.executable, os.path.abspath(__file__), name],
+                       env=env, capture_output=True, timeout=300)
+    out = p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace")
+    if p.returncode != 0:
+        raise AssertionError("in the network namespace:\n" + out)
+    return False
+
+
+def answers(host, port):
+    try:
+        c = Conn(port, host=host, timeout=2, tls=False)
+        try:
+            return c.request("GET", "/healthz").status == 200
+        finally:
+            c.close()
+    except OSError:
+        return False
+
+
+def stats_or_none(srv):
+    """/stats, or None while the admin listener moves (its connections close)."""
+    try:
+        return stats(srv)
+    except (OSError, EOFError):
+        return None
+
+
+def reload_moving_admin(srv, generation=None, failed=None):
+    srv.signal(signal.SIGHUP)
+    if generation:
+        wait_for(lambda: (stats_or_none(srv) or {}).get("config", {}).get("generation") == generation, 10,
+                 "configuration generation %d" % generation)
+    if failed:
+        wait_for(lambda: (stats_or_none(srv) or {}).get("config", {}).get("reloads_failed") == failed, 10,
+                 "%d failed reloads" % failed)
+
+
+def set_admin(srv, addr, extra=""):
+    with open(srv.conf) as f:
+        conf = f.read()
+    conf = re.sub(r'(?m)^admin:\n  listen: "[^"]*"\n', 'admin:\n  listen: "%s"\n' % addr, conf)
+    conf = re.sub(r"(?m)^listen: .*\n", "listen: [%s]\n" % ", ".join('"%s"' % l for l in srv.listen), conf)
+    with open(srv.conf, "w") as f:
+        f.write(conf + extra)
+
+
+def test_admin_listen_wildcard_and_specific_same_port():
+    if not in_netns("test_admin_listen_wildcard_and_specific_same_port"):
+        return
+    port = free_port()
+    srv = Server(ROOT, admin=True)
+    srv.admin_port = port
+    set_admin(srv, "0.0.0.0:%d" % port)
+    with srv:
+        expect(answers("127.0.0.2", port), "wildcard: answers on 127.0.0.2")
+        set_admin(srv, "127.0.0.1:%d" % port)
+        reload_moving_admin(srv, 2)
+        expect_eq(stats(srv)["config"]["reloads_failed"], 0, "no failed reload")
+        expect(answers("127.0.0.1", port), "127.0.0.1 answers")
+        expect(port_refuses(port, "127.0.0.2"), "127.0.0.2 no longer")
+
+        set_admin(srv, "0.0.0.0:%d" % port)
+        reload_moving_admin(srv, 3)
+        expect(answers("127.0.0.2", port), "wildcard again")
+
+        # A move that cannot complete: 127.0.0.3:port is someone else's, so
+        # after giving up 0.0.0.0 the new address still cannot be bound;
+        # the old listener comes back and the reload fails.
+        set_admin(srv, "127.0.0.1:%d" % port)
+        other = socket.socket()
+        reload_moving_admin(srv, 4)
+        set_admin(srv, "0.0.0.0:%d" % port)
+        other.bind(("127.0.0.3", port))
+        other.listen(1)
+        reload_moving_admin(srv, failed=1)
+        other.close()
+        expect_eq(stats(srv)["config"]["generation"], 4, "generation unchanged")
+        expect(answers("127.0.0.1", port), "the old listener serves")
+        expect(re.search(r"reload failed.*admin listen 0\.0\.0\.0:%d" % port, srv.read_log()),
+               "the failure logged:\n" + srv.read_log())
+
+        # Later failures (new workers that cannot bind) undo the move too.
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        srv.listen = ["127.0.0.1:%d" % taken.getsockname()[1]]
+        set_admin(srv, "0.0.0.0:%d" % port)
+        reload_moving_admin(srv, failed=2)
+        taken.close()
+        expect(answers("127.0.0.1", port), "the old listener serves")
+        expect(port_refuses(port, "127.0.0.2"), "and not the wildcard")
 
 
 if __name__ == "__main__":
