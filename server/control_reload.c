@@ -274,6 +274,12 @@ static void he_reload_end_grace(he_control_t *ctl, he_gen_t *old)
     old->state = HE_GEN_DRAINING;
 }
 
+/* Whether a worker may still use c. A worker switches to what it loads
+ * from conf_next and only then stores that generation in conf_ack: until
+ * it has, it may hold any configuration published after the one it
+ * acknowledged (conf_next may have moved on since it loaded it). So only
+ * configurations older than every live worker's acknowledgement are free;
+ * generations only grow. */
 static bool he_reload_conf_in_use(he_control_t *ctl, const he_conf_t *c)
 {
     if (c == ctl->conf) return true;
@@ -282,7 +288,7 @@ static bool he_reload_conf_in_use(he_control_t *ctl, const he_conf_t *c)
         if (s->conf == c) return true;
         for (unsigned k = 0; k < s->nworkers; k++) {
             he_worker_t *w = &s->workers[k];
-            if (w->thread && !atomic_load(&w->exited) && atomic_load(&w->conf_ack) == c->generation)
+            if (w->thread && !atomic_load(&w->exited) && atomic_load(&w->conf_ack) <= c->generation)
                 return true;
         }
     }
