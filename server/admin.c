@@ -1,7 +1,9 @@
 /* The admin HTTP/1.1 server: libuv streams, llhttp parsing, a route table.
  * It serves operators and scrapers, a handful of requests per second, so
  * it favours simple over fast: every response is built whole in memory and
- * written with one uv_write. */
+ * written with one uv_write. It must stay reachable when clients misbehave:
+ * answers queued for a client that does not read hold its parsing, and a
+ * full table of connections makes room by closing an idle one. */
 #include "server/admin.h"
 
 #include <errno.h>
@@ -14,7 +16,16 @@
 #include "server/http_util.h"
 
 #define HE_ADMIN_MAX_ROUTES 32
+/* At the cap, a new connection takes the place of an idle one. */
 #define HE_ADMIN_MAX_CONNS 128
+/* A request must be whole this long after the connection was accepted or
+ * after its first byte: bytes trickled in do not keep a slot. */
+#define HE_ADMIN_REQUEST_MS 10000
+/* Pipelined requests are parsed only while the answers queued for the
+ * client stay under these; a client that sends and never reads would
+ * otherwise have the server hold every answer (and parse on and on). */
+#define HE_ADMIN_QUEUE_BYTES (1u << 20)
+#define HE_ADMIN_QUEUE_WRITES 32
 #define HE_ADMIN_URL_MAX 4096
 #define HE_ADMIN_HEAD_MAX 16384
 #define HE_ADMIN_BODY_MAX (1u << 20)
@@ -38,10 +49,16 @@ typedef struct he_admin_conn {
     char *body;
     size_t body_len, body_cap;
     size_t head_bytes;
-    int err_status; /* 413, 414 or 431 found by a callback */
+    int err_status; /* 400, 413, 414 or 431 found by a callback */
     bool closing;
     bool close_after; /* a response said Connection: close */
-    uint64_t last_ms;
+    bool in_request;  /* part of a request has arrived */
+    bool held;        /* parsing paused until the queued answers drain */
+    unsigned nwrites; /* uv_writes not called back yet */
+    char *rest;       /* while held: the bytes read but not parsed */
+    size_t rest_len;
+    uint64_t last_ms;     /* last read or write */
+    uint64_t deadline_ms; /* the request under way must be whole by then; 0: none */
     struct he_admin_conn *prev, *next;
 } he_admin_conn_t;
 
@@ -113,6 +130,7 @@ static void he_admin_on_conn_closed(uv_handle_t *h)
     if (c->next) c->next->prev = c->prev;
     a->nconns--;
     free(c->body);
+    free(c->rest);
     free(c);
     he_admin_maybe_free(a);
 }
@@ -124,13 +142,24 @@ static void he_admin_conn_close(he_admin_conn_t *c)
     uv_close((uv_handle_t *)&c->tcp, he_admin_on_conn_closed);
 }
 
+static void he_admin_resume(he_admin_conn_t *c);
+
 static void he_admin_on_write(uv_write_t *req, int status)
 {
     he_admin_write_t *w = (he_admin_write_t *)req;
+    he_admin_conn_t *c = w->conn;
+    bool close = status < 0 || w->close;
+
     free(w->hdr);
     if (w->free_body) free(w->body);
-    if (status < 0 || w->close) he_admin_conn_close(w->conn);
     free(w);
+    c->nwrites--;
+    c->last_ms = uv_now(c->admin->loop);
+    if (close)
+        he_admin_conn_close(c);
+    else if (c->held && !c->closing && c->nwrites <= HE_ADMIN_QUEUE_WRITES / 2 &&
+             c->tcp.write_queue_size <= HE_ADMIN_QUEUE_BYTES / 2)
+        he_admin_resume(c);
 }
 
 static void he_admin_send(he_admin_conn_t *c, he_admin_resp_t *resp, bool head, bool close,
@@ -167,6 +196,7 @@ static void he_admin_send(he_admin_conn_t *c, he_admin_resp_t *resp, bool head, 
         he_admin_conn_close(c);
         return;
     }
+    c->nwrites++;
     if (close) c->close_after = true;
 }
 
@@ -224,6 +254,8 @@ static int he_admin_on_message_begin(llhttp_t *p)
     c->body_len = 0;
     c->head_bytes = 0;
     c->err_status = 0;
+    c->in_request = true;
+    if (!c->deadline_ms) c->deadline_ms = uv_now(c->admin->loop) + HE_ADMIN_REQUEST_MS;
     return 0;
 }
 
@@ -247,6 +279,19 @@ static int he_admin_on_header(llhttp_t *p, const char *at, size_t n)
         c->err_status = 431;
         return HPE_USER;
     }
+    return 0;
+}
+
+static int he_admin_on_headers_complete(llhttp_t *p)
+{
+    he_admin_conn_t *c = HE_ADMIN_CONN(p);
+    if (llhttp_get_method(p) == HTTP_CONNECT) {
+        c->err_status = 400; /* a tunnel: answered once, then closed */
+        return -1;
+    }
+    /* No protocol switch here: an Upgrade request is answered as a plain
+     * one (llhttp reads this flag after the callback). */
+    p->upgrade = 0;
     return 0;
 }
 
@@ -280,9 +325,16 @@ static int he_admin_on_message_complete(llhttp_t *p)
 {
     he_admin_conn_t *c = HE_ADMIN_CONN(p);
     bool close = !llhttp_should_keep_alive(p) || c->admin->stopping;
+    c->in_request = false;
+    c->deadline_ms = 0;
     he_admin_dispatch(c, close);
     /* Stop at a response that closes: whatever follows is not answered. */
-    return close ? HPE_PAUSED : 0;
+    if (close || c->closing) return HPE_PAUSED;
+    if (c->nwrites >= HE_ADMIN_QUEUE_WRITES || c->tcp.write_queue_size >= HE_ADMIN_QUEUE_BYTES) {
+        c->held = true; /* he_admin_on_write resumes */
+        return HPE_PAUSED;
+    }
+    return 0;
 }
 
 static const llhttp_settings_t *he_admin_settings(void)
@@ -295,6 +347,7 @@ static const llhttp_settings_t *he_admin_settings(void)
         s.on_url = he_admin_on_url;
         s.on_header_field = he_admin_on_header;
         s.on_header_value = he_admin_on_header;
+        s.on_headers_complete = he_admin_on_headers_complete;
         s.on_body = he_admin_on_body;
         s.on_message_complete = he_admin_on_message_complete;
         init = true;
@@ -308,36 +361,89 @@ static void he_admin_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(c->admin->rbuf, sizeof(c->admin->rbuf));
 }
 
+/* Parses n bytes of data, answering each whole request, until they are
+ * used up, a response closes, an error is answered, or the queued answers
+ * hold parsing (the rest is kept for he_admin_resume). */
+static void he_admin_parse(he_admin_conn_t *c, const char *data, size_t n)
+{
+    llhttp_errno_t e = llhttp_execute(&c->parser, data, n);
+    he_admin_resp_t resp;
+    int status;
+
+    if (e == HPE_OK || c->closing) return;
+    if (e == HPE_PAUSED && c->held) {
+        const char *pos = llhttp_get_error_pos(&c->parser);
+        size_t left = (size_t)(data + n - pos);
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        if (left && !(c->rest = malloc(left))) {
+            he_admin_conn_close(c);
+            return;
+        }
+        if (left) memcpy(c->rest, pos, left);
+        c->rest_len = left;
+        return;
+    }
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    if (e == HPE_PAUSED) return; /* answered with Connection: close */
+    status = c->err_status ? c->err_status : 400;
+    he_admin_resp_text(&resp, status, status == 400 ? "bad request\n" : "request too large\n");
+    he_admin_send(c, &resp, false, true, "");
+}
+
+static void he_admin_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+/* The queued answers drained: parse what was held back, then read on. */
+static void he_admin_resume(he_admin_conn_t *c)
+{
+    char *rest = c->rest;
+    size_t n = c->rest_len;
+
+    c->held = false;
+    c->rest = NULL;
+    c->rest_len = 0;
+    llhttp_resume(&c->parser);
+    if (n) he_admin_parse(c, rest, n);
+    free(rest);
+    if (!c->held && !c->closing && !c->close_after &&
+        uv_read_start((uv_stream_t *)&c->tcp, he_admin_alloc, he_admin_on_read) < 0)
+        he_admin_conn_close(c);
+}
+
 static void he_admin_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     he_admin_conn_t *c = s->data;
-    llhttp_errno_t e;
 
     if (nread < 0) {
         he_admin_conn_close(c);
         return;
     }
-    if (nread == 0 || c->closing || c->close_after) return;
+    if (nread == 0 || c->closing || c->close_after || c->held) return;
     c->last_ms = uv_now(c->admin->loop);
-    e = llhttp_execute(&c->parser, buf->base, (size_t)nread);
-    if (e == HPE_OK) return;
-    if (e == HPE_PAUSED) { /* answered with Connection: close */
-        uv_read_stop(s);
-        return;
+    he_admin_parse(c, buf->base, (size_t)nread);
+}
+
+/* The connection that newest (first in the list) replaces at the cap: the
+ * idle one (no request under way, no answer queued) least recently used,
+ * else the one whose request is due first; NULL when all are answering. */
+static he_admin_conn_t *he_admin_victim(he_admin_conn_t *newest)
+{
+    he_admin_conn_t *idle = NULL, *due = NULL;
+    for (he_admin_conn_t *c = newest->next; c; c = c->next) {
+        if (c->closing || c->nwrites || c->held) continue;
+        if (!c->in_request) {
+            if (!idle || c->last_ms <= idle->last_ms) idle = c; /* ties: the older */
+        } else if (!due || c->deadline_ms <= due->deadline_ms) {
+            due = c;
+        }
     }
-    {
-        he_admin_resp_t resp;
-        int status = c->err_status ? c->err_status : 400;
-        he_admin_resp_text(&resp, status, status == 400 ? "bad request\n" : "request too large\n");
-        uv_read_stop(s);
-        he_admin_send(c, &resp, false, true, "");
-    }
+    return idle ? idle : due;
 }
 
 static void he_admin_on_connection(uv_stream_t *server, int status)
 {
     he_admin_t *a = server->data;
     he_admin_conn_t *c;
+    unsigned open = 0;
 
     if (status < 0) return;
     c = calloc(1, sizeof(*c));
@@ -349,15 +455,25 @@ static void he_admin_on_connection(uv_stream_t *server, int status)
     if (a->conns) a->conns->prev = c;
     a->conns = c;
     a->nconns++;
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || a->nconns > HE_ADMIN_MAX_CONNS ||
-        a->stopping) {
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || a->stopping) {
         he_admin_conn_close(c);
         return;
+    }
+    for (he_admin_conn_t *o = c->next; o; o = o->next)
+        open += !o->closing;
+    if (open >= HE_ADMIN_MAX_CONNS) {
+        he_admin_conn_t *v = he_admin_victim(c);
+        if (!v) {
+            he_admin_conn_close(c);
+            return;
+        }
+        he_admin_conn_close(v);
     }
     uv_tcp_nodelay(&c->tcp, 1);
     llhttp_init(&c->parser, HTTP_REQUEST, he_admin_settings());
     c->parser.data = c;
     c->last_ms = uv_now(a->loop);
+    c->deadline_ms = c->last_ms + HE_ADMIN_REQUEST_MS; /* the first request */
     if (uv_read_start((uv_stream_t *)&c->tcp, he_admin_alloc, he_admin_on_read) < 0)
         he_admin_conn_close(c);
 }
@@ -409,6 +525,9 @@ void he_admin_stop(he_admin_t *a)
 void he_admin_sweep(he_admin_t *a, uint64_t now_ms, uint64_t idle_ms)
 {
     if (!a) return;
-    for (he_admin_conn_t *c = a->conns; c; c = c->next)
-        if (!c->closing && now_ms - c->last_ms > idle_ms) he_admin_conn_close(c);
+    for (he_admin_conn_t *c = a->conns; c; c = c->next) {
+        if (c->closing) continue;
+        if ((c->deadline_ms && now_ms >= c->deadline_ms) || now_ms - c->last_ms > idle_ms)
+            he_admin_conn_close(c);
+    }
 }

@@ -42,7 +42,8 @@ int he_admin_start(he_admin_t **out, uv_loop_t *loop, const he_conf_listen_t *ad
                    size_t errlen);
 /* Closes the listener and every connection; memory goes in close callbacks. */
 void he_admin_stop(he_admin_t *a);
-/* Closes connections idle for longer than idle_ms (called from a timer). */
+/* Closes connections idle for longer than idle_ms and those whose request
+ * is not whole 10 s after it began (called from a timer). */
 void he_admin_sweep(he_admin_t *a, uint64_t now_ms, uint64_t idle_ms);
 
 #endif

@@ -3,9 +3,10 @@
  * The RAM tier and the SSD store are process-wide: created by the first
  * worker generation that has origin.urls and shared by every generation a
  * reload starts after it (a reload must not drop a warm cache), freed when
- * the last generation that uses them is freed, which is at exit. Their
- * sizes are therefore taken at start-up: a reload that changes
- * cache.ram_size or cache.ssd keeps the tiers it has (logged).
+ * the last generation that uses them is freed, which is at exit. What they
+ * are made with is therefore taken at start-up: a reload that changes
+ * cache.ram_size, cache.ram_object_max, cache.admission, cache.ssd or numa
+ * keeps the tiers it has (logged).
  *
  * Per generation (he_scache_t): a snapshot of the configuration and the
  * origins resolved with getaddrinfo, on the control thread. Per worker
@@ -30,11 +31,21 @@
 
 __thread he_worker_t *he__cache_w;
 
+/* The keys the tiers take at creation, as the configuration gave them. */
+typedef struct he_cache_fixed {
+    uint64_t ram_bytes, ram_object_max;
+    bool admission, numa;
+    unsigned nstores;
+    char stores[HE_CONF_MAX_STORES][PATH_MAX];
+    uint64_t store_bytes[HE_CONF_MAX_STORES];
+} he_cache_fixed_t;
+
 static struct {
     pthread_mutex_t mu;
     unsigned refs;
     he_cache_ram_t *ram;
     he_cache_store_t *store;
+    he_cache_fixed_t fixed;   /* what ram and store were made with */
     he_server_t *servers[16]; /* generations using the tiers; the last is the newest */
     unsigned nservers;
 } he_cache_g = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -75,6 +86,48 @@ static int64_t he_cache_wall_now(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void he_cache_fixed_get(const he_conf_t *conf, he_cache_fixed_t *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->ram_bytes = conf->cache_ram_bytes;
+    f->ram_object_max = conf->cache_ram_object_max;
+    f->admission = conf->cache_admission;
+    f->numa = conf->numa;
+    f->nstores = conf->ncache_stores;
+    for (unsigned i = 0; i < conf->ncache_stores; i++) {
+        memcpy(f->stores[i], conf->cache_stores[i], sizeof(f->stores[i]));
+        f->store_bytes[i] = conf->cache_store_bytes[i];
+    }
+}
+
+/* Lists in keys ("" when none) what conf asks of the tiers that they,
+ * made with f, do not have. */
+static void he_cache_fixed_diff(const he_cache_fixed_t *f, const he_conf_t *conf, char *keys,
+                                size_t cap)
+{
+    bool stores = f->nstores != conf->ncache_stores;
+    size_t off = 0;
+
+    for (unsigned i = 0; !stores && i < f->nstores; i++)
+        stores = strcmp(f->stores[i], conf->cache_stores[i]) != 0 ||
+                 f->store_bytes[i] != conf->cache_store_bytes[i];
+    keys[0] = 0;
+#define HE_KEY(cond, name)                                                                         \
+    do {                                                                                           \
+        if ((cond) && off < cap)                                                                   \
+            off += (size_t)snprintf(keys + off, cap - off, "%s%s", off ? ", " : "", name);         \
+    } while (0)
+    HE_KEY(f->ram_bytes != conf->cache_ram_bytes, "cache.ram_size");
+    /* without a RAM tier every object skips it, whatever the limit */
+    HE_KEY(f->ram_object_max != conf->cache_ram_object_max &&
+               (f->ram_bytes || conf->cache_ram_bytes),
+           "cache.ram_object_max");
+    HE_KEY(f->admission != conf->cache_admission, "cache.admission");
+    HE_KEY(stores, "cache.ssd");
+    HE_KEY(f->numa != conf->numa, "numa (the RAM tier's placement)");
+#undef HE_KEY
+}
+
 /* Creates the shared tiers (first generation) under he_cache_g.mu. */
 static int he_cache_tiers_open(const he_conf_t *conf, char *err, size_t errlen)
 {
@@ -87,6 +140,7 @@ static int he_cache_tiers_open(const he_conf_t *conf, char *err, size_t errlen)
     ro.object_max = conf->cache_ram_bytes ? conf->cache_ram_object_max : 1;
     ro.numa = conf->numa;
     ro.admission = conf->cache_admission;
+    he_cache_fixed_get(conf, &he_cache_g.fixed);
     he_cache_g.ram = he_cache_ram_new(&ro);
     if (!he_cache_g.ram) {
         snprintf(err, errlen, "cache: cannot allocate the RAM tier (%llu bytes)",
@@ -147,12 +201,13 @@ int he__cache_server_init(he_server_t *s, char *err, size_t errlen)
         snprintf(err, errlen, "cache: too many worker generations");
     } else if (he_cache_g.refs == 0) {
         rc = he_cache_tiers_open(conf, err, errlen);
-    } else if (he_cache_g.servers[he_cache_g.nservers - 1]) {
-        const he_conf_t *a = &he_cache_g.servers[he_cache_g.nservers - 1]->cache->conf;
-        if (a->cache_ram_bytes != conf->cache_ram_bytes ||
-            a->ncache_stores != conf->ncache_stores ||
-            memcmp(a->cache_stores, conf->cache_stores, sizeof(a->cache_stores)) != 0)
-            he_log_warn("cache: cache.ram_size and cache.ssd changes take effect at restart");
+    } else {
+        char keys[160];
+        he_cache_fixed_diff(&he_cache_g.fixed, conf, keys, sizeof(keys));
+        if (keys[0])
+            he_log_warn("cache: %s: changes take effect at restart (the RAM and SSD tiers outlive "
+                        "reloads and keep what they were made with)",
+                        keys);
     }
     if (rc == 0) {
         he_cache_g.refs++;

@@ -370,7 +370,8 @@ static void he_control_route_stats(void *ctx, const he_admin_req_t *req, he_admi
         snap->nhistory = h ? n : 0;
     }
     if (he__control_serving(ctl) && (tls = malloc(HE_CONTROL_TLS_JSON))) {
-        he_tls_describe(he__control_serving(ctl)->server, tls, HE_CONTROL_TLS_JSON);
+        /* the process's totals: the serving generation's alone restart at 0 */
+        he_tls_describe(he__control_serving(ctl)->server, &snap->total, tls, HE_CONTROL_TLS_JSON);
         /* a description cut short would not be JSON */
         if (strlen(tls) < HE_CONTROL_TLS_JSON - 1) snap->tls_json = tls;
     }

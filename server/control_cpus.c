@@ -67,7 +67,7 @@ void he__control_pin(he_control_t *ctl)
 {
     he_gen_t *g = he__control_serving(ctl);
     const he_server_t *s = g ? g->server : NULL;
-    cpu_set_t allowed, want, now;
+    cpu_set_t allowed, want, before, now, missing;
     char text[sizeof(ctl->cpus_text)];
     bool first = ctl->cpus_text[0] == 0, moved = false;
     int rc = 0;
@@ -75,18 +75,27 @@ void he__control_pin(he_control_t *ctl)
     he_server_cpus_allowed(&allowed);
     he__control_cpus_pick(ctl->conf, &allowed, s, &want);
     if (pthread_getaffinity_np(pthread_self(), sizeof(now), &now) != 0) now = allowed;
+    before = now;
     if (!CPU_EQUAL(&want, &now)) {
         rc = pthread_setaffinity_np(pthread_self(), sizeof(want), &want);
-        if (rc == 0) {
-            now = want;
-            moved = true;
-        }
+        /* It succeeds when any CPU of want is usable and keeps only those
+         * (not the ones that do not exist, are offline or are outside the
+         * process's set): read back what the thread got. */
+        if (rc == 0 && pthread_getaffinity_np(pthread_self(), sizeof(now), &now) != 0) now = want;
+        moved = rc == 0 && !CPU_EQUAL(&before, &now);
     }
     he__control_cpus_text(&now, ctl->cpus_text, sizeof(ctl->cpus_text));
-    if (rc != 0) { /* a CPU that is offline or outside the process's set (taskset, cgroup) */
+    if (rc != 0) { /* no CPU of want is usable (offline, or outside taskset or the cgroup) */
         he__control_cpus_text(&want, text, sizeof(text));
         he_log_warn("control_cpus: cannot run the control thread on CPUs %s: %s (it stays on %s)",
                     text, strerror(rc), ctl->cpus_text);
+    } else if (!CPU_EQUAL(&want, &now)) {
+        CPU_XOR(&missing, &want, &now);
+        CPU_AND(&missing, &missing, &want);
+        he__control_cpus_text(&missing, text, sizeof(text));
+        he_log_warn("control_cpus: CPUs %s do not exist, are offline or are outside the process's "
+                    "set: the control thread runs on %s only",
+                    text, ctl->cpus_text);
     }
     ctl->cpus_apart = he__control_cpus_apart(&now, s);
     if (first || moved)

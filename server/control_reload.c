@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +274,12 @@ static void he_reload_end_grace(he_control_t *ctl, he_gen_t *old)
     old->state = HE_GEN_DRAINING;
 }
 
+/* Whether a worker may still use c. A worker switches to what it loads
+ * from conf_next and only then stores that generation in conf_ack: until
+ * it has, it may hold any configuration published after the one it
+ * acknowledged (conf_next may have moved on since it loaded it). So only
+ * configurations older than every live worker's acknowledgement are free;
+ * generations only grow. */
 static bool he_reload_conf_in_use(he_control_t *ctl, const he_conf_t *c)
 {
     if (c == ctl->conf) return true;
@@ -281,7 +288,7 @@ static bool he_reload_conf_in_use(he_control_t *ctl, const he_conf_t *c)
         if (s->conf == c) return true;
         for (unsigned k = 0; k < s->nworkers; k++) {
             he_worker_t *w = &s->workers[k];
-            if (w->thread && !atomic_load(&w->exited) && atomic_load(&w->conf_ack) == c->generation)
+            if (w->thread && !atomic_load(&w->exited) && atomic_load(&w->conf_ack) <= c->generation)
                 return true;
         }
     }
@@ -349,6 +356,24 @@ static int he_reload_check_file(const char *path)
     return 0;
 }
 
+static unsigned he_reload_port(const he_conf_listen_t *l)
+{
+    if (l->addr.ss_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)&l->addr)->sin_port);
+    if (l->addr.ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)&l->addr)->sin6_port);
+    return 0;
+}
+
+/* Binds the admin listener again where it was, after it let its port go
+ * for a move that then failed. */
+static void he_reload_admin_back(he_control_t *ctl)
+{
+    char err[256];
+    if (he_admin_start(&ctl->admin, &ctl->loop, &ctl->admin_addr, err, sizeof(err)) < 0)
+        he_log_error("reload: %s: no admin listener until a reload binds one", err);
+}
+
 static void he_reload_fail(he_control_t *ctl, const char *what)
 {
     ctl->reloads_failed++;
@@ -362,7 +387,7 @@ void he__control_reload(he_control_t *ctl)
     he_conf_t *old = ctl->conf, *n;
     he_server_t *s = NULL;
     he_admin_t *admin = NULL;
-    bool admin_changed, needs, alog_changed;
+    bool admin_changed, needs, alog_changed, admin_moved = false;
     int rc;
 
     if (ctl->draining) {
@@ -413,9 +438,23 @@ void he__control_reload(he_control_t *ctl)
         snprintf(err, sizeof(err), "log.access %s: %s", n->access_log, strerror(-rc));
         goto fail;
     }
-    if (admin_changed && n->admin_listen.addr.ss_family &&
-        he_admin_start(&admin, &ctl->loop, &n->admin_listen, err, sizeof(err)) < 0)
-        goto fail;
+    if (admin_changed && n->admin_listen.addr.ss_family) {
+        rc = he_admin_start(&admin, &ctl->loop, &n->admin_listen, err, sizeof(err));
+        if (rc == UV_EADDRINUSE && ctl->admin &&
+            he_reload_port(&ctl->admin_addr) == he_reload_port(&n->admin_listen)) {
+            /* A wildcard and a specific address on one port cannot both be
+             * bound: the old listener lets the port go (its fd closes at
+             * once) and is bound again if the move fails, here or later. */
+            he_admin_stop(ctl->admin);
+            ctl->admin = NULL;
+            rc = he_admin_start(&admin, &ctl->loop, &n->admin_listen, err, sizeof(err));
+            if (rc < 0)
+                he_reload_admin_back(ctl);
+            else
+                admin_moved = true;
+        }
+        if (rc < 0) goto fail;
+    }
     if (needs) {
         s = calloc(1, sizeof(*s));
         if (!s) {
@@ -477,6 +516,7 @@ void he__control_reload(he_control_t *ctl)
 
 fail:
     he_admin_stop(admin);
+    if (admin_moved) he_reload_admin_back(ctl);
     he_reload_fail(ctl, err);
     free(n);
 }

@@ -60,17 +60,44 @@ void he_mbuf_printf(he_mbuf_t *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+size_t he__utf8_len(const unsigned char *s)
+{
+    unsigned char lo = 0x80, hi = 0xbf; /* the second byte's range */
+    size_t n;
+
+    if (s[0] < 0x80) return 1;
+    if (s[0] < 0xc2 || s[0] > 0xf4) return 0; /* continuation, overlong lead, past U+10FFFF */
+    n = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
+    if (s[0] == 0xe0)
+        lo = 0xa0; /* overlong */
+    else if (s[0] == 0xed)
+        hi = 0x9f; /* surrogates */
+    else if (s[0] == 0xf0)
+        lo = 0x90; /* overlong */
+    else if (s[0] == 0xf4)
+        hi = 0x8f; /* past U+10FFFF */
+    if (s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < n; i++) /* a NUL ends the check too */
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    return n;
+}
+
 void he_mbuf_json_str(he_mbuf_t *b, const char *s)
 {
+    const unsigned char *p = (const unsigned char *)s;
+
     he_mbuf_put(b, "\"", 1);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            he_mbuf_printf(b, "\\%c", ch);
-        else if (ch < 0x20 || ch == 0x7f)
-            he_mbuf_printf(b, "\\u%04x", ch);
+    while (*p) {
+        size_t n = he__utf8_len(p);
+        if (*p == '"' || *p == '\\')
+            he_mbuf_printf(b, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            he_mbuf_printf(b, "\\u%04x", *p);
+        else if (n)
+            he_mbuf_put(b, (const char *)p, n);
         else
-            he_mbuf_put(b, (const char *)&ch, 1);
+            he_mbuf_put(b, "\\ufffd", 6);
+        p += n ? n : 1;
     }
     he_mbuf_put(b, "\"", 1);
 }
@@ -156,15 +183,22 @@ void he__prom_per_worker_by(he_mbuf_t *b, const he_metrics_snap_t *s, const char
         }
 }
 
+/* Label values must be UTF-8: a byte that is not part of it becomes U+FFFD. */
 static void he_prom_label_value(he_mbuf_t *b, const char *v)
 {
-    for (; *v; v++) {
-        if (*v == '\\' || *v == '"')
-            he_mbuf_printf(b, "\\%c", *v);
-        else if (*v == '\n')
+    const unsigned char *p = (const unsigned char *)v;
+
+    while (*p) {
+        size_t n = he__utf8_len(p);
+        if (*p == '\\' || *p == '"')
+            he_mbuf_printf(b, "\\%c", *p);
+        else if (*p == '\n')
             he_mbuf_put(b, "\\n", 2);
+        else if (n)
+            he_mbuf_put(b, (const char *)p, n);
         else
-            he_mbuf_put(b, v, 1);
+            he_mbuf_put(b, "\xef\xbf\xbd", 3); /* U+FFFD */
+        p += n ? n : 1;
     }
 }
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "server/log.h"
+#include "server/metrics.h" /* he__utf8_len */
 #include "server/tls.h"
 
 /* TLS 1.2: forward secrecy and AEAD only; AES-GCM first (AES-NI). */
@@ -649,17 +650,23 @@ static void he_tls_bprintf(he_tls_buf_t *b, const char *fmt, ...)
     if (n > 0) b->len = b->len + (size_t)n < b->cap ? b->len + (size_t)n : b->cap;
 }
 
+/* As he_mbuf_json_str: a file name that is not UTF-8 gets \ufffd. */
 static void he_tls_bjson(he_tls_buf_t *b, const char *s)
 {
+    const unsigned char *p = (const unsigned char *)s;
+
     he_tls_bprintf(b, "\"");
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            he_tls_bprintf(b, "\\%c", ch);
-        else if (ch < 0x20)
-            he_tls_bprintf(b, "\\u%04x", ch);
+    while (*p) {
+        size_t n = he__utf8_len(p);
+        if (*p == '"' || *p == '\\')
+            he_tls_bprintf(b, "\\%c", *p);
+        else if (*p < 0x20)
+            he_tls_bprintf(b, "\\u%04x", *p);
+        else if (n)
+            he_tls_bprintf(b, "%.*s", (int)n, (const char *)p);
         else
-            he_tls_bprintf(b, "%c", ch);
+            he_tls_bprintf(b, "\\ufffd");
+        p += n ? n : 1;
     }
     he_tls_bprintf(b, "\"");
 }
@@ -688,18 +695,22 @@ static const char *const he_tls_err_names[HE_STATS_TLS_ERR_COUNT] = {
     [HE_STATS_TLS_ERR_OTHER] = "other",
 };
 
-void he_tls_describe(const he_server_t *s, char *buf, size_t cap)
+void he_tls_describe(const he_server_t *s, const he_stats_t *totals, char *buf, size_t cap)
 {
     he_tls_buf_t b = {buf, 0, cap};
     he_tls_t *tls = s->tls;
-    he_stats_t t;
+    he_stats_t sum;
+    const he_stats_t *t = totals;
 
     if (cap) buf[0] = 0;
     if (!tls) {
         he_tls_bprintf(&b, "{\"enabled\":false}");
         return;
     }
-    he_tls_sum(s, &t);
+    if (!t) {
+        he_tls_sum(s, &sum);
+        t = &sum;
+    }
     he_tls_bprintf(&b, "{\"enabled\":true,\"listen\":[");
     for (unsigned i = 0; i < s->nlisten_tls; i++) {
         he_tls_bprintf(&b, "%s", i ? "," : "");
@@ -738,17 +749,18 @@ void he_tls_describe(const he_server_t *s, char *buf, size_t cap)
     pthread_mutex_unlock(&tls->lock);
     he_tls_bprintf(&b,
                    ",\"handshakes\":%llu,\"resumed\":%llu,\"handshake_errors\":%llu,\"errors\":{",
-                   (unsigned long long)t.tls_handshakes, (unsigned long long)t.tls_resumed,
-                   (unsigned long long)t.tls_handshake_errors);
+                   (unsigned long long)t->tls_handshakes, (unsigned long long)t->tls_resumed,
+                   (unsigned long long)t->tls_handshake_errors);
     for (int e = 0; e < HE_STATS_TLS_ERR_COUNT; e++)
         he_tls_bprintf(&b, "%s\"%s\":%llu", e ? "," : "", he_tls_err_names[e],
-                       (unsigned long long)t.tls_errors[e]);
+                       (unsigned long long)t->tls_errors[e]);
     he_tls_bprintf(&b,
                    "},\"connections\":{\"ktls\":%llu,\"userspace\":%llu,\"ktls_fallback\":%llu},"
                    "\"bytes\":{\"ktls\":%llu,\"userspace\":%llu}}",
-                   (unsigned long long)t.tls_conn_ktls, (unsigned long long)t.tls_conn_userspace,
-                   (unsigned long long)t.tls_conn_ktls_fallback,
-                   (unsigned long long)t.tls_bytes_ktls, (unsigned long long)t.tls_bytes_userspace);
+                   (unsigned long long)t->tls_conn_ktls, (unsigned long long)t->tls_conn_userspace,
+                   (unsigned long long)t->tls_conn_ktls_fallback,
+                   (unsigned long long)t->tls_bytes_ktls,
+                   (unsigned long long)t->tls_bytes_userspace);
 }
 
 /* ---------------------------------------------------------------- server hooks */

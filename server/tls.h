@@ -45,9 +45,11 @@ void he_tls_free(he_tls_t *tls);
 int he_tls_reload(he_tls_t *tls, const he_conf_t *conf, char *err, size_t errlen);
 
 /* A JSON object for /stats: configuration in use (listeners, certificates
- * and their names, kTLS state and why, tickets, cache) and counters summed
- * over the workers. {"enabled":false} without TLS listeners. */
-void he_tls_describe(const he_server_t *s, char *buf, size_t cap);
+ * and their names, kTLS state and why, tickets, cache) and the counters of
+ * totals: the process's, summed over every worker generation so that they
+ * never go back (NULL: s's workers only). {"enabled":false} without TLS
+ * listeners. */
+void he_tls_describe(const he_server_t *s, const he_stats_t *totals, char *buf, size_t cap);
 
 /* One line: "kTLS: on", "kTLS: off (kernel has no tls ULP)", ... */
 const char *he_tls_ktls_state(const he_tls_t *tls);

@@ -151,11 +151,56 @@ static void test_json(void)
     free(s);
 }
 
+static void test_utf8(void)
+{
+    static const struct {
+        const char *s;
+        size_t len;
+    } cases[] = {
+        {"a", 1},
+        {"\xc3\xa9", 2},         /* U+00E9 */
+        {"\xe2\x82\xac", 3},     /* U+20AC */
+        {"\xf0\x9f\x98\x80", 4}, /* U+1F600 */
+        {"\xf4\x8f\xbf\xbf", 4}, /* U+10FFFF */
+        {"\xff", 0},
+        {"\x80", 0},             /* a continuation byte alone */
+        {"\xc0\x80", 0},         /* overlong NUL */
+        {"\xe0\x80\xaf", 0},     /* overlong '/' */
+        {"\xed\xa0\x80", 0},     /* a surrogate */
+        {"\xf4\x90\x80\x80", 0}, /* past U+10FFFF */
+        {"\xe2\x82", 0},         /* cut short by the end */
+        {"\xc3(", 0},
+    };
+    he_metrics_snap_t *s = he_t_snap();
+    he_mbuf_t b = {0};
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        HE_CHECK_INT(he__utf8_len((const unsigned char *)cases[i].s), cases[i].len);
+
+    /* a file name with bytes that are not UTF-8: valid JSON and label values */
+    s->conf_file = "/etc/\xff\"\xc3(\xe2\x82\xac\xed\xa0\x80.yaml";
+    he_mbuf_json_str(&b, s->conf_file);
+    HE_CHECK_STR(b.p, "\"/etc/\\ufffd\\\"\\ufffd(\xe2\x82\xac\\ufffd\\ufffd\\ufffd.yaml\"");
+    he_mbuf_free(&b);
+    he_metrics_prometheus(s, &b);
+    HE_CHECK(strstr(b.p, "hlsedge_config_info{file=\"/etc/\xef\xbf\xbd\\\"\xef\xbf\xbd(\xe2\x82\xac"
+                         "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd.yaml\"} 1\n") != NULL);
+    for (size_t i = 0; i < b.len;) { /* all of it UTF-8 */
+        size_t n = he__utf8_len((const unsigned char *)b.p + i);
+        HE_CHECK(n > 0);
+        i += n ? n : 1;
+    }
+    he_mbuf_free(&b);
+    free(s->workers);
+    free(s);
+}
+
 int main(void)
 {
     test_stats_add();
     test_hist_delta();
     test_prometheus();
     test_json();
+    test_utf8();
     HE_TEST_MAIN_END();
 }

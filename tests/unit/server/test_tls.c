@@ -20,7 +20,7 @@
 
 static char dir[] = "/tmp/he-test-tls-XXXXXX";
 static char pem_a[256], pem_b[256], pem_key_only[256], pem_cert_only[256], pem_mismatch[256],
-    pem_garbage[256];
+    pem_garbage[256], pem_t61[256];
 static uint64_t fake_now = 1000000;
 
 static uint64_t fake_clock(void)
@@ -70,7 +70,15 @@ static int make_certs(void)
     snprintf(pem_key_only, sizeof(pem_key_only), "%s/key_only.pem", dir);
     snprintf(pem_cert_only, sizeof(pem_cert_only), "%s/cert_only.pem", dir);
     snprintf(pem_mismatch, sizeof(pem_mismatch), "%s/mismatch.pem", dir);
+    /* a CN in a T61String holds raw bytes: 0xff, which is not UTF-8 */
+    if (sh("cd %s && printf '[req]\\ndistinguished_name=dn\\nstring_mask=nombstr\\n[dn]\\n' > "
+           "t61.cnf && openssl req -config t61.cnf -x509 -newkey ec -pkeyopt "
+           "ec_paramgen_curve:P-256 -nodes -days 2 -subj \"/CN=$(printf '\\377').test\" -keyout "
+           "t61.key -out t61.crt >/dev/null 2>&1 && cat t61.crt t61.key > t61.pem",
+           dir) != 0)
+        return -1;
     snprintf(pem_garbage, sizeof(pem_garbage), "%s/garbage.pem", dir);
+    snprintf(pem_t61, sizeof(pem_t61), "%s/t61.pem", dir);
     return 0;
 }
 
@@ -435,7 +443,7 @@ static void test_reload_and_describe(void)
     memset(&s, 0, sizeof(s));
     s.conf = conf;
     s.tls = tls;
-    he_tls_describe(&s, desc, sizeof(desc));
+    he_tls_describe(&s, NULL, desc, sizeof(desc));
     HE_CHECK(strstr(desc, "\"enabled\":true") != NULL);
     HE_CHECK(strstr(desc, "\"names\":[\"*.b.test\",\"b.test\"]") != NULL);
     HE_CHECK(strstr(desc, "\"key\":\"EC P-256\"") != NULL);
@@ -443,11 +451,24 @@ static void test_reload_and_describe(void)
     HE_CHECK(strstr(desc, "\"ktls\":\"off (kernel has no tls ULP)\"") != NULL);
     HE_CHECK(strstr(desc, "\"reloads\":1,\"reload_errors\":1") != NULL);
     HE_CHECK(desc[strlen(desc) - 1] == '}');
+    {
+        /* the counters given (the process's), not those of s's workers */
+        he_stats_t *t = calloc(1, sizeof(*t));
+        t->tls_handshakes = 7;
+        t->tls_resumed = 3;
+        t->tls_errors[HE_STATS_TLS_ERR_GARBAGE] = 2;
+        t->tls_bytes_ktls = 1234;
+        he_tls_describe(&s, t, desc, sizeof(desc));
+        HE_CHECK(strstr(desc, "\"handshakes\":7,\"resumed\":3,") != NULL);
+        HE_CHECK(strstr(desc, "\"garbage\":2,") != NULL);
+        HE_CHECK(strstr(desc, "\"bytes\":{\"ktls\":1234,") != NULL);
+        free(t);
+    }
     /* a small buffer: cut, never overrun */
-    he_tls_describe(&s, desc, 40);
+    he_tls_describe(&s, NULL, desc, 40);
     HE_CHECK(strlen(desc) == 39);
     s.tls = NULL;
-    he_tls_describe(&s, desc, sizeof(desc));
+    he_tls_describe(&s, NULL, desc, sizeof(desc));
     HE_CHECK_STR(desc, "{\"enabled\":false}");
     he_tls_free(tls);
 
@@ -455,6 +476,28 @@ static void test_reload_and_describe(void)
     HE_CHECK_INT(he_tls_new(&tls, conf, &f, 1, err, sizeof(err)), 0);
     HE_CHECK_STR(he_tls_ktls_state(tls), "off (disabled by config)");
     he_tls_free(tls);
+    free(conf);
+}
+
+/* A certificate name that is not UTF-8 still makes valid JSON. */
+static void test_describe_non_utf8(void)
+{
+    static const char *const files[] = {pem_t61};
+    he_conf_t *conf = calloc(1, sizeof(*conf));
+    he_features_t f = {0};
+    he_server_t s;
+    char err[512], desc[4096];
+
+    conf_init(conf, files, 1);
+    memset(&s, 0, sizeof(s));
+    s.conf = conf;
+    HE_CHECK_INT(he_tls_new(&s.tls, conf, &f, 1, err, sizeof(err)), 0);
+    if (s.tls) {
+        he_tls_describe(&s, NULL, desc, sizeof(desc));
+        HE_CHECK(strstr(desc, "\"names\":[\"\\ufffd.test\"]") != NULL);
+        HE_CHECK(strchr(desc, '\xff') == NULL);
+        he_tls_free(s.tls);
+    }
     free(conf);
 }
 
@@ -484,6 +527,7 @@ int main(void)
     test_session_cache_without_tickets();
     test_bad_files();
     test_reload_and_describe();
+    test_describe_non_utf8();
     free(conf);
     sh("rm -rf %s", dir);
     HE_TEST_MAIN_END();
