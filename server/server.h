@@ -277,8 +277,10 @@ typedef struct he_worker {
 
     /* Control thread -> worker. conf_next is the newest configuration for
      * this worker; the worker switches w->conf between completions when
-     * woken and stores the generation it now serves in conf_ack, after
-     * which the control thread may free the previous one. */
+     * woken and stores the generation it now serves in conf_ack. Between
+     * its load of conf_next and that store a newer one may be published,
+     * so the control thread frees only configurations older than every
+     * live worker's conf_ack (control_reload.c). */
     _Atomic(const he_conf_t *) conf_next;
     atomic_uint conf_ack;
     /* Worker -> control thread. */
