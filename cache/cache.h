@@ -284,8 +284,9 @@ uint64_t he_cache_ram_epoch(const he_cache_ram_t *ram);
 /* True if a complete object is indexed under key; unlike a lookup it
  * counts nothing and marks nothing (no hit, no prefetch "used"). */
 bool he_cache_ram_contains(he_cache_ram_t *ram, int node, const he_cache_key_t *key);
-/* Purge: removes the key from every node (bumping the epoch first).
- * Returns how many were removed. */
+/* Purge: removes the key from every node (bumping the epoch first) and
+ * marks the fills of the key in flight, which then publish nothing in
+ * either tier. Returns how many objects and fills it found. */
 int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key);
 
 void he_cache_obj_ref(he_cache_obj_t *o);

@@ -17,7 +17,13 @@
  * with the last waiter. A revalidation (stale object given) that gets 304
  * refreshes and serves the stale object; one that fails while the object
  * is within its stale-if-error (or stale-while-revalidate) window serves
- * it stale. */
+ * it stale.
+ *
+ * A purge of the key while a fill runs: the fill is known to both tiers
+ * from its start (the RAM partition's fills, the store's writes in
+ * flight), the purge marks it and counts it as found, and the fill then
+ * publishes nothing (its waiters still get their bytes) and leaves the
+ * table, so a later request asks the origin again. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +42,9 @@ struct he_cache_fill {
     int status;
     bool active; /* in the table, fetch running */
     bool done, failed, serving_stale, prefetch;
-    unsigned holds; /* notifications running: do not free */
+    unsigned holds;            /* notifications running: do not free */
+    he__cache_rfill_t rfill;   /* known to the RAM tier's purges */
+    he__cache_pending_t spend; /* known to the store's purges */
     he_cache_key_t key;
 };
 
@@ -70,13 +78,26 @@ unsigned he_cache_fills_active(const he_cache_fills_t *fs)
     return fs->active;
 }
 
+/* A purge of the key came while the fill runs. */
+static bool he_cache_fill_purged(he_cache_fill_t *f)
+{
+    return atomic_load(&f->rfill.purged) || atomic_load(&f->spend.purged);
+}
+
 he_cache_fill_t *he_cache_fill_find(he_cache_fills_t *fs, const he_cache_key_t *key)
 {
-    he_cache_fill_t *f = fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS];
-    for (; f; f = f->hnext)
+    he_cache_fill_t **pp = &fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS], *f;
+    while ((f = *pp) != NULL) {
         if (f->key.hash == key->hash && f->key.len == key->len &&
-            memcmp(f->key.s, key->s, key->len) == 0)
-            return f;
+            memcmp(f->key.s, key->s, key->len) == 0) {
+            if (!he_cache_fill_purged(f)) return f;
+            /* purged: it runs on for its waiters, later requests start anew */
+            *pp = f->hnext;
+            f->hnext = NULL;
+            continue;
+        }
+        pp = &f->hnext;
+    }
     return NULL;
 }
 
@@ -131,6 +152,11 @@ he_cache_fill_t *he_cache_fill_join(he_cache_fills_t *fs, const he_cache_key_t *
     if (stale) {
         he_cache_obj_ref(stale);
         f->stale = stale;
+    }
+    if (fs->o.ram) he__cache_ram_fill_add(fs->o.ram, fs->o.node, &f->rfill, &f->key);
+    if (fs->o.store) {
+        f->spend.key = &f->key;
+        he__cache_store_pending_add(he__cache_store_dir_for(fs->o.store, f->key.hash), &f->spend);
     }
     f->hnext = fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS];
     fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS] = f;
@@ -267,6 +293,23 @@ static bool he_cache_fill_fresh(he_cache_fill_t *f, he_cache_obj_t *o, he_seg_ki
     return ok;
 }
 
+/* The store's part of the purge check: true if a purge of the key came
+ * since the fill began (the store is purged before the RAM tier). */
+static bool he_cache_fill_store_purged(he_cache_fill_t *f)
+{
+    if (f->spend.linked)
+        he__cache_store_pending_del(he__cache_store_dir_for(f->fs->o.store, f->key.hash),
+                                    &f->spend);
+    return atomic_load(&f->spend.purged);
+}
+
+/* The fill ends without publishing: true if its key was purged meanwhile. */
+static bool he_cache_fill_unregister(he_cache_fill_t *f)
+{
+    bool purged = he_cache_fill_store_purged(f);
+    return he__cache_ram_fill_del(&f->rfill) || purged;
+}
+
 /* The response is complete: describe, publish, queue for the SSD. */
 static void he_cache_fill_publish(he_cache_fill_t *f, int64_t wall_ms)
 {
@@ -293,10 +336,19 @@ static void he_cache_fill_publish(he_cache_fill_t *f, int64_t wall_ms)
     he_cache_obj_set_meta(o, &m);
     he_cache_obj_finish(o);
     if (!cacheable) {
+        he_cache_fill_unregister(f);
         if (fs->o.stats) fs->o.stats->ram_rejected++;
         return;
     }
-    he_cache_ram_insert(fs->o.ram, o, fs->o.stats);
+    /* a purge since the fill began answered already: publish nothing. The
+     * RAM check and insert are one locked step (a purge after it finds the
+     * object); one after the store check is the SSD writer's to catch
+     * (he_cache_store_purges) */
+    if (he_cache_fill_store_purged(f)) {
+        he__cache_ram_fill_del(&f->rfill);
+        return;
+    }
+    if (he__cache_ram_insert_fill(fs->o.ram, o, fs->o.stats, &f->rfill) == -ESTALE) return;
     if (fs->o.store && m.status == 200) he_cache_fill_queue_write(fs, o);
 }
 
@@ -310,11 +362,12 @@ void he_cache_fill_end(he_cache_fill_t *f, int res, he_cache_oerr_t cause, int64
     if (res == 0 && f->obj) {
         if (f->serving_stale) {
             /* 304: the stale object is fresh again, for as long as its
-             * body allows (a live playlist's cap) */
+             * body allows (a live playlist's cap), unless it was purged */
             he_cache_fresh_t fr;
             he_cache_http_resp_t r = f->resp;
             r.status = 200;
-            if (he_cache_fill_fresh(f, f->stale, (he_seg_kind_t)f->stale->meta.kind,
+            if (!he_cache_fill_unregister(f) &&
+                he_cache_fill_fresh(f, f->stale, (he_seg_kind_t)f->stale->meta.kind,
                                     f->stale->meta.content_encoding[0], &r, wall_ms, &fr)) {
                 he_cache_obj_refresh(f->stale, &fr);
                 he_cache_store_refresh(fs->o.store, &f->key, &fr);
@@ -326,6 +379,7 @@ void he_cache_fill_end(he_cache_fill_t *f, int res, he_cache_oerr_t cause, int64
         he_cache_fill_notify(f, HE_CACHE_FILL_EV_DONE);
     } else if (res < 0 && !f->status && f->stale) {
         he_cache_fresh_t fr;
+        he_cache_fill_unregister(f);
         he_cache_obj_fresh(f->stale, &fr);
         he_cache_freshness_t s = he_cache_fresh_state(&fr, wall_ms);
         if (s == HE_CACHE_STALE_REVALIDATE || s == HE_CACHE_STALE_IF_ERROR) {
@@ -347,6 +401,7 @@ void he_cache_fill_end(he_cache_fill_t *f, int res, he_cache_oerr_t cause, int64
     return;
 fail:
     /* nothing is published: the partial object dies with the last waiter */
+    he_cache_fill_unregister(f);
     if (st) st->fills_failed++;
     f->failed = true;
     he_cache_fill_notify(f, HE_CACHE_FILL_EV_ERROR);

@@ -3,7 +3,8 @@
  * failing midway ends every waiter with ERROR and leaves no entry; a 304
  * refreshes and serves the stale object; an origin failure inside the
  * stale-if-error window serves stale; no-store responses stream but are
- * not kept; a waiter may leave early; finished objects go to the SSD. */
+ * not kept; a waiter may leave early; finished objects go to the SSD; a
+ * purge while a fill runs is not undone by the fill. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -464,6 +465,83 @@ static void test_content_encoding(void)
     HE_CHECK(system(cmd) == 0);
 }
 
+/* A purge that comes while a fill downloads: the purge finds the fill,
+ * the waiters still get their bytes, but nothing is published in either
+ * tier, and a later request starts a fill of its own. Also when only the
+ * store's part of the purge came before the fill ended (the RAM part after
+ * it): the SSD write must not bring the bytes back. */
+static void test_purge_during_fill(he_cache_store_t *store)
+{
+    he_cache_fills_opts_t fo = {.conf = &conf, .ram = ram, .node = 0, .store = store, .stats = &st};
+    he_cache_fills_t *fs = he_cache_fills_new(&fo);
+    client_t c[2];
+    he_cache_key_t k;
+    he_cache_fill_t *f, *g;
+    he_cache_sink_t sink;
+    he_cache_http_resp_t r = resp200("max-age=60", 10);
+    he_cache_store_hit_t h;
+    bool cr;
+
+    he_cache_key_set(&k, "purged/seg.ts", 13);
+    for (int store_first = 0; store_first < 2; store_first++) {
+        clients_init(c, 2);
+        f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
+        HE_CHECK(cr);
+        sink = he_cache_fill_sink(f);
+        sink.headers(sink.ctx, &r);
+        sink.body(sink.ctx, "01234", 5);
+        if (store_first) {
+            /* the purge's SSD part finds the fill's registration */
+            HE_CHECK_INT(he_cache_store_remove(store, &k), 0);
+        } else {
+            HE_CHECK_INT(he_cache_store_remove(store, &k), 0);
+            HE_CHECK_INT(he_cache_ram_remove(ram, &k), 1); /* the fill */
+            /* a request after the purge does not get the old bytes */
+            g = he_cache_fill_join(fs, &k, &c[1].w, NULL, false, &cr);
+            HE_CHECK(cr && g != f);
+            he_cache_fill_end(g, -ECONNREFUSED, HE_CACHE_OERR_CONNECT, NOW);
+            HE_CHECK_INT(c[1].error, 1);
+        }
+        sink.body(sink.ctx, "56789", 5);
+        he_cache_fill_end(f, 0, 0, NOW);
+        if (store_first) HE_CHECK_INT(he_cache_ram_remove(ram, &k), 0);
+        HE_CHECK(c[0].done == 1 && c[0].got == 10 && memcmp(c[0].buf, "0123456789", 10) == 0);
+        HE_CHECK(he_cache_ram_lookup(ram, 0, &k, NULL) == NULL);
+        HE_CHECK(he_cache_fills_next_write(fs) == NULL);
+        HE_CHECK(he_cache_store_lookup(store, &k, &h, NULL) == -ENOENT);
+        HE_CHECK_INT(he_cache_fills_active(fs), 0);
+        clients_free(c, 2);
+    }
+    /* a purge of another key changes nothing */
+    clients_init(c, 1);
+    f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
+    sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    {
+        he_cache_key_t other;
+        he_cache_key_set(&other, "purged/seg2.ts", 14);
+        HE_CHECK_INT(he_cache_ram_remove(ram, &other), 0);
+        HE_CHECK_INT(he_cache_store_remove(store, &other), -ENOENT);
+    }
+    HE_CHECK(he_cache_fill_find(fs, &k) == f);
+    sink.body(sink.ctx, "0123456789", 10);
+    he_cache_fill_end(f, 0, 0, NOW);
+    {
+        he_cache_obj_t *o = he_cache_ram_lookup(ram, 0, &k, NULL);
+        HE_CHECK(o != NULL);
+        if (o) he_cache_obj_unref(o);
+    }
+    for (he_cache_swrite_t *w; (w = he_cache_fills_next_write(fs)) != NULL;) {
+        HE_CHECK_INT(he_cache_swrite_run_sync(w, &st, NULL, NULL), 0);
+        he_cache_swrite_free(w);
+    }
+    HE_CHECK_INT(he_cache_store_lookup(store, &k, &h, NULL), 0);
+    he_cache_ram_remove(ram, &k);
+    he_cache_store_remove(store, &k);
+    clients_free(c, 1);
+    he_cache_fills_free(fs);
+}
+
 int main(void)
 {
     he_cache_ram_opts_t ro = {.bytes = 16 << 20, .chunk_size = 16384, .admission = true};
@@ -484,6 +562,7 @@ int main(void)
     test_stale();
     test_nostore_leave_prefetch();
     test_content_encoding();
+    test_purge_during_fill(store);
     he_cache_store_close(store);
     he_cache_ram_free(ram);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
