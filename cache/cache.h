@@ -367,8 +367,14 @@ int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key);
  * its write began (he_cache_swrite_new): if it changed, a purge may have
  * come in between and missed both the object and the write. */
 uint64_t he_cache_store_purges(he_cache_store_t *s);
-void he_cache_store_refresh(he_cache_store_t *s, const he_cache_key_t *key,
-                            const he_cache_fresh_t *f);
+/* A 304 for the object described by validated (the copy whose ETag and
+ * Last-Modified the conditional request carried): the entry's freshness
+ * becomes f only if it is that version (same status, same ETag, or with
+ * no ETag the same Last-Modified); another version (an older one whose
+ * replacement was never written, say) is left to expire. 0, -ESTALE
+ * (another version), -ENOENT. */
+int he_cache_store_refresh(he_cache_store_t *s, const he_cache_key_t *key,
+                           const he_cache_meta_t *validated, const he_cache_fresh_t *f);
 /* Reports a disk error seen by the caller (e.g. a failed sendfile):
  * counted, logged once per cause; the entry is dropped. */
 void he_cache_store_error(he_cache_store_t *s, const he_cache_key_t *key, int neg_errno,

@@ -370,7 +370,7 @@ void he_cache_fill_end(he_cache_fill_t *f, int res, he_cache_oerr_t cause, int64
                 he_cache_fill_fresh(f, f->stale, (he_seg_kind_t)f->stale->meta.kind,
                                     f->stale->meta.content_encoding[0], &r, wall_ms, &fr)) {
                 he_cache_obj_refresh(f->stale, &fr);
-                he_cache_store_refresh(fs->o.store, &f->key, &fr);
+                he_cache_store_refresh(fs->o.store, &f->key, &f->stale->meta, &fr);
             }
         } else {
             he_cache_fill_publish(f, wall_ms);

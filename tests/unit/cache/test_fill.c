@@ -4,7 +4,8 @@
  * refreshes and serves the stale object; an origin failure inside the
  * stale-if-error window serves stale; no-store responses stream but are
  * not kept; a waiter may leave early; finished objects go to the SSD; a
- * purge while a fill runs is not undone by the fill. */
+ * purge while a fill runs is not undone by the fill; a 304 extends the
+ * SSD copy only if it is the version the 304 validated. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -542,6 +543,112 @@ static void test_purge_during_fill(he_cache_store_t *store)
     he_cache_fills_free(fs);
 }
 
+/* An object with the given ETag and Last-Modified, complete, expired. */
+static he_cache_obj_t *version(const he_cache_key_t *k, const char *etag, const char *lm,
+                               const char *body)
+{
+    he_cache_meta_t m = {.status = 200, .kind = HE_SEG_KIND_SEGMENT};
+    he_cache_obj_t *o = he_cache_obj_new(ram, 0, k, strlen(body));
+    he_cache_obj_append(o, body, strlen(body), NULL);
+    m.fresh.stored_ms = NOW - 100000;
+    m.fresh.expires_ms = NOW - 1000;
+    strcpy(m.etag, etag);
+    strcpy(m.last_modified, lm);
+    he_cache_obj_set_meta(o, &m);
+    he_cache_obj_finish(o);
+    return o;
+}
+
+static void write_sync(he_cache_store_t *store, he_cache_obj_t *o)
+{
+    he_cache_swrite_t *w = he_cache_swrite_new(store, o, &st);
+    HE_CHECK(w != NULL);
+    if (!w) return;
+    HE_CHECK_INT(he_cache_swrite_run_sync(w, &st, NULL, NULL), 0);
+    he_cache_swrite_free(w);
+}
+
+/* Revalidates stale (in RAM) with a 304 max-age=60. */
+static void revalidate_304(he_cache_fills_t *fs, he_cache_obj_t *stale)
+{
+    client_t c[1];
+    he_cache_http_resp_t r = resp200("max-age=60", -1);
+    he_cache_sink_t sink;
+    he_cache_fill_t *f;
+    bool cr;
+    clients_init(c, 1);
+    r.status = 304;
+    f = he_cache_fill_join(fs, he_cache_obj_key(stale), &c[0].w, stale, false, &cr);
+    sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    he_cache_fill_end(f, 0, 0, NOW);
+    HE_CHECK(c[0].done == 1 && c[0].got == strlen("v2 bytes"));
+    clients_free(c, 1);
+}
+
+/* A 304 validates the RAM copy it was asked about. The SSD copy of the key
+ * is extended with it only if it is the same version: RAM holds v2 whose
+ * SSD write failed while the SSD still holds v1; a 304 for v2 must not
+ * make v1 fresh (it would be served as fresh once v2 leaves RAM). */
+static void test_304_refreshes_ssd_only_same_version(he_cache_store_t *store)
+{
+    he_cache_fills_opts_t fo = {.conf = &conf, .ram = ram, .node = 0, .store = store, .stats = &st};
+    he_cache_fills_t *fs = he_cache_fills_new(&fo);
+    static const char *const lm1 = "Mon, 13 Nov 2023 22:13:20 GMT",
+                             *lm2 = "Tue, 14 Nov 2023 22:13:20 GMT";
+    he_cache_store_hit_t h;
+    he_cache_obj_t *v1, *v2;
+    he_cache_key_t k;
+
+    he_cache_key_set(&k, "ver/seg.ts", 10);
+    /* by ETag */
+    v1 = version(&k, "\"v1\"", lm1, "v1 bytes");
+    write_sync(store, v1);
+    v2 = version(&k, "\"v2\"", lm2, "v2 bytes");
+    he_cache_ram_insert(ram, v2, NULL); /* its SSD write never happened */
+    revalidate_304(fs, v2);
+    HE_CHECK_INT(he_cache_obj_meta(v2)->fresh.expires_ms, NOW - 1000); /* meta: as stored */
+    {
+        he_cache_fresh_t fr;
+        he_cache_obj_fresh(v2, &fr);
+        HE_CHECK_INT(fr.expires_ms, NOW + 60000); /* RAM: refreshed */
+    }
+    HE_CHECK_INT(he_cache_store_lookup(store, &k, &h, NULL), 0);
+    HE_CHECK_STR(h.meta.etag, "\"v1\"");
+    HE_CHECK_INT(h.meta.fresh.expires_ms, NOW - 1000); /* SSD v1: not extended */
+    HE_CHECK_INT(he_cache_store_refresh(store, &k, he_cache_obj_meta(v2), &h.meta.fresh), -ESTALE);
+
+    /* the SSD copy of v2 itself is extended */
+    write_sync(store, v2);
+    revalidate_304(fs, v2);
+    HE_CHECK_INT(he_cache_store_lookup(store, &k, &h, NULL), 0);
+    HE_CHECK_STR(h.meta.etag, "\"v2\"");
+    HE_CHECK_INT(h.meta.fresh.expires_ms, NOW + 60000);
+    he_cache_obj_unref(v1);
+    he_cache_obj_unref(v2);
+    he_cache_ram_remove(ram, &k);
+    he_cache_store_remove(store, &k);
+
+    /* without ETags: by Last-Modified */
+    v1 = version(&k, "", lm1, "v1 bytes");
+    write_sync(store, v1);
+    v2 = version(&k, "", lm2, "v2 bytes");
+    he_cache_ram_insert(ram, v2, NULL);
+    revalidate_304(fs, v2);
+    HE_CHECK_INT(he_cache_store_lookup(store, &k, &h, NULL), 0);
+    HE_CHECK_INT(h.meta.fresh.expires_ms, NOW - 1000);
+    write_sync(store, v2);
+    revalidate_304(fs, v2);
+    HE_CHECK_INT(he_cache_store_lookup(store, &k, &h, NULL), 0);
+    HE_CHECK_INT(h.meta.fresh.expires_ms, NOW + 60000);
+    he_cache_obj_unref(v1);
+    he_cache_obj_unref(v2);
+    he_cache_ram_remove(ram, &k);
+    he_cache_store_remove(store, &k);
+    he_cache_store_unlink_sync(store);
+    he_cache_fills_free(fs);
+}
+
 int main(void)
 {
     he_cache_ram_opts_t ro = {.bytes = 16 << 20, .chunk_size = 16384, .admission = true};
@@ -563,6 +670,7 @@ int main(void)
     test_nostore_leave_prefetch();
     test_content_encoding();
     test_purge_during_fill(store);
+    test_304_refreshes_ssd_only_same_version(store);
     he_cache_store_close(store);
     he_cache_ram_free(ram);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
