@@ -191,14 +191,20 @@ typedef struct he_cache_http_resp {
      * with the encoding an object was stored with */
     char content_encoding[32];
     he_cache_cc_t cc;
+    /* never stored (so never shared): a Set-Cookie is one viewer's; a Vary
+     * on anything but Accept-Encoding (or "*") cannot be honoured, since
+     * no request header goes to the origin */
+    bool set_cookie;
+    bool vary;
 } he_cache_http_resp_t;
 
 /* Decides whether a response may be stored and for how long. kind is the
  * response's kind (he_seg_kind_of with the body head for m3u8); for media
  * playlists the body is parsed (he_seg_playlist_parse) to bound a live
  * playlist's lifetime by cache_live_fraction_pct of its target duration.
- * Returns true (storable, *out filled) or false (no-store, private, an
- * uncacheable status, a 404 without negative caching). */
+ * Returns true (storable, *out filled) or false (no-store, private,
+ * Set-Cookie, a Vary other than Accept-Encoding, an uncacheable status,
+ * a 404 without negative caching or that the origin gives no lifetime). */
 bool he_cache_fresh_compute(const he_conf_t *conf, he_seg_kind_t kind,
                             const he_cache_http_resp_t *r, const char *body, size_t body_len,
                             int64_t wall_ms, he_cache_fresh_t *out);

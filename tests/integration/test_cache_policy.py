@@ -4,7 +4,11 @@ a raw-socket origin in this file whose answers the tests script:
   - a purge that comes while an origin fill of the key is still
     downloading is not undone when the fill ends: the purge says it found
     the fill, a request after it goes to the origin, and the bytes the fill
-    brings are kept in neither tier.
+    brings are kept in neither tier;
+  - a response with Set-Cookie, Vary: * or a Vary on any field but
+    Accept-Encoding is passed on but not stored (the next request goes to
+    the origin); the Set-Cookie never reaches a viewer from the cache;
+    Vary: Accept-Encoding alone is stored as before.
 
 Every wait is bounded."""
 
@@ -199,6 +203,41 @@ def test_purge_during_fill():
                 expect(r.status == 200 and r.body == new,
                        "%s: after the fills (%d): %s" % (tier, i, "the purged bytes" if r.body == old else r))
             expect_eq(o.count(path), 2, "%s: origin requests at the end" % tier)
+
+
+# ---------------------------------------------------------------- what is stored
+
+
+def test_not_stored_set_cookie_vary():
+    """Each path is fetched twice; the origin counts its requests. With
+    Set-Cookie, Vary: *, Vary: User-Agent or Vary: Accept-Encoding, Origin
+    the second GET goes to the origin too (before: all were stored, and
+    the second viewer got the first one's response from the cache);
+    Vary: Accept-Encoding alone and no Vary at all are hits."""
+    cases = {
+        "/c/cookie.ts": ([("Set-Cookie", "sid=viewer1; Path=/")], 2),
+        "/c/vary-star.ts": ([("Vary", "*")], 2),
+        "/c/vary-ua.ts": ([("Vary", "User-Agent")], 2),
+        "/c/vary-list.ts": ([("Vary", "Accept-Encoding, Origin")], 2),
+        "/c/vary-two-lines.ts": ([("Vary", "Accept-Encoding"), ("Vary", "Cookie")], 2),
+        "/c/vary-ae.ts": ([("Vary", "Accept-Encoding")], 1),
+        "/c/plain.ts": ([], 1),
+    }
+
+    def route_for(path):
+        def route(target, hdrs):
+            body = b"body of " + path.encode()
+            h = [("Content-Type", "video/mp2t"), ("Cache-Control", "public, max-age=3600")]
+            return [(0, head(200, h + cases[path][0], len(body)) + body)]
+        return route
+
+    with ScriptOrigin({p: route_for(p) for p in cases}) as o, Server(ROOT, extra=conf(o)) as srv:
+        for path, (_, want) in cases.items():
+            for i in range(2):
+                r = get(srv, path, {"User-Agent": "viewer%d" % i})
+                expect(r.status == 200 and r.body == b"body of " + path.encode(), "%s: %r" % (path, r))
+                expect(r.h("set-cookie") is None, "%s: a Set-Cookie went to a viewer" % path)
+            expect_eq(o.count(path), want, "%s: origin requests for two GETs" % path)
 
 
 if __name__ == "__main__":
