@@ -687,6 +687,18 @@ void he_cache_fill_end(he_cache_fill_t *f, int res, he_cache_oerr_t cause, int64
 int he_cache_fill_status(const he_cache_fill_t *f);
 he_cache_obj_t *he_cache_fill_obj(const he_cache_fill_t *f);
 bool he_cache_fill_stale(const he_cache_fill_t *f); /* answering from a stale object */
+/* Hit-for-miss. After HEADERS: whether waiter w may take this answer. The
+ * request that started the fill may; others only if the response may be
+ * stored (he_cache_fresh_compute at wall_ms), as an answer that is not
+ * stored is not meant for requests that differ in what the key leaves out
+ * (a token, a cookie). The first false takes the fill out of the table, so
+ * later requests do not join it. */
+bool he_cache_fill_shared(he_cache_fill_t *f, const he_cache_waiter_t *w, int64_t wall_ms);
+/* Moves w from its fill to a new fill of the same key that is w's alone
+ * (no other request joins it; it publishes like any fill): start its
+ * fetch as for a created one, with w's own target. NULL on -ENOMEM (w has
+ * left its fill). A callback may call it for its own waiter. */
+he_cache_fill_t *he_cache_fill_alone(he_cache_waiter_t *w);
 /* The origin's response head (Content-Length, Content-Type, ETag ...),
  * valid from HEADERS on; for a stale answer use the object's meta. */
 const he_cache_http_resp_t *he_cache_fill_resp(const he_cache_fill_t *f);

@@ -23,7 +23,16 @@
  * from its start (the RAM partition's fills, the store's writes in
  * flight), the purge marks it and counts it as found, and the fill then
  * publishes nothing (its waiters still get their bytes) and leaves the
- * table, so a later request asks the origin again. */
+ * table, so a later request asks the origin again.
+ *
+ * Hit-for-miss (Varnish's name): a response that may not be stored
+ * (private, no-store, Set-Cookie, a 403 for an expired token ...) answers
+ * only the request that made the fill. Requests that joined it may differ
+ * in what the key leaves out (a token, a cookie), so each makes its own
+ * origin request (he_cache_fill_shared, he_cache_fill_alone) and the fill
+ * leaves the table. Such keys are not remembered: a live segment that
+ * 404s no-cache until it is produced would then go uncoalesced to the
+ * origin once it exists. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +51,8 @@ struct he_cache_fill {
     int status;
     bool active; /* in the table, fetch running */
     bool done, failed, serving_stale, prefetch;
+    bool shared_known, shared; /* he_cache_fill_shared's verdict */
+    he_cache_waiter_t *owner;  /* the request it is for; NULL: prefetch, refresh */
     unsigned holds;            /* notifications running: do not free */
     he__cache_rfill_t rfill;   /* known to the RAM tier's purges */
     he__cache_pending_t spend; /* known to the store's purges */
@@ -130,6 +141,41 @@ static void he_cache_fill_add_waiter(he_cache_fill_t *f, he_cache_waiter_t *w)
     f->waiters = w;
 }
 
+/* A new fill, in the table unless alone (a hit-for-miss request's own). */
+static he_cache_fill_t *he_cache_fill_new(he_cache_fills_t *fs, const he_cache_key_t *key,
+                                          he_cache_waiter_t *w, he_cache_obj_t *stale,
+                                          bool prefetch, bool alone)
+{
+    he_cache_fill_t *f = calloc(1, sizeof(*f));
+    if (!f) return NULL;
+    f->fs = fs;
+    he_cache_key_set(&f->key, key->s, key->len);
+    f->active = true;
+    f->prefetch = prefetch && !w;
+    f->owner = w;
+    if (stale) {
+        he_cache_obj_ref(stale);
+        f->stale = stale;
+    }
+    if (fs->o.ram) he__cache_ram_fill_add(fs->o.ram, fs->o.node, &f->rfill, &f->key);
+    if (fs->o.store) {
+        f->spend.key = &f->key;
+        he__cache_store_pending_add(he__cache_store_dir_for(fs->o.store, f->key.hash), &f->spend);
+    }
+    if (!alone) {
+        f->hnext = fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS];
+        fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS] = f;
+    }
+    fs->active++;
+    if (w) he_cache_fill_add_waiter(f, w);
+    if (fs->o.stats) {
+        fs->o.stats->fills++;
+        if (stale) fs->o.stats->revalidations++;
+        if (f->prefetch) fs->o.stats->prefetch_issued++;
+    }
+    return f;
+}
+
 he_cache_fill_t *he_cache_fill_join(he_cache_fills_t *fs, const he_cache_key_t *key,
                                     he_cache_waiter_t *w, he_cache_obj_t *stale, bool prefetch,
                                     bool *created)
@@ -143,32 +189,21 @@ he_cache_fill_t *he_cache_fill_join(he_cache_fills_t *fs, const he_cache_key_t *
         }
         return f;
     }
-    f = calloc(1, sizeof(*f));
-    if (!f) return NULL;
-    f->fs = fs;
-    he_cache_key_set(&f->key, key->s, key->len);
-    f->active = true;
-    f->prefetch = prefetch && !w;
-    if (stale) {
-        he_cache_obj_ref(stale);
-        f->stale = stale;
-    }
-    if (fs->o.ram) he__cache_ram_fill_add(fs->o.ram, fs->o.node, &f->rfill, &f->key);
-    if (fs->o.store) {
-        f->spend.key = &f->key;
-        he__cache_store_pending_add(he__cache_store_dir_for(fs->o.store, f->key.hash), &f->spend);
-    }
-    f->hnext = fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS];
-    fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS] = f;
-    fs->active++;
-    if (w) he_cache_fill_add_waiter(f, w);
-    if (fs->o.stats) {
-        fs->o.stats->fills++;
-        if (stale) fs->o.stats->revalidations++;
-        if (f->prefetch) fs->o.stats->prefetch_issued++;
-    }
-    *created = true;
+    f = he_cache_fill_new(fs, key, w, stale, prefetch, false);
+    *created = f != NULL;
     return f;
+}
+
+/* Out of the table (if still there): later requests start their own. */
+static void he_cache_fill_detach(he_cache_fill_t *f)
+{
+    he_cache_fill_t **pp = &f->fs->buckets[f->key.hash % HE__CACHE_FILL_BUCKETS];
+    for (; *pp; pp = &(*pp)->hnext)
+        if (*pp == f) {
+            *pp = f->hnext;
+            f->hnext = NULL;
+            return;
+        }
 }
 
 void he_cache_fill_leave(he_cache_waiter_t *w)
@@ -180,6 +215,7 @@ void he_cache_fill_leave(he_cache_waiter_t *w)
     else
         f->waiters = w->next;
     if (w->next) w->next->prev = w->prev;
+    if (f->owner == w) f->owner = NULL; /* its slot may join again for another request */
     w->fill = NULL;
     w->prev = w->next = NULL;
     he_cache_fill_maybe_free(f);
@@ -427,6 +463,31 @@ const he_cache_http_resp_t *he_cache_fill_resp(const he_cache_fill_t *f)
 bool he_cache_fill_stale(const he_cache_fill_t *f)
 {
     return f->serving_stale;
+}
+
+bool he_cache_fill_shared(he_cache_fill_t *f, const he_cache_waiter_t *w, int64_t wall_ms)
+{
+    if (!f->status || f->serving_stale) return true; /* a stored object answers */
+    if (!f->shared_known) {
+        he_cache_fresh_t fr;
+        f->shared = he_cache_fresh_compute(f->fs->o.conf, he_cache_fill_kind(f, f->obj), &f->resp,
+                                           NULL, 0, wall_ms, &fr);
+        f->shared_known = true;
+        if (!f->shared) he_cache_fill_detach(f);
+    }
+    return f->shared || (w && w == f->owner);
+}
+
+he_cache_fill_t *he_cache_fill_alone(he_cache_waiter_t *w)
+{
+    he_cache_fill_t *old = w->fill;
+    /* before leaving: the old fill may go with w, and its key with it */
+    he_cache_fill_t *f = he_cache_fill_new(old->fs, &old->key, NULL, NULL, false, true);
+    he_cache_fill_leave(w);
+    if (!f) return NULL;
+    f->owner = w;
+    he_cache_fill_add_waiter(f, w);
+    return f;
 }
 
 he_cache_swrite_t *he_cache_fills_next_write(he_cache_fills_t *fs)

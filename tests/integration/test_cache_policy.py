@@ -8,7 +8,10 @@ a raw-socket origin in this file whose answers the tests script:
   - a response with Set-Cookie, Vary: * or a Vary on any field but
     Accept-Encoding is passed on but not stored (the next request goes to
     the origin); the Set-Cookie never reaches a viewer from the cache;
-    Vary: Accept-Encoding alone is stored as before.
+    Vary: Accept-Encoding alone is stored as before;
+  - requests that joined a fill whose response may not be stored (a 403
+    for a bad token, a private 200) do not get that response: each asks
+    the origin itself with its own target (hit-for-miss).
 
 Every wait is bounded."""
 
@@ -238,6 +241,49 @@ def test_not_stored_set_cookie_vary():
                 expect(r.status == 200 and r.body == b"body of " + path.encode(), "%s: %r" % (path, r))
                 expect(r.h("set-cookie") is None, "%s: a Set-Cookie went to a viewer" % path)
             expect_eq(o.count(path), want, "%s: origin requests for two GETs" % path)
+
+
+# ---------------------------------------------------------------- hit-for-miss
+
+
+def test_not_storable_not_coalesced():
+    """Requests that differ only in a parameter the key leaves out (the
+    token) arrive while one origin request is under way (the origin waits
+    0.5 s before its head). When the answer may not be stored, each must
+    get its own: a 403 for the bad token must not reach the viewer with
+    the good one, nor the good one's private 200 a viewer with another
+    token (before: every joined request got the first one's response)."""
+    def tokens(target, hdrs):
+        tok = target.split("token=", 1)[1]
+        if tok.startswith("bad"):
+            status, cc, body = 403, "no-store", b"forbidden for " + tok.encode()
+        elif tok.startswith("own"):
+            status, cc, body = 200, "private, max-age=60", b"private for " + tok.encode()
+        else:
+            status, cc, body = 200, "max-age=3600", b"public bytes"
+        h = head(status, [("Content-Type", "video/mp2t"), ("Cache-Control", cc)], len(body))
+        return [(0.5, h + body)]
+
+    cases = [
+        # (path, tokens in arrival order, what each must get, origin requests)
+        ("/t/a.ts", ["bad1", "good", "bad2"],
+         [(403, b"forbidden for bad1"), (200, b"public bytes"), (403, b"forbidden for bad2")], 3),
+        ("/t/b.ts", ["own1", "own2"], [(200, b"private for own1"), (200, b"private for own2")], 2),
+        # a storable answer is shared as before: one origin request
+        ("/t/c.ts", ["good", "bad3"], [(200, b"public bytes"), (200, b"public bytes")], 1),
+    ]
+    with ScriptOrigin({c[0]: tokens for c in cases}) as o, Server(ROOT, extra=conf(o)) as srv:
+        for path, toks, want, requests in cases:
+            joins = []
+            for i, tok in enumerate(toks):
+                joins.append(in_thread(lambda t=tok: get(srv, "%s?token=%s" % (path, t))))
+                if i == 0:
+                    wait_for(lambda: o.count(path) == 1, 10, "%s: the first origin request" % path)
+                time.sleep(0.1)
+            expect_eq(o.count(path), 1, "%s: one origin request while the first is under way" % path)
+            got = [(r.status, r.body) for r in (j() for j in joins)]
+            expect_eq(got, want, "%s: what each viewer got" % path)
+            expect_eq(o.count(path), requests, "%s: origin requests" % path)
 
 
 if __name__ == "__main__":

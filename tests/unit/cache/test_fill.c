@@ -5,7 +5,9 @@
  * stale-if-error window serves stale; no-store responses stream but are
  * not kept; a waiter may leave early; finished objects go to the SSD; a
  * purge while a fill runs is not undone by the fill; a 304 extends the
- * SSD copy only if it is the version the 304 validated. */
+ * SSD copy only if it is the version the 304 validated; a response that
+ * may not be stored answers only the request that made the fill
+ * (hit-for-miss). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -649,6 +651,105 @@ static void test_304_refreshes_ssd_only_same_version(he_cache_store_t *store)
     he_cache_fills_free(fs);
 }
 
+/* Hit-for-miss: a 403 (or a private 200) answers only the request that
+ * made the fill; the others are not to take it, each moves to a fill of
+ * its own that nobody joins, and the first fill leaves the table. A
+ * storable answer is everybody's. */
+static void test_not_shared(void)
+{
+    he_cache_fills_opts_t fo = {.conf = &conf, .ram = ram, .node = 0, .stats = &st};
+    he_cache_fills_t *fs = he_cache_fills_new(&fo);
+    client_t c[3], late[1];
+    he_cache_key_t k;
+    he_cache_fill_t *f, *g, *h;
+    he_cache_sink_t sink;
+    he_cache_http_resp_t r;
+    bool cr;
+
+    he_cache_key_set(&k, "token/seg.ts", 12);
+    for (int private_ = 0; private_ < 2; private_++) {
+        clients_init(c, 3);
+        clients_init(late, 1);
+        f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
+        he_cache_fill_join(fs, &k, &c[1].w, NULL, false, &cr);
+        he_cache_fill_join(fs, &k, &c[2].w, NULL, false, &cr);
+        HE_CHECK(he_cache_fill_shared(f, &c[1].w, NOW)); /* no head yet */
+        r = resp200(private_ ? "private, max-age=60" : "max-age=60", 9);
+        if (!private_) r.status = 403;
+        sink = he_cache_fill_sink(f);
+        sink.headers(sink.ctx, &r);
+        HE_CHECK(he_cache_fill_shared(f, &c[0].w, NOW)); /* its own request */
+        HE_CHECK(!he_cache_fill_shared(f, &c[1].w, NOW));
+        HE_CHECK(!he_cache_fill_shared(f, &c[2].w, NOW));
+        HE_CHECK(!he_cache_fill_shared(f, NULL, NOW));
+        HE_CHECK(he_cache_fill_find(fs, &k) == NULL); /* later requests: a fill of their own */
+        g = he_cache_fill_alone(&c[1].w);
+        HE_CHECK(g && g != f && c[1].w.fill == g);
+        h = he_cache_fill_alone(&c[2].w);
+        HE_CHECK(h && h != g && h != f && c[2].w.fill == h);
+        HE_CHECK(he_cache_fill_find(fs, &k) == NULL);
+        HE_CHECK(he_cache_fill_join(fs, &k, &late[0].w, NULL, false, &cr) != g && cr);
+        HE_CHECK_INT(he_cache_fills_active(fs), 4);
+        sink.body(sink.ctx, "forbidden", 9);
+        he_cache_fill_end(f, 0, 0, NOW);
+        HE_CHECK(c[0].done == 1 && c[0].got == 9 && memcmp(c[0].buf, "forbidden", 9) == 0);
+        HE_CHECK(c[1].done == 0 && c[2].done == 0);
+        /* c[1]'s own answer is a 200 that may be stored: published */
+        r = resp200("max-age=60", 4);
+        sink = he_cache_fill_sink(g);
+        sink.headers(sink.ctx, &r);
+        HE_CHECK(he_cache_fill_shared(g, &c[1].w, NOW));
+        sink.body(sink.ctx, "good", 4);
+        he_cache_fill_end(g, 0, 0, NOW);
+        HE_CHECK(c[1].done == 1 && c[1].status == 200 && memcmp(c[1].buf, "good", 4) == 0);
+        /* c[2]'s is another 403: its own, so it may take it */
+        r = resp200("max-age=60", 3);
+        r.status = 403;
+        sink = he_cache_fill_sink(h);
+        sink.headers(sink.ctx, &r);
+        HE_CHECK(he_cache_fill_shared(h, &c[2].w, NOW));
+        sink.body(sink.ctx, "bad", 3);
+        he_cache_fill_end(h, 0, 0, NOW);
+        HE_CHECK(c[2].done == 1 && c[2].status == 403);
+        he_cache_fill_end(late[0].w.fill, -ECONNREFUSED, HE_CACHE_OERR_CONNECT, NOW);
+        HE_CHECK_INT(he_cache_fills_active(fs), 0);
+        {
+            he_cache_obj_t *o = he_cache_ram_lookup(ram, 0, &k, NULL);
+            HE_CHECK(o && he_cache_obj_len(o) == 4);
+            if (o) he_cache_obj_unref(o);
+        }
+        he_cache_ram_remove(ram, &k);
+        clients_free(c, 3);
+        clients_free(late, 1);
+    }
+    /* the owner left: nobody is the fill's own request any more */
+    clients_init(c, 2);
+    f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
+    he_cache_fill_join(fs, &k, &c[1].w, NULL, false, &cr);
+    he_cache_fill_leave(&c[0].w);
+    r = resp200("no-store", 1);
+    sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    HE_CHECK(!he_cache_fill_shared(f, &c[0].w, NOW));
+    HE_CHECK(!he_cache_fill_shared(f, &c[1].w, NOW));
+    he_cache_fill_leave(&c[1].w);
+    he_cache_fill_end(f, 0, 0, NOW);
+    /* a storable answer is everybody's */
+    f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
+    he_cache_fill_join(fs, &k, &c[1].w, NULL, false, &cr);
+    r = resp200("max-age=60", 1);
+    sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    HE_CHECK(he_cache_fill_shared(f, &c[1].w, NOW));
+    HE_CHECK(he_cache_fill_find(fs, &k) == f);
+    sink.body(sink.ctx, "x", 1);
+    he_cache_fill_end(f, 0, 0, NOW);
+    HE_CHECK(c[0].done == 1 && c[1].done == 1);
+    he_cache_ram_remove(ram, &k);
+    clients_free(c, 2);
+    he_cache_fills_free(fs);
+}
+
 int main(void)
 {
     he_cache_ram_opts_t ro = {.bytes = 16 << 20, .chunk_size = 16384, .admission = true};
@@ -671,6 +772,7 @@ int main(void)
     test_content_encoding();
     test_purge_during_fill(store);
     test_304_refreshes_ssd_only_same_version(store);
+    test_not_shared();
     he_cache_store_close(store);
     he_cache_ram_free(ram);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
