@@ -191,14 +191,20 @@ typedef struct he_cache_http_resp {
      * with the encoding an object was stored with */
     char content_encoding[32];
     he_cache_cc_t cc;
+    /* never stored (so never shared): a Set-Cookie is one viewer's; a Vary
+     * on anything but Accept-Encoding (or "*") cannot be honoured, since
+     * no request header goes to the origin */
+    bool set_cookie;
+    bool vary;
 } he_cache_http_resp_t;
 
 /* Decides whether a response may be stored and for how long. kind is the
  * response's kind (he_seg_kind_of with the body head for m3u8); for media
  * playlists the body is parsed (he_seg_playlist_parse) to bound a live
  * playlist's lifetime by cache_live_fraction_pct of its target duration.
- * Returns true (storable, *out filled) or false (no-store, private, an
- * uncacheable status, a 404 without negative caching). */
+ * Returns true (storable, *out filled) or false (no-store, private,
+ * Set-Cookie, a Vary other than Accept-Encoding, an uncacheable status,
+ * a 404 without negative caching or that the origin gives no lifetime). */
 bool he_cache_fresh_compute(const he_conf_t *conf, he_seg_kind_t kind,
                             const he_cache_http_resp_t *r, const char *body, size_t body_len,
                             int64_t wall_ms, he_cache_fresh_t *out);
@@ -284,8 +290,9 @@ uint64_t he_cache_ram_epoch(const he_cache_ram_t *ram);
 /* True if a complete object is indexed under key; unlike a lookup it
  * counts nothing and marks nothing (no hit, no prefetch "used"). */
 bool he_cache_ram_contains(he_cache_ram_t *ram, int node, const he_cache_key_t *key);
-/* Purge: removes the key from every node (bumping the epoch first).
- * Returns how many were removed. */
+/* Purge: removes the key from every node (bumping the epoch first) and
+ * marks the fills of the key in flight, which then publish nothing in
+ * either tier. Returns how many objects and fills it found. */
 int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key);
 
 void he_cache_obj_ref(he_cache_obj_t *o);
@@ -366,8 +373,14 @@ int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key);
  * its write began (he_cache_swrite_new): if it changed, a purge may have
  * come in between and missed both the object and the write. */
 uint64_t he_cache_store_purges(he_cache_store_t *s);
-void he_cache_store_refresh(he_cache_store_t *s, const he_cache_key_t *key,
-                            const he_cache_fresh_t *f);
+/* A 304 for the object described by validated (the copy whose ETag and
+ * Last-Modified the conditional request carried): the entry's freshness
+ * becomes f only if it is that version (same status, same ETag, or with
+ * no ETag the same Last-Modified); another version (an older one whose
+ * replacement was never written, say) is left to expire. 0, -ESTALE
+ * (another version), -ENOENT. */
+int he_cache_store_refresh(he_cache_store_t *s, const he_cache_key_t *key,
+                           const he_cache_meta_t *validated, const he_cache_fresh_t *f);
 /* Reports a disk error seen by the caller (e.g. a failed sendfile):
  * counted, logged once per cause; the entry is dropped. */
 void he_cache_store_error(he_cache_store_t *s, const he_cache_key_t *key, int neg_errno,
@@ -674,6 +687,18 @@ void he_cache_fill_end(he_cache_fill_t *f, int res, he_cache_oerr_t cause, int64
 int he_cache_fill_status(const he_cache_fill_t *f);
 he_cache_obj_t *he_cache_fill_obj(const he_cache_fill_t *f);
 bool he_cache_fill_stale(const he_cache_fill_t *f); /* answering from a stale object */
+/* Hit-for-miss. After HEADERS: whether waiter w may take this answer. The
+ * request that started the fill may; others only if the response may be
+ * stored (he_cache_fresh_compute at wall_ms), as an answer that is not
+ * stored is not meant for requests that differ in what the key leaves out
+ * (a token, a cookie). The first false takes the fill out of the table, so
+ * later requests do not join it. */
+bool he_cache_fill_shared(he_cache_fill_t *f, const he_cache_waiter_t *w, int64_t wall_ms);
+/* Moves w from its fill to a new fill of the same key that is w's alone
+ * (no other request joins it; it publishes like any fill): start its
+ * fetch as for a created one, with w's own target. NULL on -ENOMEM (w has
+ * left its fill). A callback may call it for its own waiter. */
+he_cache_fill_t *he_cache_fill_alone(he_cache_waiter_t *w);
 /* The origin's response head (Content-Length, Content-Type, ETag ...),
  * valid from HEADERS on; for a stale answer use the object's meta. */
 const he_cache_http_resp_t *he_cache_fill_resp(const he_cache_fill_t *f);

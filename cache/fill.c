@@ -17,7 +17,22 @@
  * with the last waiter. A revalidation (stale object given) that gets 304
  * refreshes and serves the stale object; one that fails while the object
  * is within its stale-if-error (or stale-while-revalidate) window serves
- * it stale. */
+ * it stale.
+ *
+ * A purge of the key while a fill runs: the fill is known to both tiers
+ * from its start (the RAM partition's fills, the store's writes in
+ * flight), the purge marks it and counts it as found, and the fill then
+ * publishes nothing (its waiters still get their bytes) and leaves the
+ * table, so a later request asks the origin again.
+ *
+ * Hit-for-miss (Varnish's name): a response that may not be stored
+ * (private, no-store, Set-Cookie, a 403 for an expired token ...) answers
+ * only the request that made the fill. Requests that joined it may differ
+ * in what the key leaves out (a token, a cookie), so each makes its own
+ * origin request (he_cache_fill_shared, he_cache_fill_alone) and the fill
+ * leaves the table. Such keys are not remembered: a live segment that
+ * 404s no-cache until it is produced would then go uncoalesced to the
+ * origin once it exists. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +51,11 @@ struct he_cache_fill {
     int status;
     bool active; /* in the table, fetch running */
     bool done, failed, serving_stale, prefetch;
-    unsigned holds; /* notifications running: do not free */
+    bool shared_known, shared; /* he_cache_fill_shared's verdict */
+    he_cache_waiter_t *owner;  /* the request it is for; NULL: prefetch, refresh */
+    unsigned holds;            /* notifications running: do not free */
+    he__cache_rfill_t rfill;   /* known to the RAM tier's purges */
+    he__cache_pending_t spend; /* known to the store's purges */
     he_cache_key_t key;
 };
 
@@ -70,13 +89,26 @@ unsigned he_cache_fills_active(const he_cache_fills_t *fs)
     return fs->active;
 }
 
+/* A purge of the key came while the fill runs. */
+static bool he_cache_fill_purged(he_cache_fill_t *f)
+{
+    return atomic_load(&f->rfill.purged) || atomic_load(&f->spend.purged);
+}
+
 he_cache_fill_t *he_cache_fill_find(he_cache_fills_t *fs, const he_cache_key_t *key)
 {
-    he_cache_fill_t *f = fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS];
-    for (; f; f = f->hnext)
+    he_cache_fill_t **pp = &fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS], *f;
+    while ((f = *pp) != NULL) {
         if (f->key.hash == key->hash && f->key.len == key->len &&
-            memcmp(f->key.s, key->s, key->len) == 0)
-            return f;
+            memcmp(f->key.s, key->s, key->len) == 0) {
+            if (!he_cache_fill_purged(f)) return f;
+            /* purged: it runs on for its waiters, later requests start anew */
+            *pp = f->hnext;
+            f->hnext = NULL;
+            continue;
+        }
+        pp = &f->hnext;
+    }
     return NULL;
 }
 
@@ -109,6 +141,41 @@ static void he_cache_fill_add_waiter(he_cache_fill_t *f, he_cache_waiter_t *w)
     f->waiters = w;
 }
 
+/* A new fill, in the table unless alone (a hit-for-miss request's own). */
+static he_cache_fill_t *he_cache_fill_new(he_cache_fills_t *fs, const he_cache_key_t *key,
+                                          he_cache_waiter_t *w, he_cache_obj_t *stale,
+                                          bool prefetch, bool alone)
+{
+    he_cache_fill_t *f = calloc(1, sizeof(*f));
+    if (!f) return NULL;
+    f->fs = fs;
+    he_cache_key_set(&f->key, key->s, key->len);
+    f->active = true;
+    f->prefetch = prefetch && !w;
+    f->owner = w;
+    if (stale) {
+        he_cache_obj_ref(stale);
+        f->stale = stale;
+    }
+    if (fs->o.ram) he__cache_ram_fill_add(fs->o.ram, fs->o.node, &f->rfill, &f->key);
+    if (fs->o.store) {
+        f->spend.key = &f->key;
+        he__cache_store_pending_add(he__cache_store_dir_for(fs->o.store, f->key.hash), &f->spend);
+    }
+    if (!alone) {
+        f->hnext = fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS];
+        fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS] = f;
+    }
+    fs->active++;
+    if (w) he_cache_fill_add_waiter(f, w);
+    if (fs->o.stats) {
+        fs->o.stats->fills++;
+        if (stale) fs->o.stats->revalidations++;
+        if (f->prefetch) fs->o.stats->prefetch_issued++;
+    }
+    return f;
+}
+
 he_cache_fill_t *he_cache_fill_join(he_cache_fills_t *fs, const he_cache_key_t *key,
                                     he_cache_waiter_t *w, he_cache_obj_t *stale, bool prefetch,
                                     bool *created)
@@ -122,27 +189,21 @@ he_cache_fill_t *he_cache_fill_join(he_cache_fills_t *fs, const he_cache_key_t *
         }
         return f;
     }
-    f = calloc(1, sizeof(*f));
-    if (!f) return NULL;
-    f->fs = fs;
-    he_cache_key_set(&f->key, key->s, key->len);
-    f->active = true;
-    f->prefetch = prefetch && !w;
-    if (stale) {
-        he_cache_obj_ref(stale);
-        f->stale = stale;
-    }
-    f->hnext = fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS];
-    fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS] = f;
-    fs->active++;
-    if (w) he_cache_fill_add_waiter(f, w);
-    if (fs->o.stats) {
-        fs->o.stats->fills++;
-        if (stale) fs->o.stats->revalidations++;
-        if (f->prefetch) fs->o.stats->prefetch_issued++;
-    }
-    *created = true;
+    f = he_cache_fill_new(fs, key, w, stale, prefetch, false);
+    *created = f != NULL;
     return f;
+}
+
+/* Out of the table (if still there): later requests start their own. */
+static void he_cache_fill_detach(he_cache_fill_t *f)
+{
+    he_cache_fill_t **pp = &f->fs->buckets[f->key.hash % HE__CACHE_FILL_BUCKETS];
+    for (; *pp; pp = &(*pp)->hnext)
+        if (*pp == f) {
+            *pp = f->hnext;
+            f->hnext = NULL;
+            return;
+        }
 }
 
 void he_cache_fill_leave(he_cache_waiter_t *w)
@@ -154,6 +215,7 @@ void he_cache_fill_leave(he_cache_waiter_t *w)
     else
         f->waiters = w->next;
     if (w->next) w->next->prev = w->prev;
+    if (f->owner == w) f->owner = NULL; /* its slot may join again for another request */
     w->fill = NULL;
     w->prev = w->next = NULL;
     he_cache_fill_maybe_free(f);
@@ -267,6 +329,23 @@ static bool he_cache_fill_fresh(he_cache_fill_t *f, he_cache_obj_t *o, he_seg_ki
     return ok;
 }
 
+/* The store's part of the purge check: true if a purge of the key came
+ * since the fill began (the store is purged before the RAM tier). */
+static bool he_cache_fill_store_purged(he_cache_fill_t *f)
+{
+    if (f->spend.linked)
+        he__cache_store_pending_del(he__cache_store_dir_for(f->fs->o.store, f->key.hash),
+                                    &f->spend);
+    return atomic_load(&f->spend.purged);
+}
+
+/* The fill ends without publishing: true if its key was purged meanwhile. */
+static bool he_cache_fill_unregister(he_cache_fill_t *f)
+{
+    bool purged = he_cache_fill_store_purged(f);
+    return he__cache_ram_fill_del(&f->rfill) || purged;
+}
+
 /* The response is complete: describe, publish, queue for the SSD. */
 static void he_cache_fill_publish(he_cache_fill_t *f, int64_t wall_ms)
 {
@@ -293,10 +372,19 @@ static void he_cache_fill_publish(he_cache_fill_t *f, int64_t wall_ms)
     he_cache_obj_set_meta(o, &m);
     he_cache_obj_finish(o);
     if (!cacheable) {
+        he_cache_fill_unregister(f);
         if (fs->o.stats) fs->o.stats->ram_rejected++;
         return;
     }
-    he_cache_ram_insert(fs->o.ram, o, fs->o.stats);
+    /* a purge since the fill began answered already: publish nothing. The
+     * RAM check and insert are one locked step (a purge after it finds the
+     * object); one after the store check is the SSD writer's to catch
+     * (he_cache_store_purges) */
+    if (he_cache_fill_store_purged(f)) {
+        he__cache_ram_fill_del(&f->rfill);
+        return;
+    }
+    if (he__cache_ram_insert_fill(fs->o.ram, o, fs->o.stats, &f->rfill) == -ESTALE) return;
     if (fs->o.store && m.status == 200) he_cache_fill_queue_write(fs, o);
 }
 
@@ -310,14 +398,15 @@ void he_cache_fill_end(he_cache_fill_t *f, int res, he_cache_oerr_t cause, int64
     if (res == 0 && f->obj) {
         if (f->serving_stale) {
             /* 304: the stale object is fresh again, for as long as its
-             * body allows (a live playlist's cap) */
+             * body allows (a live playlist's cap), unless it was purged */
             he_cache_fresh_t fr;
             he_cache_http_resp_t r = f->resp;
             r.status = 200;
-            if (he_cache_fill_fresh(f, f->stale, (he_seg_kind_t)f->stale->meta.kind,
+            if (!he_cache_fill_unregister(f) &&
+                he_cache_fill_fresh(f, f->stale, (he_seg_kind_t)f->stale->meta.kind,
                                     f->stale->meta.content_encoding[0], &r, wall_ms, &fr)) {
                 he_cache_obj_refresh(f->stale, &fr);
-                he_cache_store_refresh(fs->o.store, &f->key, &fr);
+                he_cache_store_refresh(fs->o.store, &f->key, &f->stale->meta, &fr);
             }
         } else {
             he_cache_fill_publish(f, wall_ms);
@@ -326,6 +415,7 @@ void he_cache_fill_end(he_cache_fill_t *f, int res, he_cache_oerr_t cause, int64
         he_cache_fill_notify(f, HE_CACHE_FILL_EV_DONE);
     } else if (res < 0 && !f->status && f->stale) {
         he_cache_fresh_t fr;
+        he_cache_fill_unregister(f);
         he_cache_obj_fresh(f->stale, &fr);
         he_cache_freshness_t s = he_cache_fresh_state(&fr, wall_ms);
         if (s == HE_CACHE_STALE_REVALIDATE || s == HE_CACHE_STALE_IF_ERROR) {
@@ -347,6 +437,7 @@ void he_cache_fill_end(he_cache_fill_t *f, int res, he_cache_oerr_t cause, int64
     return;
 fail:
     /* nothing is published: the partial object dies with the last waiter */
+    he_cache_fill_unregister(f);
     if (st) st->fills_failed++;
     f->failed = true;
     he_cache_fill_notify(f, HE_CACHE_FILL_EV_ERROR);
@@ -372,6 +463,31 @@ const he_cache_http_resp_t *he_cache_fill_resp(const he_cache_fill_t *f)
 bool he_cache_fill_stale(const he_cache_fill_t *f)
 {
     return f->serving_stale;
+}
+
+bool he_cache_fill_shared(he_cache_fill_t *f, const he_cache_waiter_t *w, int64_t wall_ms)
+{
+    if (!f->status || f->serving_stale) return true; /* a stored object answers */
+    if (!f->shared_known) {
+        he_cache_fresh_t fr;
+        f->shared = he_cache_fresh_compute(f->fs->o.conf, he_cache_fill_kind(f, f->obj), &f->resp,
+                                           NULL, 0, wall_ms, &fr);
+        f->shared_known = true;
+        if (!f->shared) he_cache_fill_detach(f);
+    }
+    return f->shared || (w && w == f->owner);
+}
+
+he_cache_fill_t *he_cache_fill_alone(he_cache_waiter_t *w)
+{
+    he_cache_fill_t *old = w->fill;
+    /* before leaving: the old fill may go with w, and its key with it */
+    he_cache_fill_t *f = he_cache_fill_new(old->fs, &old->key, NULL, NULL, false, true);
+    he_cache_fill_leave(w);
+    if (!f) return NULL;
+    f->owner = w;
+    he_cache_fill_add_waiter(f, w);
+    return f;
 }
 
 he_cache_swrite_t *he_cache_fills_next_write(he_cache_fills_t *fs)

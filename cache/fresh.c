@@ -1,9 +1,12 @@
 /* Freshness: how long a stored response may be served without asking the
  * origin, and how long after that it may still be served stale.
  *
- *   not stored  no-store, private, a status other than 200/203/404, or a
- *               404 when negative caching is off or the origin gives it
- *               no lifetime
+ *   not stored  no-store, private, Set-Cookie (one viewer's, as nginx
+ *               and Varnish decide by default), Vary: * or on any field
+ *               but Accept-Encoding (no request header reaches the
+ *               origin, so one copy would be served for every variant),
+ *               a status other than 200/203/404, or a 404 when negative
+ *               caching is off or the origin gives it no lifetime
  *   404         cache.negative_ttl, or less when the origin says so
  *               (no-cache, max-age, s-maxage, Expires); never served stale
  *   lifetime    cache.ttl.<kind> if set (the operator overrides the
@@ -176,7 +179,7 @@ bool he_cache_fresh_compute(const he_conf_t *conf, he_seg_kind_t kind,
 
     memset(out, 0, sizeof(*out));
     out->stored_ms = wall_ms;
-    if (cc.no_store || cc.private_) return false;
+    if (cc.no_store || cc.private_ || r->set_cookie || r->vary) return false;
     if (r->date[0] && he_cache_http_date_parse(r->date, strlen(r->date), &t) == 0) date_ms = t;
     if (r->status == 404) {
         /* the origin may shorten the negative TTL, never lengthen it: a

@@ -60,6 +60,8 @@ enum {
     HE_HC_H_CACHE_CONTROL,
     HE_HC_H_AGE,
     HE_HC_H_CONTENT_ENCODING,
+    HE_HC_H_SET_COOKIE,
+    HE_HC_H_VARY,
 };
 
 static int he_hc_header_id(const char *name, size_t n)
@@ -76,6 +78,8 @@ static int he_hc_header_id(const char *name, size_t n)
         [HE_HC_H_CACHE_CONTROL] = "cache-control",
         [HE_HC_H_AGE] = "age",
         [HE_HC_H_CONTENT_ENCODING] = "content-encoding",
+        [HE_HC_H_SET_COOKIE] = "set-cookie",
+        [HE_HC_H_VARY] = "vary",
     };
     for (int i = 1; i < (int)(sizeof(names) / sizeof(names[0])); i++)
         if (strlen(names[i]) == n && strncasecmp(name, names[i], n) == 0) return i;
@@ -142,6 +146,28 @@ static int he_hc_content_encoding(he_cache_http_resp_t *r, const char *v, size_t
     return 0;
 }
 
+/* Vary: the cache forwards no request header to the origin and keeps one
+ * representation per key, so it can honour only Accept-Encoding (the
+ * stored Content-Encoding is sent along). Any other field, or "*", makes
+ * the response one the cache must not store. */
+static void he_hc_vary(he_cache_http_resp_t *r, const char *v, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t s, e;
+        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+            i++;
+        s = i;
+        while (i < n && v[i] != ',')
+            i++;
+        e = i;
+        while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+            e--;
+        if (e > s && !(e - s == 15 && strncasecmp(v + s, "accept-encoding", 15) == 0))
+            r->vary = true;
+    }
+}
+
 /* One header line; over: it was longer than p->line, which holds its
  * start. */
 static int he_hc_header_line(he_cache_httpc_t *p, const char *l, size_t n, bool over)
@@ -156,7 +182,11 @@ static int he_hc_header_line(he_cache_httpc_t *p, const char *l, size_t n, bool 
     nl = (size_t)(colon - l);
     if (l[nl - 1] == ' ' || l[nl - 1] == '\t') return -EPROTO; /* RFC 9112 5.1 */
     id = he_hc_header_id(l, nl);
-    if (over) return id == HE_HC_H_OTHER ? 0 : -EPROTO;
+    /* fields that only forbid storing: a cut one forbids it too */
+    if (id == HE_HC_H_SET_COOKIE) r->set_cookie = true;
+    if (over && id == HE_HC_H_VARY) r->vary = true;
+    if (over)
+        return id == HE_HC_H_OTHER || id == HE_HC_H_SET_COOKIE || id == HE_HC_H_VARY ? 0 : -EPROTO;
     v = colon + 1;
     vl = n - nl - 1;
     while (vl && (*v == ' ' || *v == '\t')) {
@@ -209,6 +239,9 @@ static int he_hc_header_line(he_cache_httpc_t *p, const char *l, size_t n, bool 
         break;
     case HE_HC_H_CONTENT_ENCODING:
         return he_hc_content_encoding(r, v, vl);
+    case HE_HC_H_VARY:
+        he_hc_vary(r, v, vl);
+        break;
     case HE_HC_H_AGE: {
         int64_t x = 0;
         for (size_t i = 0; i < vl && x < 1000000000; i++) {

@@ -14,6 +14,18 @@ enum he__cache_queue { HE__CACHE_Q_NONE = 0, HE__CACHE_Q_SMALL, HE__CACHE_Q_MAIN
 
 typedef struct he__cache_node he__cache_node_t;
 
+/* A fill in flight (fill.c), known to its RAM partition from its start to
+ * its end: a purge of its key in between marks it (and counts it as
+ * removed), and the fill then publishes nothing, since the purge has
+ * answered already and what the fill brings may be the purged bytes. */
+typedef struct he__cache_rfill {
+    struct he__cache_rfill *prev, *next;
+    const he_cache_key_t *key; /* the fill's: stable while it runs */
+    he__cache_node_t *node;
+    atomic_bool purged; /* set under the node lock */
+    bool linked;
+} he__cache_rfill_t;
+
 /* Object headers are type-stable: they come from per-node blocks that are
  * only freed with the whole RAM tier, so a lock-free reader holding a stale
  * pointer may always read the atomics below; it owns the object only after
@@ -89,6 +101,7 @@ struct he__cache_node {
     he__cache_ghost_t ghost;
     he_cache_obj_t *free_objs;
     he__cache_objblock_t *blocks;
+    he__cache_rfill_t *fills; /* fills in flight of this partition */
 } __attribute__((aligned(64)));
 
 struct he_cache_ram {
@@ -113,6 +126,17 @@ void he__cache_ghost_add(he__cache_ghost_t *g, uint64_t hash, uint32_t chunks);
 /* ram.c (node lock held) */
 void he__cache_ram_unindex(he__cache_node_t *n, he_cache_obj_t *o);
 void he__cache_obj_drop_locked(he__cache_node_t *n, he_cache_obj_t *o);
+
+/* ram.c: a fill of key begins in node's partition (p is the fill's). */
+void he__cache_ram_fill_add(he_cache_ram_t *ram, int node, he__cache_rfill_t *p,
+                            const he_cache_key_t *key);
+/* The fill ends without publishing: true if a purge marked it. */
+bool he__cache_ram_fill_del(he__cache_rfill_t *p);
+/* Publishes o (an object of p's partition) as he_cache_ram_insert does and
+ * ends p, both under the node lock, so a purge either marked p first or
+ * finds o indexed: -ESTALE (marked: not published), 0, or 1. */
+int he__cache_ram_insert_fill(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st,
+                              he__cache_rfill_t *p);
 
 /* ---------------------------------------------------------------- SSD tier */
 
@@ -169,7 +193,7 @@ typedef struct he__cache_sdir {
     he__cache_sentry_t **buckets;
     uint64_t mask, count;
     he__cache_sentry_t *head, *tail, *hand;
-    he__cache_unlink_t *unlinks; /* files to remove, for the ring */
+    he__cache_unlink_t *unlinks;  /* files to remove, for the ring */
     he__cache_pending_t *pending; /* writes in flight */
 } he__cache_sdir_t;
 
@@ -179,7 +203,7 @@ struct he_cache_store {
     unsigned ndirs;
     atomic_uint_fast64_t gen;
     atomic_uint_fast64_t purges; /* purges begun (he_cache_store_remove) */
-    atomic_uint logged; /* one bit per he_cache_derr_t already logged */
+    atomic_uint logged;          /* one bit per he_cache_derr_t already logged */
     unsigned unlink_rr;
 };
 

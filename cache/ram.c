@@ -532,9 +532,47 @@ void he_cache_obj_finish(he_cache_obj_t *o)
     atomic_store_explicit(&o->state, HE__CACHE_OBJ_COMPLETE, memory_order_release);
 }
 
-/* cond: insert-if-absent, and only if no removal began since epoch. */
+static void he_ram_fill_unlink_locked(he__cache_rfill_t *p)
+{
+    if (!p->linked) return;
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        p->node->fills = p->next;
+    if (p->next) p->next->prev = p->prev;
+    p->prev = p->next = NULL;
+    p->linked = false;
+}
+
+void he__cache_ram_fill_add(he_cache_ram_t *ram, int node, he__cache_rfill_t *p,
+                            const he_cache_key_t *key)
+{
+    he__cache_node_t *n = he_cache_ram_node(ram, node);
+    p->key = key;
+    p->node = n;
+    atomic_init(&p->purged, false);
+    pthread_mutex_lock(&n->lock);
+    p->prev = NULL;
+    p->next = n->fills;
+    if (n->fills) n->fills->prev = p;
+    n->fills = p;
+    p->linked = true;
+    pthread_mutex_unlock(&n->lock);
+}
+
+bool he__cache_ram_fill_del(he__cache_rfill_t *p)
+{
+    if (!p->linked) return atomic_load(&p->purged);
+    pthread_mutex_lock(&p->node->lock);
+    he_ram_fill_unlink_locked(p);
+    pthread_mutex_unlock(&p->node->lock);
+    return atomic_load(&p->purged);
+}
+
+/* cond: insert-if-absent, and only if no removal began since epoch.
+ * fill: the fill that made o, ended here (see he__cache_ram_insert_fill). */
 static int he_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st, bool cond,
-                         uint64_t epoch)
+                         uint64_t epoch, he__cache_rfill_t *fill)
 {
     he__cache_node_t *n = o->node;
     uint64_t len = atomic_load_explicit(&o->len, memory_order_relaxed);
@@ -543,10 +581,19 @@ static int he_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_
 
     if (len > ram->opts.object_max || o->nchunks > n->nchunks / 2 ||
         atomic_load_explicit(&o->state, memory_order_relaxed) != HE__CACHE_OBJ_COMPLETE) {
+        /* purged: the caller must not write it elsewhere either */
+        if (fill && he__cache_ram_fill_del(fill)) return -ESTALE;
         if (st) st->ram_rejected++;
         return 1;
     }
     pthread_mutex_lock(&n->lock);
+    if (fill) {
+        he_ram_fill_unlink_locked(fill);
+        if (atomic_load(&fill->purged)) {
+            pthread_mutex_unlock(&n->lock);
+            return -ESTALE;
+        }
+    }
     /* a newer version replaces the old one */
     for (old = atomic_load_explicit(bucket, memory_order_relaxed); old;
          old = atomic_load_explicit(&old->hnext, memory_order_relaxed))
@@ -577,13 +624,19 @@ static int he_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_
 
 int he_cache_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st)
 {
-    return he_ram_insert(ram, o, st, false, 0);
+    return he_ram_insert(ram, o, st, false, 0, NULL);
 }
 
 int he_cache_ram_insert_if_absent(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st,
                                   uint64_t epoch)
 {
-    return he_ram_insert(ram, o, st, true, epoch);
+    return he_ram_insert(ram, o, st, true, epoch, NULL);
+}
+
+int he__cache_ram_insert_fill(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st,
+                              he__cache_rfill_t *p)
+{
+    return he_ram_insert(ram, o, st, false, 0, p);
 }
 
 uint64_t he_cache_ram_epoch(const he_cache_ram_t *ram)
@@ -609,6 +662,13 @@ int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key)
             he__cache_obj_drop_locked(n, o);
             removed++;
         }
+        /* fills of the key in flight: they publish nothing */
+        for (he__cache_rfill_t *p = n->fills; p; p = p->next)
+            if (p->key->hash == key->hash && p->key->len == key->len &&
+                memcmp(p->key->s, key->s, key->len) == 0) {
+                atomic_store(&p->purged, true);
+                removed++;
+            }
         pthread_mutex_unlock(&n->lock);
     }
     return removed;

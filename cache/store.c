@@ -675,22 +675,35 @@ int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key)
     return rc;
 }
 
-void he_cache_store_refresh(he_cache_store_t *s, const he_cache_key_t *key,
-                            const he_cache_fresh_t *f)
+/* The entry is the version a 304 validated: the same ETag, or without
+ * one the same Last-Modified (what the conditional request carried). */
+static bool he_cache_store_same_version(const he_cache_meta_t *e, const he_cache_meta_t *v)
+{
+    if (e->status != v->status || strcmp(e->etag, v->etag) != 0) return false;
+    return v->etag[0] || (v->last_modified[0] && strcmp(e->last_modified, v->last_modified) == 0);
+}
+
+int he_cache_store_refresh(he_cache_store_t *s, const he_cache_key_t *key,
+                           const he_cache_meta_t *validated, const he_cache_fresh_t *f)
 {
     /* in memory only: after a restart the entry is stale and gets
      * revalidated again, which is correct, merely one request more */
     he__cache_sdir_t *d;
     he__cache_sentry_t *e;
-    if (!s) return;
+    int rc = -ENOENT;
+    if (!s) return rc;
     d = he__cache_store_dir_for(s, key->hash);
     pthread_mutex_lock(&d->lock);
     e = *he_cache_sdir_slot(d, key);
-    if (e) {
+    if (e && he_cache_store_same_version(&e->meta, validated)) {
         e->meta.fresh.stored_ms = f->stored_ms;
         e->meta.fresh.expires_ms = f->expires_ms;
+        rc = 0;
+    } else if (e) {
+        rc = -ESTALE;
     }
     pthread_mutex_unlock(&d->lock);
+    return rc;
 }
 
 void he_cache_store_error(he_cache_store_t *s, const he_cache_key_t *key, int neg_errno,

@@ -208,7 +208,8 @@ const he__conf_key_t he__conf_keys[] = {
     HE_CONF_K_BOOL("cache.admission", cache_admission, "true",
                    "keep objects requested once out of the cache"),
     HE_CONF_K_DURATION("cache.negative_ttl", cache_negative_ttl_ms, 0, HE_CONF_HOUR_MS, "5s",
-                       "how long an origin 404 is remembered"),
+                       "the longest an origin 404 is remembered; the 404's own no-cache, "
+                       "max-age or Expires may shorten it"),
     HE_CONF_K_DURATION("cache.stale_while_revalidate", cache_stale_while_revalidate_ms, 0,
                        24 * HE_CONF_HOUR_MS, "10s", "serve stale while refreshing, this long"),
     HE_CONF_K_DURATION("cache.stale_if_error", cache_stale_if_error_ms, 0, 24 * HE_CONF_HOUR_MS,

@@ -19,7 +19,10 @@
  * mmap path), and is closed when the response ends.
  *
  * Misses join the worker's fill for the key (one origin request however
- * many clients ask) and stream the body as it arrives. A waiter whose
+ * many clients ask) and stream the body as it arrives, unless the response
+ * turns out not to be storable: then only the request that made the fill
+ * takes it, and each one that joined asks the origin itself
+ * (hit-for-miss, he_rc_alone). A waiter whose
  * origin response has no Content-Length (chunked) waits for the whole
  * object and is then answered like a hit. A Range or conditional request
  * that arrives while the object is still filling is answered 200 with the
@@ -569,6 +572,26 @@ static void he_rc_fail_before_head(he_worker_t *w, he_conn_t *c)
     he__respond_error(w, c, 502);
 }
 
+static void he_rc_fetch(he_worker_t *w, he_conn_t *c, he_cache_fill_t *f, he_cache_obj_t *stale);
+
+/* Hit-for-miss: the fill c joined brings a response that is not stored,
+ * so it is not c's to take (c's request may differ in what the key leaves
+ * out: a signature token, a cookie). c asks the origin itself, with its
+ * own target, on a fill nobody else joins. */
+static void he_rc_alone(he_worker_t *w, he_conn_t *c)
+{
+    he_cconn_t *cc = he_rc_cc(w, c);
+    he_cache_fill_t *f = he_cache_fill_alone(&cc->waiter);
+    if (!f) {
+        he_rc_release(w, c);
+        he__respond_error(w, c, 503);
+        return;
+    }
+    cc->waiting = true;
+    c->cache_st = HE_CST_MISS;
+    he_rc_fetch(w, c, f, NULL);
+}
+
 static void he_rc_on_headers(he_worker_t *w, he_conn_t *c)
 {
     he_cconn_t *cc = he_rc_cc(w, c);
@@ -581,6 +604,10 @@ static void he_rc_on_headers(he_worker_t *w, he_conn_t *c)
     cc->waiting = false;
     if (!o) {
         he_rc_fail_before_head(w, c);
+        return;
+    }
+    if (!he_cache_fill_shared(f, &cc->waiter, he__cache_wall_ms(w))) {
+        he_rc_alone(w, c);
         return;
     }
     he_cache_obj_ref(o);

@@ -3,7 +3,11 @@
  * failing midway ends every waiter with ERROR and leaves no entry; a 304
  * refreshes and serves the stale object; an origin failure inside the
  * stale-if-error window serves stale; no-store responses stream but are
- * not kept; a waiter may leave early; finished objects go to the SSD. */
+ * not kept; a waiter may leave early; finished objects go to the SSD; a
+ * purge while a fill runs is not undone by the fill; a 304 extends the
+ * SSD copy only if it is the version the 304 validated; a response that
+ * may not be stored answers only the request that made the fill
+ * (hit-for-miss). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -464,6 +468,288 @@ static void test_content_encoding(void)
     HE_CHECK(system(cmd) == 0);
 }
 
+/* A purge that comes while a fill downloads: the purge finds the fill,
+ * the waiters still get their bytes, but nothing is published in either
+ * tier, and a later request starts a fill of its own. Also when only the
+ * store's part of the purge came before the fill ended (the RAM part after
+ * it): the SSD write must not bring the bytes back. */
+static void test_purge_during_fill(he_cache_store_t *store)
+{
+    he_cache_fills_opts_t fo = {.conf = &conf, .ram = ram, .node = 0, .store = store, .stats = &st};
+    he_cache_fills_t *fs = he_cache_fills_new(&fo);
+    client_t c[2];
+    he_cache_key_t k;
+    he_cache_fill_t *f, *g;
+    he_cache_sink_t sink;
+    he_cache_http_resp_t r = resp200("max-age=60", 10);
+    he_cache_store_hit_t h;
+    bool cr;
+
+    he_cache_key_set(&k, "purged/seg.ts", 13);
+    for (int store_first = 0; store_first < 2; store_first++) {
+        clients_init(c, 2);
+        f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
+        HE_CHECK(cr);
+        sink = he_cache_fill_sink(f);
+        sink.headers(sink.ctx, &r);
+        sink.body(sink.ctx, "01234", 5);
+        if (store_first) {
+            /* the purge's SSD part finds the fill's registration */
+            HE_CHECK_INT(he_cache_store_remove(store, &k), 0);
+        } else {
+            HE_CHECK_INT(he_cache_store_remove(store, &k), 0);
+            HE_CHECK_INT(he_cache_ram_remove(ram, &k), 1); /* the fill */
+            /* a request after the purge does not get the old bytes */
+            g = he_cache_fill_join(fs, &k, &c[1].w, NULL, false, &cr);
+            HE_CHECK(cr && g != f);
+            he_cache_fill_end(g, -ECONNREFUSED, HE_CACHE_OERR_CONNECT, NOW);
+            HE_CHECK_INT(c[1].error, 1);
+        }
+        sink.body(sink.ctx, "56789", 5);
+        he_cache_fill_end(f, 0, 0, NOW);
+        if (store_first) HE_CHECK_INT(he_cache_ram_remove(ram, &k), 0);
+        HE_CHECK(c[0].done == 1 && c[0].got == 10 && memcmp(c[0].buf, "0123456789", 10) == 0);
+        HE_CHECK(he_cache_ram_lookup(ram, 0, &k, NULL) == NULL);
+        HE_CHECK(he_cache_fills_next_write(fs) == NULL);
+        HE_CHECK(he_cache_store_lookup(store, &k, &h, NULL) == -ENOENT);
+        HE_CHECK_INT(he_cache_fills_active(fs), 0);
+        clients_free(c, 2);
+    }
+    /* a purge of another key changes nothing */
+    clients_init(c, 1);
+    f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
+    sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    {
+        he_cache_key_t other;
+        he_cache_key_set(&other, "purged/seg2.ts", 14);
+        HE_CHECK_INT(he_cache_ram_remove(ram, &other), 0);
+        HE_CHECK_INT(he_cache_store_remove(store, &other), -ENOENT);
+    }
+    HE_CHECK(he_cache_fill_find(fs, &k) == f);
+    sink.body(sink.ctx, "0123456789", 10);
+    he_cache_fill_end(f, 0, 0, NOW);
+    {
+        he_cache_obj_t *o = he_cache_ram_lookup(ram, 0, &k, NULL);
+        HE_CHECK(o != NULL);
+        if (o) he_cache_obj_unref(o);
+    }
+    for (he_cache_swrite_t *w; (w = he_cache_fills_next_write(fs)) != NULL;) {
+        HE_CHECK_INT(he_cache_swrite_run_sync(w, &st, NULL, NULL), 0);
+        he_cache_swrite_free(w);
+    }
+    HE_CHECK_INT(he_cache_store_lookup(store, &k, &h, NULL), 0);
+    he_cache_ram_remove(ram, &k);
+    he_cache_store_remove(store, &k);
+    clients_free(c, 1);
+    he_cache_fills_free(fs);
+}
+
+/* An object with the given ETag and Last-Modified, complete, expired. */
+static he_cache_obj_t *version(const he_cache_key_t *k, const char *etag, const char *lm,
+                               const char *body)
+{
+    he_cache_meta_t m = {.status = 200, .kind = HE_SEG_KIND_SEGMENT};
+    he_cache_obj_t *o = he_cache_obj_new(ram, 0, k, strlen(body));
+    he_cache_obj_append(o, body, strlen(body), NULL);
+    m.fresh.stored_ms = NOW - 100000;
+    m.fresh.expires_ms = NOW - 1000;
+    strcpy(m.etag, etag);
+    strcpy(m.last_modified, lm);
+    he_cache_obj_set_meta(o, &m);
+    he_cache_obj_finish(o);
+    return o;
+}
+
+static void write_sync(he_cache_store_t *store, he_cache_obj_t *o)
+{
+    he_cache_swrite_t *w = he_cache_swrite_new(store, o, &st);
+    HE_CHECK(w != NULL);
+    if (!w) return;
+    HE_CHECK_INT(he_cache_swrite_run_sync(w, &st, NULL, NULL), 0);
+    he_cache_swrite_free(w);
+}
+
+/* Revalidates stale (in RAM) with a 304 max-age=60. */
+static void revalidate_304(he_cache_fills_t *fs, he_cache_obj_t *stale)
+{
+    client_t c[1];
+    he_cache_http_resp_t r = resp200("max-age=60", -1);
+    he_cache_sink_t sink;
+    he_cache_fill_t *f;
+    bool cr;
+    clients_init(c, 1);
+    r.status = 304;
+    f = he_cache_fill_join(fs, he_cache_obj_key(stale), &c[0].w, stale, false, &cr);
+    sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    he_cache_fill_end(f, 0, 0, NOW);
+    HE_CHECK(c[0].done == 1 && c[0].got == strlen("v2 bytes"));
+    clients_free(c, 1);
+}
+
+/* A 304 validates the RAM copy it was asked about. The SSD copy of the key
+ * is extended with it only if it is the same version: RAM holds v2 whose
+ * SSD write failed while the SSD still holds v1; a 304 for v2 must not
+ * make v1 fresh (it would be served as fresh once v2 leaves RAM). */
+static void test_304_refreshes_ssd_only_same_version(he_cache_store_t *store)
+{
+    he_cache_fills_opts_t fo = {.conf = &conf, .ram = ram, .node = 0, .store = store, .stats = &st};
+    he_cache_fills_t *fs = he_cache_fills_new(&fo);
+    static const char *const lm1 = "Mon, 13 Nov 2023 22:13:20 GMT",
+                             *lm2 = "Tue, 14 Nov 2023 22:13:20 GMT";
+    he_cache_store_hit_t h;
+    he_cache_obj_t *v1, *v2;
+    he_cache_key_t k;
+
+    he_cache_key_set(&k, "ver/seg.ts", 10);
+    /* by ETag */
+    v1 = version(&k, "\"v1\"", lm1, "v1 bytes");
+    write_sync(store, v1);
+    v2 = version(&k, "\"v2\"", lm2, "v2 bytes");
+    he_cache_ram_insert(ram, v2, NULL); /* its SSD write never happened */
+    revalidate_304(fs, v2);
+    HE_CHECK_INT(he_cache_obj_meta(v2)->fresh.expires_ms, NOW - 1000); /* meta: as stored */
+    {
+        he_cache_fresh_t fr;
+        he_cache_obj_fresh(v2, &fr);
+        HE_CHECK_INT(fr.expires_ms, NOW + 60000); /* RAM: refreshed */
+    }
+    HE_CHECK_INT(he_cache_store_lookup(store, &k, &h, NULL), 0);
+    HE_CHECK_STR(h.meta.etag, "\"v1\"");
+    HE_CHECK_INT(h.meta.fresh.expires_ms, NOW - 1000); /* SSD v1: not extended */
+    HE_CHECK_INT(he_cache_store_refresh(store, &k, he_cache_obj_meta(v2), &h.meta.fresh), -ESTALE);
+
+    /* the SSD copy of v2 itself is extended */
+    write_sync(store, v2);
+    revalidate_304(fs, v2);
+    HE_CHECK_INT(he_cache_store_lookup(store, &k, &h, NULL), 0);
+    HE_CHECK_STR(h.meta.etag, "\"v2\"");
+    HE_CHECK_INT(h.meta.fresh.expires_ms, NOW + 60000);
+    he_cache_obj_unref(v1);
+    he_cache_obj_unref(v2);
+    he_cache_ram_remove(ram, &k);
+    he_cache_store_remove(store, &k);
+
+    /* without ETags: by Last-Modified */
+    v1 = version(&k, "", lm1, "v1 bytes");
+    write_sync(store, v1);
+    v2 = version(&k, "", lm2, "v2 bytes");
+    he_cache_ram_insert(ram, v2, NULL);
+    revalidate_304(fs, v2);
+    HE_CHECK_INT(he_cache_store_lookup(store, &k, &h, NULL), 0);
+    HE_CHECK_INT(h.meta.fresh.expires_ms, NOW - 1000);
+    write_sync(store, v2);
+    revalidate_304(fs, v2);
+    HE_CHECK_INT(he_cache_store_lookup(store, &k, &h, NULL), 0);
+    HE_CHECK_INT(h.meta.fresh.expires_ms, NOW + 60000);
+    he_cache_obj_unref(v1);
+    he_cache_obj_unref(v2);
+    he_cache_ram_remove(ram, &k);
+    he_cache_store_remove(store, &k);
+    he_cache_store_unlink_sync(store);
+    he_cache_fills_free(fs);
+}
+
+/* Hit-for-miss: a 403 (or a private 200) answers only the request that
+ * made the fill; the others are not to take it, each moves to a fill of
+ * its own that nobody joins, and the first fill leaves the table. A
+ * storable answer is everybody's. */
+static void test_not_shared(void)
+{
+    he_cache_fills_opts_t fo = {.conf = &conf, .ram = ram, .node = 0, .stats = &st};
+    he_cache_fills_t *fs = he_cache_fills_new(&fo);
+    client_t c[3], late[1];
+    he_cache_key_t k;
+    he_cache_fill_t *f, *g, *h;
+    he_cache_sink_t sink;
+    he_cache_http_resp_t r;
+    bool cr;
+
+    he_cache_key_set(&k, "token/seg.ts", 12);
+    for (int private_ = 0; private_ < 2; private_++) {
+        clients_init(c, 3);
+        clients_init(late, 1);
+        f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
+        he_cache_fill_join(fs, &k, &c[1].w, NULL, false, &cr);
+        he_cache_fill_join(fs, &k, &c[2].w, NULL, false, &cr);
+        HE_CHECK(he_cache_fill_shared(f, &c[1].w, NOW)); /* no head yet */
+        r = resp200(private_ ? "private, max-age=60" : "max-age=60", 9);
+        if (!private_) r.status = 403;
+        sink = he_cache_fill_sink(f);
+        sink.headers(sink.ctx, &r);
+        HE_CHECK(he_cache_fill_shared(f, &c[0].w, NOW)); /* its own request */
+        HE_CHECK(!he_cache_fill_shared(f, &c[1].w, NOW));
+        HE_CHECK(!he_cache_fill_shared(f, &c[2].w, NOW));
+        HE_CHECK(!he_cache_fill_shared(f, NULL, NOW));
+        HE_CHECK(he_cache_fill_find(fs, &k) == NULL); /* later requests: a fill of their own */
+        g = he_cache_fill_alone(&c[1].w);
+        HE_CHECK(g && g != f && c[1].w.fill == g);
+        h = he_cache_fill_alone(&c[2].w);
+        HE_CHECK(h && h != g && h != f && c[2].w.fill == h);
+        HE_CHECK(he_cache_fill_find(fs, &k) == NULL);
+        HE_CHECK(he_cache_fill_join(fs, &k, &late[0].w, NULL, false, &cr) != g && cr);
+        HE_CHECK_INT(he_cache_fills_active(fs), 4);
+        sink.body(sink.ctx, "forbidden", 9);
+        he_cache_fill_end(f, 0, 0, NOW);
+        HE_CHECK(c[0].done == 1 && c[0].got == 9 && memcmp(c[0].buf, "forbidden", 9) == 0);
+        HE_CHECK(c[1].done == 0 && c[2].done == 0);
+        /* c[1]'s own answer is a 200 that may be stored: published */
+        r = resp200("max-age=60", 4);
+        sink = he_cache_fill_sink(g);
+        sink.headers(sink.ctx, &r);
+        HE_CHECK(he_cache_fill_shared(g, &c[1].w, NOW));
+        sink.body(sink.ctx, "good", 4);
+        he_cache_fill_end(g, 0, 0, NOW);
+        HE_CHECK(c[1].done == 1 && c[1].status == 200 && memcmp(c[1].buf, "good", 4) == 0);
+        /* c[2]'s is another 403: its own, so it may take it */
+        r = resp200("max-age=60", 3);
+        r.status = 403;
+        sink = he_cache_fill_sink(h);
+        sink.headers(sink.ctx, &r);
+        HE_CHECK(he_cache_fill_shared(h, &c[2].w, NOW));
+        sink.body(sink.ctx, "bad", 3);
+        he_cache_fill_end(h, 0, 0, NOW);
+        HE_CHECK(c[2].done == 1 && c[2].status == 403);
+        he_cache_fill_end(late[0].w.fill, -ECONNREFUSED, HE_CACHE_OERR_CONNECT, NOW);
+        HE_CHECK_INT(he_cache_fills_active(fs), 0);
+        {
+            he_cache_obj_t *o = he_cache_ram_lookup(ram, 0, &k, NULL);
+            HE_CHECK(o && he_cache_obj_len(o) == 4);
+            if (o) he_cache_obj_unref(o);
+        }
+        he_cache_ram_remove(ram, &k);
+        clients_free(c, 3);
+        clients_free(late, 1);
+    }
+    /* the owner left: nobody is the fill's own request any more */
+    clients_init(c, 2);
+    f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
+    he_cache_fill_join(fs, &k, &c[1].w, NULL, false, &cr);
+    he_cache_fill_leave(&c[0].w);
+    r = resp200("no-store", 1);
+    sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    HE_CHECK(!he_cache_fill_shared(f, &c[0].w, NOW));
+    HE_CHECK(!he_cache_fill_shared(f, &c[1].w, NOW));
+    he_cache_fill_leave(&c[1].w);
+    he_cache_fill_end(f, 0, 0, NOW);
+    /* a storable answer is everybody's */
+    f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
+    he_cache_fill_join(fs, &k, &c[1].w, NULL, false, &cr);
+    r = resp200("max-age=60", 1);
+    sink = he_cache_fill_sink(f);
+    sink.headers(sink.ctx, &r);
+    HE_CHECK(he_cache_fill_shared(f, &c[1].w, NOW));
+    HE_CHECK(he_cache_fill_find(fs, &k) == f);
+    sink.body(sink.ctx, "x", 1);
+    he_cache_fill_end(f, 0, 0, NOW);
+    HE_CHECK(c[0].done == 1 && c[1].done == 1);
+    he_cache_ram_remove(ram, &k);
+    clients_free(c, 2);
+    he_cache_fills_free(fs);
+}
+
 int main(void)
 {
     he_cache_ram_opts_t ro = {.bytes = 16 << 20, .chunk_size = 16384, .admission = true};
@@ -484,6 +770,9 @@ int main(void)
     test_stale();
     test_nostore_leave_prefetch();
     test_content_encoding();
+    test_purge_during_fill(store);
+    test_304_refreshes_ssd_only_same_version(store);
+    test_not_shared();
     he_cache_store_close(store);
     he_cache_ram_free(ram);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

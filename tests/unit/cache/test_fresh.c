@@ -257,6 +257,30 @@ static void test_states(void)
     HE_CHECK_STR(he_cache_freshness_name(HE_CACHE_STALE_IF_ERROR), "stale-if-error");
 }
 
+/* Responses that must not be shared are not stored: a Set-Cookie (one
+ * viewer's), Vary: * (RFC 9111 4.1: never matches), Vary on a field the
+ * cache does not send to the origin; Vary: Accept-Encoding is fine (the
+ * stored Content-Encoding goes along). For 404s too. */
+static void test_not_shared(void)
+{
+    he_cache_http_resp_t r = resp(200, "max-age=60");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 60000);
+    r.set_cookie = true;
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    r = resp(200, "public, s-maxage=60");
+    r.vary = true;
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    conf.cache_negative_ttl_ms = 5000;
+    r = resp(404, "");
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), 5000);
+    r.set_cookie = true;
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    r = resp(404, "");
+    r.vary = true;
+    HE_CHECK_INT(life(HE_SEG_KIND_SEGMENT, &r, NULL), -1);
+    conf.cache_negative_ttl_ms = 0;
+}
+
 int main(void)
 {
     he_conf_defaults(&conf);
@@ -270,5 +294,6 @@ int main(void)
     test_overrides();
     test_live();
     test_states();
+    test_not_shared();
     HE_TEST_MAIN_END();
 }

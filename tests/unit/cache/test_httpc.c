@@ -1,7 +1,9 @@
 /* cache/httpc.c: responses split at every byte boundary parse the same;
  * Content-Length, chunked and until-close bodies; 1xx skipped; no body for
- * 204/304/HEAD; malformed heads rejected; requests built safely. */
+ * 204/304/HEAD; malformed heads rejected; Set-Cookie and Vary read for
+ * what they forbid; requests built safely. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cache/cache.h"
@@ -171,6 +173,9 @@ int main(void)
             HE_CHECK_INT(run(longh, strlen(longh), 7, false, &p, body, &blen, true),
                          HE_CACHE_HTTPC_DONE);
             HE_CHECK(blen == 1 && body[0] == 'Z');
+            /* but a cut Set-Cookie or Vary still forbids storing */
+            HE_CHECK_INT(p.resp.set_cookie, i == 1);
+            HE_CHECK_INT(p.resp.vary, i == 2);
         }
         /* a name longer than the buffer is nobody's */
         strcpy(longh, "HTTP/1.1 200 OK\r\nX");
@@ -240,6 +245,35 @@ int main(void)
         HE_CHECK_STR(p.resp.content_type, "");
         HE_CHECK_STR(p.resp.last_modified, "");
         HE_CHECK_STR(p.resp.expires, "0");
+    }
+    /* Set-Cookie and Vary are read for what they forbid: storing */
+    {
+        static const struct {
+            const char *lines;
+            bool cookie, vary;
+        } cases[] = {
+            {"", false, false},
+            {"Set-Cookie: sid=1; Path=/\r\n", true, false},
+            {"set-cookie:\r\n", true, false},
+            {"Vary: Accept-Encoding\r\n", false, false},
+            {"Vary: accept-encoding , ACCEPT-ENCODING\r\nVary:\r\n", false, false},
+            {"Vary: *\r\n", false, true},
+            {"Vary: Accept-Encoding, Origin\r\n", false, true},
+            {"Vary: Accept-Encoding\r\nvary: User-Agent\r\n", false, true},
+            {"Vary: Accept-Encodings\r\n", false, true},
+            {"Vary: Cookie\r\nSet-Cookie: a=b\r\n", true, true},
+        };
+        static char msg[512];
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+            snprintf(msg, sizeof(msg), "HTTP/1.1 200 OK\r\n%sContent-Length: 1\r\n\r\nZ",
+                     cases[i].lines);
+            for (size_t step = 1; step <= strlen(msg); step += 5) {
+                HE_CHECK_INT(run(msg, strlen(msg), step, false, &p, body, &blen, true),
+                             HE_CACHE_HTTPC_DONE);
+                HE_CHECK_INT(p.resp.set_cookie, cases[i].cookie);
+                HE_CHECK_INT(p.resp.vary, cases[i].vary);
+            }
+        }
     }
     /* Content-Encoding is kept exactly (lines joined), identity is none;
      * one we could not send back as it came is refused */

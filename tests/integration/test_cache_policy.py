@@ -1,0 +1,290 @@
+"""What the edge cache may keep and share, through the real binary, against
+a raw-socket origin in this file whose answers the tests script:
+
+  - a purge that comes while an origin fill of the key is still
+    downloading is not undone when the fill ends: the purge says it found
+    the fill, a request after it goes to the origin, and the bytes the fill
+    brings are kept in neither tier;
+  - a response with Set-Cookie, Vary: * or a Vary on any field but
+    Accept-Encoding is passed on but not stored (the next request goes to
+    the origin); the Set-Cookie never reaches a viewer from the cache;
+    Vary: Accept-Encoding alone is stored as before;
+  - requests that joined a fill whose response may not be stored (a 403
+    for a bad token, a private 200) do not get that response: each asks
+    the origin itself with its own target (hit-for-miss).
+
+Every wait is bounded."""
+
+import os
+import socket
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from he import Server, blob, expect, expect_eq, run_main  # noqa: E402
+from he_admin import admin_get, wait_for  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="he-cache-policy-")
+ROOT = os.path.join(TMP, "lib")  # empty: everything comes from the origin
+os.makedirs(ROOT, exist_ok=True)
+
+
+def head(status=200, headers=(), length=None):
+    """A raw response head; headers: (name, value) pairs."""
+    h = "HTTP/1.1 %d %s\r\n" % (status, {200: "OK", 403: "Forbidden"}.get(status, "X"))
+    for k, v in headers:
+        h += "%s: %s\r\n" % (k, v)
+    if length is not None:
+        h += "Content-Length: %d\r\n" % length
+    return (h + "Connection: close\r\n\r\n").encode("latin1")
+
+
+class ScriptOrigin:
+    """Answers each request with routes[path](target, headers), which
+    returns the response as a list of (seconds to wait, bytes) pieces, then
+    closes. The path is the target without its query; an unknown one gets a
+    404. Records every request-target."""
+
+    def __init__(self, routes):
+        self.routes = routes
+        self.targets = []
+        self.lock = threading.Lock()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.stopping = False
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping = True
+        try:
+            socket.create_connection(self.sock.getsockname(), timeout=1).close()
+        except OSError:
+            pass
+        self.thread.join(5)
+        self.sock.close()
+
+    def count(self, path):
+        with self.lock:
+            return sum(1 for t in self.targets if t.split("?", 1)[0] == path)
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.stopping:
+                c.close()
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        c.settimeout(10)
+        buf = b""
+        try:
+            while b"\r\n\r\n" not in buf:
+                d = c.recv(65536)
+                if not d:
+                    return
+                buf += d
+            lines = buf.split(b"\r\n\r\n", 1)[0].decode("latin1").split("\r\n")
+            target = lines[0].split(" ")[1]
+            hdrs = {}
+            for line in lines[1:]:
+                k, v = line.split(":", 1)
+                hdrs[k.strip().lower()] = v.strip()
+            with self.lock:
+                self.targets.append(target)
+            fn = self.routes.get(target.split("?", 1)[0])
+            pieces = fn(target, hdrs) if fn else [(0, head(404, length=0))]
+            for wait, data in pieces:
+                if wait:
+                    time.sleep(wait)
+                c.sendall(data)
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+
+def conf(origin, ssd=None, extra_cache=""):
+    y = "cache:\n  ram_size: 64m\n  admission: false\n  prefetch: 0\n"
+    y += "  stale_while_revalidate: 0s\n  stale_if_error: 0s\n" + extra_cache
+    if ssd:
+        y += '  ssd: ["%s:64m"]\n' % ssd
+    y += 'origin:\n  urls: ["%s"]\n  retries: 0\n  connect_timeout: 1s\n' % origin.url
+    y += "  read_timeout: 5s\n  total_timeout: 30s\n"
+    return y
+
+
+def get(srv, target, headers=None):
+    c = srv.conn(timeout=30)
+    try:
+        return c.request("GET", target, headers)
+    finally:
+        c.close()
+
+
+def in_thread(fn):
+    """Runs fn in a thread; join() returns what it returned (or raises)."""
+    out = {}
+
+    def run():
+        try:
+            out["r"] = fn()
+        except Exception as e:  # noqa: BLE001 - handed to the joiner
+            out["e"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+
+    def join():
+        t.join(60)
+        expect(not t.is_alive(), "request still running after 60 s")
+        if "e" in out:
+            raise out["e"]
+        return out["r"]
+    return join
+
+
+# ---------------------------------------------------------------- purge vs fill
+
+
+def test_purge_during_fill():
+    """GET a 200 KB segment the origin sends in 2 s; 0.5 s in, the origin
+    gets new bytes and the key is purged. The purge answers "purged" (it
+    found the fill), a GET right after it goes to the origin and gets the
+    new bytes, the first GET still gets the old bytes whole, and once both
+    fills are over the cache serves the new bytes, from RAM and, with an
+    object over cache.ram_object_max, from the SSD tier (before: the purge
+    said "not cached", the second GET joined the fill and got the old
+    bytes, and the fill published them when it ended)."""
+    path = "/live/seg_1.ts"
+    old, new = blob(200000, 1), blob(200000, 2)
+    cur = {"body": old}
+
+    def route(target, hdrs):
+        body = cur["body"]
+        h = head(200, [("Content-Type", "video/mp2t"), ("Cache-Control", "max-age=3600")], len(body))
+        if body is not old:
+            return [(0, h + body)]
+        step = len(body) // 20  # the old bytes come slowly: 2 s
+        return [(0, h)] + [(0.1, body[i:i + step]) for i in range(0, len(body), step)]
+
+    for tier in ("ram", "ssd"):
+        cur["body"] = old
+        store = os.path.join(TMP, "ssd-purge-fill-" + tier)
+        os.makedirs(store, exist_ok=True)
+        extra = "  ram_object_max: 64k\n" if tier == "ssd" else ""
+        with ScriptOrigin({path: route}) as o, \
+                Server(ROOT, extra=conf(o, ssd=store, extra_cache=extra), admin=True) as srv:
+            first = in_thread(lambda: get(srv, path))
+            wait_for(lambda: o.count(path) == 1, 10, "%s: the first fill began" % tier)
+            time.sleep(0.5)
+            cur["body"] = new
+            r = admin_get(srv, "/purge?path=" + path, method="POST")
+            expect_eq((r.status, r.body), (200, b"purged\n"), "%s: purge during the fill" % tier)
+            r = get(srv, path)
+            expect(r.status == 200 and r.body == new,
+                   "%s: a GET after the purge got %s" % (tier, "the old bytes" if r.body == old else r))
+            expect_eq(o.count(path), 2, "%s: origin requests after the purge" % tier)
+            r = first()
+            expect(r.status == 200 and r.body == old, "%s: the GET before the purge: %r" % (tier, r))
+            time.sleep(0.3)
+            wait_for(lambda: not os.listdir(os.path.join(store, "tmp")), 20, "%s: SSD writes over" % tier)
+            for i in range(2):
+                r = get(srv, path)
+                expect(r.status == 200 and r.body == new,
+                       "%s: after the fills (%d): %s" % (tier, i, "the purged bytes" if r.body == old else r))
+            expect_eq(o.count(path), 2, "%s: origin requests at the end" % tier)
+
+
+# ---------------------------------------------------------------- what is stored
+
+
+def test_not_stored_set_cookie_vary():
+    """Each path is fetched twice; the origin counts its requests. With
+    Set-Cookie, Vary: *, Vary: User-Agent or Vary: Accept-Encoding, Origin
+    the second GET goes to the origin too (before: all were stored, and
+    the second viewer got the first one's response from the cache);
+    Vary: Accept-Encoding alone and no Vary at all are hits."""
+    cases = {
+        "/c/cookie.ts": ([("Set-Cookie", "sid=viewer1; Path=/")], 2),
+        "/c/vary-star.ts": ([("Vary", "*")], 2),
+        "/c/vary-ua.ts": ([("Vary", "User-Agent")], 2),
+        "/c/vary-list.ts": ([("Vary", "Accept-Encoding, Origin")], 2),
+        "/c/vary-two-lines.ts": ([("Vary", "Accept-Encoding"), ("Vary", "Cookie")], 2),
+        "/c/vary-ae.ts": ([("Vary", "Accept-Encoding")], 1),
+        "/c/plain.ts": ([], 1),
+    }
+
+    def route_for(path):
+        def route(target, hdrs):
+            body = b"body of " + path.encode()
+            h = [("Content-Type", "video/mp2t"), ("Cache-Control", "public, max-age=3600")]
+            return [(0, head(200, h + cases[path][0], len(body)) + body)]
+        return route
+
+    with ScriptOrigin({p: route_for(p) for p in cases}) as o, Server(ROOT, extra=conf(o)) as srv:
+        for path, (_, want) in cases.items():
+            for i in range(2):
+                r = get(srv, path, {"User-Agent": "viewer%d" % i})
+                expect(r.status == 200 and r.body == b"body of " + path.encode(), "%s: %r" % (path, r))
+                expect(r.h("set-cookie") is None, "%s: a Set-Cookie went to a viewer" % path)
+            expect_eq(o.count(path), want, "%s: origin requests for two GETs" % path)
+
+
+# ---------------------------------------------------------------- hit-for-miss
+
+
+def test_not_storable_not_coalesced():
+    """Requests that differ only in a parameter the key leaves out (the
+    token) arrive while one origin request is under way (the origin waits
+    0.5 s before its head). When the answer may not be stored, each must
+    get its own: a 403 for the bad token must not reach the viewer with
+    the good one, nor the good one's private 200 a viewer with another
+    token (before: every joined request got the first one's response)."""
+    def tokens(target, hdrs):
+        tok = target.split("token=", 1)[1]
+        if tok.startswith("bad"):
+            status, cc, body = 403, "no-store", b"forbidden for " + tok.encode()
+        elif tok.startswith("own"):
+            status, cc, body = 200, "private, max-age=60", b"private for " + tok.encode()
+        else:
+            status, cc, body = 200, "max-age=3600", b"public bytes"
+        h = head(status, [("Content-Type", "video/mp2t"), ("Cache-Control", cc)], len(body))
+        return [(0.5, h + body)]
+
+    cases = [
+        # (path, tokens in arrival order, what each must get, origin requests)
+        ("/t/a.ts", ["bad1", "good", "bad2"],
+         [(403, b"forbidden for bad1"), (200, b"public bytes"), (403, b"forbidden for bad2")], 3),
+        ("/t/b.ts", ["own1", "own2"], [(200, b"private for own1"), (200, b"private for own2")], 2),
+        # a storable answer is shared as before: one origin request
+        ("/t/c.ts", ["good", "bad3"], [(200, b"public bytes"), (200, b"public bytes")], 1),
+    ]
+    with ScriptOrigin({c[0]: tokens for c in cases}) as o, Server(ROOT, extra=conf(o)) as srv:
+        for path, toks, want, requests in cases:
+            joins = []
+            for i, tok in enumerate(toks):
+                joins.append(in_thread(lambda t=tok: get(srv, "%s?token=%s" % (path, t))))
+                if i == 0:
+                    wait_for(lambda: o.count(path) == 1, 10, "%s: the first origin request" % path)
+                time.sleep(0.1)
+            expect_eq(o.count(path), 1, "%s: one origin request while the first is under way" % path)
+            got = [(r.status, r.body) for r in (j() for j in joins)]
+            expect_eq(got, want, "%s: what each viewer got" % path)
+            expect_eq(o.count(path), requests, "%s: origin requests" % path)
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(globals(), TMP, only=sys.argv[1:] or None))
