@@ -13,6 +13,7 @@
  * 6.2.2.2): a raw '+' and %2B differ for origins that read queries as
  * forms ('+' is a space there), so they must not share a key. */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cache/cache.h"
@@ -118,20 +119,43 @@ static int he_cache_key_canon(const char *p, size_t n, bool literal, char *out, 
     return (int)o;
 }
 
+/* [p, p+n) is already in canonical form: no escapes, nothing to escape.
+ * The usual name (lang, bw) is, and then needs no copy to compare. */
+static bool he_cache_key_is_canon(const char *p, size_t n, bool literal)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '%' || (!he_cache_key_unreserved(c) && !he_cache_key_raw_ok(c, literal)))
+            return false;
+    }
+    return true;
+}
+
 /* Escapes '%', '?' and '#' of the normalized path s[0..n) in place (cap
  * bytes with the NUL): most paths have none and cost one scan. Length or
  * -ENAMETOOLONG. */
 static int he_cache_key_escape_path(char *s, size_t n, size_t cap)
 {
     static const char hex[] = "0123456789ABCDEF";
-    size_t extra = 0, o;
-    for (size_t i = 0; i < n; i++)
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    size_t extra = 0, o, i = 0;
+    /* 8 bytes at a time to the first that may need an escape (a byte
+     * equal to one of the three makes its xor zero) */
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v, a, b, c;
+        memcpy(&v, s + i, 8);
+        a = v ^ (ones * '%');
+        b = v ^ (ones * '?');
+        c = v ^ (ones * '#');
+        if (((a - ones) & ~a & high) | ((b - ones) & ~b & high) | ((c - ones) & ~c & high)) break;
+    }
+    for (; i < n; i++)
         if (s[i] == '%' || s[i] == '?' || s[i] == '#') extra += 2;
     if (!extra) return (int)n;
     if (n + extra >= cap) return -ENAMETOOLONG;
     o = n + extra;
     s[o] = '\0';
-    for (size_t i = n; i-- > 0;) {
+    for (i = n; i-- > 0;) {
         unsigned char c = (unsigned char)s[i];
         if (c == '%' || c == '?' || c == '#') {
             s[--o] = hex[c & 15];
@@ -174,20 +198,50 @@ int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_
     q = memchr(target, '?', (size_t)(end - target));
     if (q && conf && conf->ncache_key_params) {
         const char *p = q + 1;
-        unsigned order = 0;
+        unsigned order = 0, nconf = conf->ncache_key_params;
+        /* per configured name, once per key rather than per parameter:
+         * its length, and whether it is its own canonical form */
+        size_t clen[HE_CONF_MAX_KEY_PARAMS];
+        bool ccanon[HE_CONF_MAX_KEY_PARAMS];
+        if (nconf > HE_CONF_MAX_KEY_PARAMS) nconf = HE_CONF_MAX_KEY_PARAMS;
+        for (unsigned i = 0; i < nconf; i++) {
+            clen[i] = strlen(conf->cache_key_params[i]);
+            ccanon[i] = he_cache_key_is_canon(conf->cache_key_params[i], clen[i], true);
+        }
         while (p < end) {
             const char *amp = memchr(p, '&', (size_t)(end - p));
             const char *pe = amp ? amp : end;
             const char *eq = memchr(p, '=', (size_t)(pe - p));
             const char *ne = eq ? eq : pe;
-            char name[3 * sizeof(conf->cache_key_params[0])], want[sizeof(name)];
-            int nl = he_cache_key_canon(p, (size_t)(ne - p), false, name, sizeof(name));
+            char buf[3 * sizeof(conf->cache_key_params[0])], want[sizeof(buf)];
+            const char *name = p;
+            int nl = (int)(ne - p);
+            /* canonical copies only of names that need one: this runs for
+             * every parameter of every cached request */
+            if (!he_cache_key_is_canon(p, (size_t)nl, false)) {
+                nl = he_cache_key_canon(p, (size_t)nl, false, buf, sizeof(buf));
+                name = buf;
+            }
             if (nl == -EINVAL) return -EINVAL;
             if (nl >= 0) {
-                for (unsigned i = 0; i < conf->ncache_key_params; i++) {
+                for (unsigned i = 0; i < nconf; i++) {
                     const char *c = conf->cache_key_params[i];
-                    int wl = he_cache_key_canon(c, strlen(c), true, want, sizeof(want));
-                    if (wl == nl && memcmp(want, name, (size_t)nl) == 0) {
+                    size_t cl = clen[i];
+                    bool same;
+                    /* A configured name's canonical form is itself or
+                     * longer (literal: only escapes are added), so most
+                     * pairs are told apart by length alone. */
+                    if (cl > (size_t)nl) {
+                        same = false;
+                    } else if (cl == (size_t)nl) {
+                        same = ccanon[i] && memcmp(c, name, cl) == 0;
+                    } else if (ccanon[i]) {
+                        same = false;
+                    } else {
+                        int wl = he_cache_key_canon(c, cl, true, want, sizeof(want));
+                        same = wl == nl && memcmp(want, name, (size_t)nl) == 0;
+                    }
+                    if (same) {
                         if (nparams == HE_CACHE_KEY_MAX_PARAMS) return -ENAMETOOLONG;
                         params[nparams].conf_index = i;
                         params[nparams].order = order;

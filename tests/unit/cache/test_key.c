@@ -113,6 +113,23 @@ int main(void)
     he_cache_key_make(&conf, "/x.ts?lang=a%2Bb", 16, &k2);
     HE_CHECK(strcmp(k.s, k2.s) != 0 && k.hash != k2.hash);
 
+    /* configured names that are not in canonical form ('^' is escaped,
+     * a literal '%' is a byte) match their escapes, and names of every
+     * length around them are told apart */
+    {
+        he_conf_t c2 = conf;
+        strcpy(c2.cache_key_params[0], "a^b");
+        strcpy(c2.cache_key_params[1], "p%q");
+        strcpy(c2.cache_key_params[2], "ab");
+        c2.ncache_key_params = 3;
+        HE_CHECK_INT(he_cache_key_make(&c2, "/x.ts?a%5eb=1&a^b=2&ab=3&a=4&abc=5", 34, &k), 0);
+        HE_CHECK_STR(k.s, "x.ts?a%5Eb=1&a%5Eb=2&ab=3");
+        HE_CHECK_INT(he_cache_key_make(&c2, "/x.ts?p%25q=1&pq=3&p%2525q=4", 28, &k), 0);
+        HE_CHECK_STR(k.s, "x.ts?p%25q=1");
+        HE_CHECK_INT(he_cache_key_make(&c2, "/x.ts?%61%62=1&a%62=2&A%62=3", 28, &k), 0);
+        HE_CHECK_STR(k.s, "x.ts?ab=1&ab=2");
+    }
+
     /* "/" + a key is a target with the same key */
     {
         static const char *const targets[] = {
