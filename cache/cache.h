@@ -704,6 +704,9 @@ he_cache_fill_t *he_cache_fill_alone(he_cache_waiter_t *w);
 const he_cache_http_resp_t *he_cache_fill_resp(const he_cache_fill_t *f);
 /* SSD writes queued by finished fills, for the ring to drive. */
 he_cache_swrite_t *he_cache_fills_next_write(he_cache_fills_t *fs);
+/* Objects queued for SSD writes that he_cache_fills_next_write has not
+ * handed out yet. */
+unsigned he_cache_fills_pending_writes(const he_cache_fills_t *fs);
 
 /* ---------------------------------------------------------------- prefetch */
 

@@ -490,6 +490,11 @@ he_cache_fill_t *he_cache_fill_alone(he_cache_waiter_t *w)
     return f;
 }
 
+unsigned he_cache_fills_pending_writes(const he_cache_fills_t *fs)
+{
+    return fs->nwrites;
+}
+
 he_cache_swrite_t *he_cache_fills_next_write(he_cache_fills_t *fs)
 {
     while (fs->nwrites) {

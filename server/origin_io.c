@@ -159,8 +159,7 @@ static void he_oio_promote_end(he_worker_t *w, uint32_t idx, int err)
         he_cache_obj_finish(o);
         /* a fill (any worker) may have published a newer copy meanwhile,
          * or a purge removed the file: checked under the node lock */
-        if (he_cache_ram_insert_if_absent(wc->ram, o, wc->st, j->epoch) == 0)
-            wc->st->promotions++;
+        if (he_cache_ram_insert_if_absent(wc->ram, o, wc->st, j->epoch) == 0) wc->st->promotions++;
     } else if (he__rcache_disk_errno(err)) {
         /* the file's fault: counted, logged once per cause, entry dropped */
         he_cache_store_error(wc->store, he_cache_obj_key(o), err, wc->st);
@@ -215,8 +214,8 @@ void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_s
     he_ojob_t *j;
     uint32_t idx;
 
-    if (!wc->ram || !wc->store || wc->exiting || w->draining || w->soft_drain || hit->body_len == 0 ||
-        hit->body_len > he_cache_ram_object_max(wc->ram))
+    if (!wc->ram || !wc->store || wc->exiting || w->draining || w->soft_drain ||
+        hit->body_len == 0 || hit->body_len > he_cache_ram_object_max(wc->ram))
         return;
     if (he_cache_fill_find(wc->fills, key)) return; /* the fill publishes it */
     for (uint32_t i = 0; i < wc->njobs; i++) {
@@ -282,8 +281,12 @@ static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
     he_oio_job_free(wc, idx);
     o = he_cache_fill_obj(fill);
     if (o) he_cache_obj_ref(o);
-    /* before the publication (writes queued earlier keep the older mark) */
-    if (!wc->writes_left) wc->writes_mark = he_cache_store_purges(wc->store);
+    /* Before the publication. Writes queued earlier and not pulled yet
+     * keep the older mark: a fetch that ends inside fill_end's callbacks
+     * (a waiter's next miss failing at once) comes here again before the
+     * outer pull, and a newer mark would hide a purge from those writes. */
+    if (!wc->writes_left && !he_cache_fills_pending_writes(wc->fills))
+        wc->writes_mark = he_cache_store_purges(wc->store);
     he_cache_fill_end(fill, res, cause, he__cache_wall_ms(w));
     if (o) {
         /* a media playlist filled: remember where its segments are */

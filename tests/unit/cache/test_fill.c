@@ -166,9 +166,13 @@ static void test_coalesce(he_cache_store_t *store)
     }
     /* and handed to the SSD writer */
     if (store) {
-        he_cache_swrite_t *w = he_cache_fills_next_write(fs);
+        he_cache_swrite_t *w;
         he_cache_store_hit_t h;
+        /* queued until pulled: the worker keeps its purge mark meanwhile */
+        HE_CHECK_INT(he_cache_fills_pending_writes(fs), 1);
+        w = he_cache_fills_next_write(fs);
         HE_CHECK(w != NULL);
+        HE_CHECK_INT(he_cache_fills_pending_writes(fs), 0);
         HE_CHECK_INT(he_cache_swrite_run_sync(w, &st, NULL, NULL), 0);
         he_cache_swrite_free(w);
         HE_CHECK(he_cache_fills_next_write(fs) == NULL);
