@@ -191,11 +191,10 @@ typedef struct he_cache_http_resp {
      * with the encoding an object was stored with */
     char content_encoding[32];
     he_cache_cc_t cc;
-    /* never stored (so never shared): a Set-Cookie is one viewer's; a Vary
-     * on anything but Accept-Encoding (or "*") cannot be honoured, since
-     * no request header goes to the origin */
+    /* never stored: a Set-Cookie is one viewer's; Vary: * never matches
+     * (a Vary on fields is fine: no viewer's header goes to the origin) */
     bool set_cookie;
-    bool vary;
+    bool vary; /* Vary: * */
 } he_cache_http_resp_t;
 
 /* Decides whether a response may be stored and for how long. kind is the
@@ -203,7 +202,7 @@ typedef struct he_cache_http_resp {
  * playlists the body is parsed (he_seg_playlist_parse) to bound a live
  * playlist's lifetime by cache_live_fraction_pct of its target duration.
  * Returns true (storable, *out filled) or false (no-store, private,
- * Set-Cookie, a Vary other than Accept-Encoding, an uncacheable status,
+ * Set-Cookie, Vary: *, an uncacheable status,
  * a 404 without negative caching or that the origin gives no lifetime). */
 bool he_cache_fresh_compute(const he_conf_t *conf, he_seg_kind_t kind,
                             const he_cache_http_resp_t *r, const char *body, size_t body_len,
@@ -688,11 +687,11 @@ int he_cache_fill_status(const he_cache_fill_t *f);
 he_cache_obj_t *he_cache_fill_obj(const he_cache_fill_t *f);
 bool he_cache_fill_stale(const he_cache_fill_t *f); /* answering from a stale object */
 /* Hit-for-miss. After HEADERS: whether waiter w may take this answer. The
- * request that started the fill may; others only if the response may be
- * stored (he_cache_fresh_compute at wall_ms), as an answer that is not
- * stored is not meant for requests that differ in what the key leaves out
- * (a token, a cookie). The first false takes the fill out of the table, so
- * later requests do not join it. */
+ * request that started the fill may; others unless the response is one
+ * viewer's (401, 403, 407, private, Set-Cookie) and may not be stored
+ * (he_cache_fresh_compute at wall_ms): such an answer is not meant for
+ * requests that differ in what the key leaves out (a token). The first
+ * false takes the fill out of the table, so later requests do not join. */
 bool he_cache_fill_shared(he_cache_fill_t *f, const he_cache_waiter_t *w, int64_t wall_ms);
 /* Moves w from its fill to a new fill of the same key that is w's alone
  * (no other request joins it; it publishes like any fill): start its

@@ -25,14 +25,18 @@
  * publishes nothing (its waiters still get their bytes) and leaves the
  * table, so a later request asks the origin again.
  *
- * Hit-for-miss (Varnish's name): a response that may not be stored
- * (private, no-store, Set-Cookie, a 403 for an expired token ...) answers
- * only the request that made the fill. Requests that joined it may differ
- * in what the key leaves out (a token, a cookie), so each makes its own
- * origin request (he_cache_fill_shared, he_cache_fill_alone) and the fill
- * leaves the table. Such keys are not remembered: a live segment that
- * 404s no-cache until it is produced would then go uncoalesced to the
- * origin once it exists. */
+ * Hit-for-miss (Varnish's name): a response that may not be stored and is
+ * one viewer's (private, Set-Cookie, 401, 403, 407: an expired token's
+ * answer) answers only the request that made the fill. Requests that
+ * joined it may differ in what the key leaves out (a token), so each makes
+ * its own origin request (he_cache_fill_shared, he_cache_fill_alone) and
+ * the fill leaves the table. Other answers that are not stored (a 404 with
+ * no-cache, a 429, a redirect, no-store) go to every request that joined:
+ * the origin would answer each of them the same, and a burst of viewers
+ * at a live segment not produced yet must not become a burst of origin
+ * requests. Such keys are not remembered: a live segment that 404s
+ * no-cache until it is produced would then go uncoalesced to the origin
+ * once it exists. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,8 +474,12 @@ bool he_cache_fill_shared(he_cache_fill_t *f, const he_cache_waiter_t *w, int64_
     if (!f->status || f->serving_stale) return true; /* a stored object answers */
     if (!f->shared_known) {
         he_cache_fresh_t fr;
-        f->shared = he_cache_fresh_compute(f->fs->o.conf, he_cache_fill_kind(f, f->obj), &f->resp,
-                                           NULL, 0, wall_ms, &fr);
+        const he_cache_http_resp_t *r = &f->resp;
+        bool personal = r->status == 401 || r->status == 403 || r->status == 407 ||
+                        r->cc.private_ || r->set_cookie;
+        f->shared =
+            !personal || he_cache_fresh_compute(f->fs->o.conf, he_cache_fill_kind(f, f->obj), r,
+                                                NULL, 0, wall_ms, &fr);
         f->shared_known = true;
         if (!f->shared) he_cache_fill_detach(f);
     }

@@ -146,10 +146,12 @@ static int he_hc_content_encoding(he_cache_http_resp_t *r, const char *v, size_t
     return 0;
 }
 
-/* Vary: the cache forwards no request header to the origin and keeps one
- * representation per key, so it can honour only Accept-Encoding (the
- * stored Content-Encoding is sent along). Any other field, or "*", makes
- * the response one the cache must not store. */
+/* Vary: the cache forwards none of the viewer's request headers; its own
+ * request (Host, User-Agent, Accept-Encoding: identity, validators) is the
+ * same for every viewer of a key, so the origin's answer cannot vary by
+ * viewer and any field list may be stored (CDNs that forward no headers
+ * do the same; refusing would uncache every CORS origin's Vary: Origin).
+ * Only "*" (RFC 9111 4.1: never matches) makes it one not to store. */
 static void he_hc_vary(he_cache_http_resp_t *r, const char *v, size_t n)
 {
     size_t i = 0;
@@ -163,8 +165,7 @@ static void he_hc_vary(he_cache_http_resp_t *r, const char *v, size_t n)
         e = i;
         while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
             e--;
-        if (e > s && !(e - s == 15 && strncasecmp(v + s, "accept-encoding", 15) == 0))
-            r->vary = true;
+        if (e - s == 1 && v[s] == '*') r->vary = true;
     }
 }
 

@@ -731,13 +731,35 @@ static void test_not_shared(void)
     f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
     he_cache_fill_join(fs, &k, &c[1].w, NULL, false, &cr);
     he_cache_fill_leave(&c[0].w);
-    r = resp200("no-store", 1);
+    r = resp200("private", 1);
     sink = he_cache_fill_sink(f);
     sink.headers(sink.ctx, &r);
     HE_CHECK(!he_cache_fill_shared(f, &c[0].w, NOW));
     HE_CHECK(!he_cache_fill_shared(f, &c[1].w, NOW));
     he_cache_fill_leave(&c[1].w);
     he_cache_fill_end(f, 0, 0, NOW);
+    /* not stored but nobody's own (no-store, a 404 with no-cache): the
+     * origin would answer every joined request the same, so all take it
+     * and the fill stays findable for more */
+    {
+        static const struct {
+            int status;
+            const char *cc;
+        } unstored[] = {{200, "no-store"}, {404, "no-cache"}, {429, ""}, {302, "no-store"}};
+        for (size_t i = 0; i < sizeof(unstored) / sizeof(unstored[0]); i++) {
+            f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
+            he_cache_fill_join(fs, &k, &c[1].w, NULL, false, &cr);
+            r = resp200(unstored[i].cc, 1);
+            r.status = unstored[i].status;
+            sink = he_cache_fill_sink(f);
+            sink.headers(sink.ctx, &r);
+            HE_CHECK(he_cache_fill_shared(f, &c[1].w, NOW));
+            HE_CHECK(he_cache_fill_find(fs, &k) == f);
+            he_cache_fill_leave(&c[0].w);
+            he_cache_fill_leave(&c[1].w);
+            he_cache_fill_end(f, 0, 0, NOW);
+        }
+    }
     /* a storable answer is everybody's */
     f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
     he_cache_fill_join(fs, &k, &c[1].w, NULL, false, &cr);

@@ -258,9 +258,8 @@ static void test_states(void)
 }
 
 /* Responses that must not be shared are not stored: a Set-Cookie (one
- * viewer's), Vary: * (RFC 9111 4.1: never matches), Vary on a field the
- * cache does not send to the origin; Vary: Accept-Encoding is fine (the
- * stored Content-Encoding goes along). For 404s too. */
+ * viewer's), Vary: * (RFC 9111 4.1: never matches; r.vary, as the parser
+ * sets it). For 404s too. */
 static void test_not_shared(void)
 {
     he_cache_http_resp_t r = resp(200, "max-age=60");

@@ -258,10 +258,13 @@ int main(void)
             {"Vary: Accept-Encoding\r\n", false, false},
             {"Vary: accept-encoding , ACCEPT-ENCODING\r\nVary:\r\n", false, false},
             {"Vary: *\r\n", false, true},
-            {"Vary: Accept-Encoding, Origin\r\n", false, true},
-            {"Vary: Accept-Encoding\r\nvary: User-Agent\r\n", false, true},
-            {"Vary: Accept-Encodings\r\n", false, true},
-            {"Vary: Cookie\r\nSet-Cookie: a=b\r\n", true, true},
+            {"Vary: Accept-Encoding, Origin\r\n", false, false},
+            {"Vary: Accept-Encoding\r\nvary: User-Agent\r\n", false, false},
+            {"Vary: Accept-Encodings\r\n", false, false},
+            {"Vary: Origin, *\r\n", false, true},
+            {"Vary: Origin\r\nVary:  * \r\n", false, true},
+            {"Vary: **\r\n", false, false},
+            {"Vary: Cookie\r\nSet-Cookie: a=b\r\n", true, false},
         };
         static char msg[512];
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
