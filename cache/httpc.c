@@ -154,19 +154,8 @@ static int he_hc_content_encoding(he_cache_http_resp_t *r, const char *v, size_t
  * Only "*" (RFC 9111 4.1: never matches) makes it one not to store. */
 static void he_hc_vary(he_cache_http_resp_t *r, const char *v, size_t n)
 {
-    size_t i = 0;
-    while (i < n) {
-        size_t s, e;
-        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-            i++;
-        s = i;
-        while (i < n && v[i] != ',')
-            i++;
-        e = i;
-        while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
-            e--;
-        if (e - s == 1 && v[s] == '*') r->vary = true;
-    }
+    bool last;
+    if (he_hc_list_has(v, n, "*", &last)) r->vary = true;
 }
 
 /* One header line; over: it was longer than p->line, which holds its
