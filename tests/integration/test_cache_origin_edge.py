@@ -1,5 +1,5 @@
 """The edge cache against origins that test its edges, through the real
-binary. A raw-socket origin in this file answers each request-target with
+binary. A raw-socket origin (he_rawo.py) answers each request-target with
 bytes written by the test, so it can send what origin.py never would:
 
   - a file named "x.ts?lang=en" (requested as /x.ts%3Flang=en) and the
@@ -22,113 +22,17 @@ Every wait is bounded."""
 
 import gzip
 import os
-import shutil
-import socket
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, expect_eq, run_main  # noqa: E402
+from he_rawo import RawOrigin, response  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-cache-edge-")
 ROOT = os.path.join(TMP, "lib")  # empty: everything comes from the origin
 os.makedirs(ROOT, exist_ok=True)
-
-
-def response(status=200, body=b"", headers=(), chunked=False):
-    """Raw response bytes; headers is a list of (name, value) or raw lines."""
-    reason = {200: "OK", 304: "Not Modified", 404: "Not Found"}.get(status, "X")
-    h = "HTTP/1.1 %d %s\r\n" % (status, reason)
-    for x in headers:
-        h += (x if isinstance(x, str) else "%s: %s" % x) + "\r\n"
-    if chunked:
-        h += "Transfer-Encoding: chunked\r\n"
-        body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body) if body else b"0\r\n\r\n"
-    elif status != 304:
-        h += "Content-Length: %d\r\n" % len(body)
-    h += "Connection: close\r\n\r\n"
-    return h.encode("latin1") + (b"" if status == 304 else body)
-
-
-class RawOrigin:
-    """Answers each request with routes[target](request) (raw bytes), then
-    closes; an unknown target gets a plain 404. Records every request as
-    (method, target, {lower-case name: value})."""
-
-    def __init__(self, routes):
-        self.routes = routes
-        self.requests = []
-        self.lock = threading.Lock()
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.stopping = False
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stopping = True
-        try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-        except OSError:
-            pass
-        self.thread.join(5)
-        self.sock.close()
-
-    def count(self, target):
-        with self.lock:
-            return sum(1 for r in self.requests if r[1] == target)
-
-    def last(self, target):
-        with self.lock:
-            for r in reversed(self.requests):
-                if r[1] == target:
-                    return r
-        return None
-
-    def _accept(self):
-        while not self.stopping:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            if self.stopping:
-                c.close()
-                return
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
-
-    def _serve(self, c):
-        c.settimeout(10)
-        buf = b""
-        try:
-            while b"\r\n\r\n" not in buf:
-                d = c.recv(65536)
-                if not d:
-                    return
-                buf += d
-            lines = buf.split(b"\r\n\r\n", 1)[0].decode("latin1").split("\r\n")
-            method, target, _ = lines[0].split(" ", 2)
-            hdrs = {}
-            for line in lines[1:]:
-                k, v = line.split(":", 1)
-                hdrs[k.strip().lower()] = v.strip()
-            req = (method, target, hdrs)
-            with self.lock:
-                self.requests.append(req)
-            fn = self.routes.get(target)
-            c.sendall(fn(req) if fn else response(404, b"no route\n"))
-        except OSError:
-            pass
-        finally:
-            c.close()
 
 
 def conf(origin, ssd=None, prefetch=0, extra=""):

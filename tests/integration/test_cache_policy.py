@@ -18,7 +18,6 @@ a raw-socket origin in this file whose answers the tests script:
 Every wait is bounded."""
 
 import os
-import socket
 import sys
 import tempfile
 import threading
@@ -27,6 +26,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, blob, expect, expect_eq, run_main  # noqa: E402
 from he_admin import admin_get, wait_for  # noqa: E402
+from he_rawo import RawOrigin, path_of  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-cache-policy-")
 ROOT = os.path.join(TMP, "lib")  # empty: everything comes from the origin
@@ -43,79 +43,10 @@ def head(status=200, headers=(), length=None):
     return (h + "Connection: close\r\n\r\n").encode("latin1")
 
 
-class ScriptOrigin:
-    """Answers each request with routes[path](target, headers), which
-    returns the response as a list of (seconds to wait, bytes) pieces, then
-    closes. The path is the target without its query; an unknown one gets a
-    404. Records every request-target."""
-
-    def __init__(self, routes):
-        self.routes = routes
-        self.targets = []
-        self.lock = threading.Lock()
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
-        self.stopping = False
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stopping = True
-        try:
-            socket.create_connection(self.sock.getsockname(), timeout=1).close()
-        except OSError:
-            pass
-        self.thread.join(5)
-        self.sock.close()
-
-    def count(self, path):
-        with self.lock:
-            return sum(1 for t in self.targets if t.split("?", 1)[0] == path)
-
-    def _accept(self):
-        while not self.stopping:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            if self.stopping:
-                c.close()
-                return
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
-
-    def _serve(self, c):
-        c.settimeout(10)
-        buf = b""
-        try:
-            while b"\r\n\r\n" not in buf:
-                d = c.recv(65536)
-                if not d:
-                    return
-                buf += d
-            lines = buf.split(b"\r\n\r\n", 1)[0].decode("latin1").split("\r\n")
-            target = lines[0].split(" ")[1]
-            hdrs = {}
-            for line in lines[1:]:
-                k, v = line.split(":", 1)
-                hdrs[k.strip().lower()] = v.strip()
-            with self.lock:
-                self.targets.append(target)
-            fn = self.routes.get(target.split("?", 1)[0])
-            pieces = fn(target, hdrs) if fn else [(0, head(404, length=0))]
-            for wait, data in pieces:
-                if wait:
-                    time.sleep(wait)
-                c.sendall(data)
-        except OSError:
-            pass
-        finally:
-            c.close()
+def ScriptOrigin(routes):
+    """routes[path](target, headers) -> [(seconds to wait, bytes) ...], by
+    the target's path; counts by path."""
+    return RawOrigin({p: (lambda req, f=f: f(req[1], req[2])) for p, f in routes.items()}, key=path_of)
 
 
 def conf(origin, ssd=None, extra_cache=""):
