@@ -688,11 +688,11 @@ he_cache_obj_t *he_cache_fill_obj(const he_cache_fill_t *f);
 bool he_cache_fill_stale(const he_cache_fill_t *f); /* answering from a stale object */
 /* Hit-for-miss. After HEADERS: whether waiter w may take this answer. The
  * request that started the fill may; others unless the response is one
- * viewer's (401, 403, 407, private, Set-Cookie) and may not be stored
- * (he_cache_fresh_compute at wall_ms): such an answer is not meant for
- * requests that differ in what the key leaves out (a token). The first
- * false takes the fill out of the table, so later requests do not join. */
-bool he_cache_fill_shared(he_cache_fill_t *f, const he_cache_waiter_t *w, int64_t wall_ms);
+ * viewer's (401, 403, 407, private, Set-Cookie; never stored): such an
+ * answer is not meant for requests that differ in what the key leaves out
+ * (a token). The first false takes the fill out of the table, so later
+ * requests do not join. */
+bool he_cache_fill_shared(he_cache_fill_t *f, const he_cache_waiter_t *w);
 /* Moves w from its fill to a new fill of the same key that is w's alone
  * (no other request joins it; it publishes like any fill): start its
  * fetch as for a created one, with w's own target. NULL on -ENOMEM (w has

@@ -469,17 +469,15 @@ bool he_cache_fill_stale(const he_cache_fill_t *f)
     return f->serving_stale;
 }
 
-bool he_cache_fill_shared(he_cache_fill_t *f, const he_cache_waiter_t *w, int64_t wall_ms)
+bool he_cache_fill_shared(he_cache_fill_t *f, const he_cache_waiter_t *w)
 {
     if (!f->status || f->serving_stale) return true; /* a stored object answers */
     if (!f->shared_known) {
-        he_cache_fresh_t fr;
+        /* one viewer's answer; he_cache_fresh_compute never stores these
+         * (private, Set-Cookie, or a status other than 200/203/404) */
         const he_cache_http_resp_t *r = &f->resp;
-        bool personal = r->status == 401 || r->status == 403 || r->status == 407 ||
-                        r->cc.private_ || r->set_cookie;
-        f->shared =
-            !personal || he_cache_fresh_compute(f->fs->o.conf, he_cache_fill_kind(f, f->obj), r,
-                                                NULL, 0, wall_ms, &fr);
+        f->shared = !(r->status == 401 || r->status == 403 || r->status == 407 || r->cc.private_ ||
+                      r->set_cookie);
         f->shared_known = true;
         if (!f->shared) he_cache_fill_detach(f);
     }

@@ -606,7 +606,7 @@ static void he_rc_on_headers(he_worker_t *w, he_conn_t *c)
         he_rc_fail_before_head(w, c);
         return;
     }
-    if (!he_cache_fill_shared(f, &cc->waiter, he__cache_wall_ms(w))) {
+    if (!he_cache_fill_shared(f, &cc->waiter)) {
         he_rc_alone(w, c);
         return;
     }

@@ -677,15 +677,15 @@ static void test_not_shared(void)
         f = he_cache_fill_join(fs, &k, &c[0].w, NULL, false, &cr);
         he_cache_fill_join(fs, &k, &c[1].w, NULL, false, &cr);
         he_cache_fill_join(fs, &k, &c[2].w, NULL, false, &cr);
-        HE_CHECK(he_cache_fill_shared(f, &c[1].w, NOW)); /* no head yet */
+        HE_CHECK(he_cache_fill_shared(f, &c[1].w)); /* no head yet */
         r = resp200(private_ ? "private, max-age=60" : "max-age=60", 9);
         if (!private_) r.status = 403;
         sink = he_cache_fill_sink(f);
         sink.headers(sink.ctx, &r);
-        HE_CHECK(he_cache_fill_shared(f, &c[0].w, NOW)); /* its own request */
-        HE_CHECK(!he_cache_fill_shared(f, &c[1].w, NOW));
-        HE_CHECK(!he_cache_fill_shared(f, &c[2].w, NOW));
-        HE_CHECK(!he_cache_fill_shared(f, NULL, NOW));
+        HE_CHECK(he_cache_fill_shared(f, &c[0].w)); /* its own request */
+        HE_CHECK(!he_cache_fill_shared(f, &c[1].w));
+        HE_CHECK(!he_cache_fill_shared(f, &c[2].w));
+        HE_CHECK(!he_cache_fill_shared(f, NULL));
         HE_CHECK(he_cache_fill_find(fs, &k) == NULL); /* later requests: a fill of their own */
         g = he_cache_fill_alone(&c[1].w);
         HE_CHECK(g && g != f && c[1].w.fill == g);
@@ -702,7 +702,7 @@ static void test_not_shared(void)
         r = resp200("max-age=60", 4);
         sink = he_cache_fill_sink(g);
         sink.headers(sink.ctx, &r);
-        HE_CHECK(he_cache_fill_shared(g, &c[1].w, NOW));
+        HE_CHECK(he_cache_fill_shared(g, &c[1].w));
         sink.body(sink.ctx, "good", 4);
         he_cache_fill_end(g, 0, 0, NOW);
         HE_CHECK(c[1].done == 1 && c[1].status == 200 && memcmp(c[1].buf, "good", 4) == 0);
@@ -711,7 +711,7 @@ static void test_not_shared(void)
         r.status = 403;
         sink = he_cache_fill_sink(h);
         sink.headers(sink.ctx, &r);
-        HE_CHECK(he_cache_fill_shared(h, &c[2].w, NOW));
+        HE_CHECK(he_cache_fill_shared(h, &c[2].w));
         sink.body(sink.ctx, "bad", 3);
         he_cache_fill_end(h, 0, 0, NOW);
         HE_CHECK(c[2].done == 1 && c[2].status == 403);
@@ -734,8 +734,8 @@ static void test_not_shared(void)
     r = resp200("private", 1);
     sink = he_cache_fill_sink(f);
     sink.headers(sink.ctx, &r);
-    HE_CHECK(!he_cache_fill_shared(f, &c[0].w, NOW));
-    HE_CHECK(!he_cache_fill_shared(f, &c[1].w, NOW));
+    HE_CHECK(!he_cache_fill_shared(f, &c[0].w));
+    HE_CHECK(!he_cache_fill_shared(f, &c[1].w));
     he_cache_fill_leave(&c[1].w);
     he_cache_fill_end(f, 0, 0, NOW);
     /* not stored but nobody's own (no-store, a 404 with no-cache): the
@@ -753,7 +753,7 @@ static void test_not_shared(void)
             r.status = unstored[i].status;
             sink = he_cache_fill_sink(f);
             sink.headers(sink.ctx, &r);
-            HE_CHECK(he_cache_fill_shared(f, &c[1].w, NOW));
+            HE_CHECK(he_cache_fill_shared(f, &c[1].w));
             HE_CHECK(he_cache_fill_find(fs, &k) == f);
             he_cache_fill_leave(&c[0].w);
             he_cache_fill_leave(&c[1].w);
@@ -766,7 +766,7 @@ static void test_not_shared(void)
     r = resp200("max-age=60", 1);
     sink = he_cache_fill_sink(f);
     sink.headers(sink.ctx, &r);
-    HE_CHECK(he_cache_fill_shared(f, &c[1].w, NOW));
+    HE_CHECK(he_cache_fill_shared(f, &c[1].w));
     HE_CHECK(he_cache_fill_find(fs, &k) == f);
     sink.body(sink.ctx, "x", 1);
     he_cache_fill_end(f, 0, 0, NOW);
