@@ -311,6 +311,11 @@ int he_cache_obj_node(const he_cache_obj_t *o);
  * available): returns the count and sets *p; 0 at the end. *fixed_off is
  * the byte offset inside the node arena, or -1 for an overflow chunk. */
 size_t he_cache_obj_peek(const he_cache_obj_t *o, uint64_t off, const void **p, int64_t *fixed_off);
+/* The bytes written to o, contiguous (parsers want them so; playlists are
+ * small): *p points into o when its first chunk holds them all, else to a
+ * copy in *copy, which the caller frees. Returns their count; *p is NULL
+ * only when the copy could not be made. */
+size_t he_cache_obj_flat(const he_cache_obj_t *o, const void **p, char **copy);
 /* Freshness of a stored object; _refresh replaces it (a 304 answer). */
 void he_cache_obj_fresh(const he_cache_obj_t *o, he_cache_fresh_t *f);
 void he_cache_obj_refresh(he_cache_obj_t *o, const he_cache_fresh_t *f);

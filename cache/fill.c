@@ -308,26 +308,17 @@ static void he_cache_fill_queue_write(he_cache_fills_t *fs, he_cache_obj_t *o)
 }
 
 /* The freshness of complete object o answered by r: a media playlist's
- * body goes along unless encoded (the parser wants contiguous bytes;
- * playlists are small), so a live one's lifetime stays capped. */
+ * body goes along unless encoded, so a live one's lifetime stays capped
+ * (without memory for a copy it is parsed as no body at all). */
 static bool he_cache_fill_fresh(he_cache_fill_t *f, he_cache_obj_t *o, he_seg_kind_t kind,
                                 bool encoded, const he_cache_http_resp_t *r, int64_t wall_ms,
                                 he_cache_fresh_t *fr)
 {
     const void *body = NULL;
     char *flat = NULL;
-    uint64_t len = he_cache_obj_len(o);
+    size_t len = 0;
     bool ok;
-    if (kind == HE_SEG_KIND_MEDIA && !encoded && he_cache_obj_peek(o, 0, &body, NULL) < len) {
-        uint64_t off = 0;
-        body = flat = malloc(len ? len : 1); /* NULL: parsed as no body at all */
-        while (flat && off < len) {
-            const void *p;
-            size_t n = he_cache_obj_peek(o, off, &p, NULL);
-            memcpy(flat + off, p, n);
-            off += n;
-        }
-    }
+    if (kind == HE_SEG_KIND_MEDIA && !encoded) len = he_cache_obj_flat(o, &body, &flat);
     ok = he_cache_fresh_compute(f->fs->o.conf, kind, r, body, body ? len : 0, wall_ms, fr);
     free(flat);
     return ok;

@@ -242,8 +242,10 @@ int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o, co
 {
     const he_cache_key_t *k = he_cache_obj_key(o);
     const he_cache_meta_t *m = he_cache_obj_meta(o);
-    uint64_t len = he_cache_obj_len(o), off = 0, serial = he_cache_obj_serial(o), h;
+    uint64_t serial = he_cache_obj_serial(o), h;
     char path[HE_CACHE_KEY_MAX], *flat;
+    const void *body;
+    size_t len;
     he__pf_rend_t *r;
     he_cache_fresh_t fr;
     int rc;
@@ -263,16 +265,9 @@ int he_cache_prefetch_playlist_obj(he_cache_prefetch_t *p, he_cache_obj_t *o, co
         r->fresh_until_ms = fr.expires_ms;
         return he_pf_set_target(r, he_pf_origin_form(target));
     }
-    flat = malloc(len ? len : 1);
-    if (!flat) return -ENOMEM;
-    while (off < len) {
-        const void *b;
-        size_t n = he_cache_obj_peek(o, off, &b, NULL);
-        if (!n) break;
-        memcpy(flat + off, b, n);
-        off += n;
-    }
-    rc = he_cache_prefetch_playlist(p, path, target, flat, (size_t)off, fr.expires_ms);
+    len = he_cache_obj_flat(o, &body, &flat);
+    if (!body) return -ENOMEM;
+    rc = he_cache_prefetch_playlist(p, path, target, body, len, fr.expires_ms);
     free(flat);
     if (rc == 0 && (r = he_pf_find(p, path, h))) r->obj_serial = serial;
     return rc;

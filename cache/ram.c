@@ -706,6 +706,27 @@ int he_cache_obj_node(const he_cache_obj_t *o)
     return o->node->id;
 }
 
+size_t he_cache_obj_flat(const he_cache_obj_t *o, const void **p, char **copy)
+{
+    uint64_t len = he_cache_obj_len(o), off = 0;
+    *copy = NULL;
+    *p = "";
+    if (len == 0 || he_cache_obj_peek(o, 0, p, NULL) >= len) return (size_t)len;
+    if (!(*copy = malloc(len))) {
+        *p = NULL;
+        return 0;
+    }
+    while (off < len) {
+        const void *c;
+        size_t n = he_cache_obj_peek(o, off, &c, NULL);
+        if (!n) break;
+        memcpy(*copy + off, c, n);
+        off += n;
+    }
+    *p = *copy;
+    return (size_t)off;
+}
+
 size_t he_cache_obj_peek(const he_cache_obj_t *o, uint64_t off, const void **p, int64_t *fixed_off)
 {
     uint32_t cs = o->node->ram->chunk_size;
