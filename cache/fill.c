@@ -96,15 +96,14 @@ unsigned he_cache_fills_active(const he_cache_fills_t *fs)
 /* A purge of the key came while the fill runs. */
 static bool he_cache_fill_purged(he_cache_fill_t *f)
 {
-    return atomic_load(&f->rfill.purged) || atomic_load(&f->spend.purged);
+    return atomic_load(&f->rfill.in.purged) || atomic_load(&f->spend.purged);
 }
 
 he_cache_fill_t *he_cache_fill_find(he_cache_fills_t *fs, const he_cache_key_t *key)
 {
     he_cache_fill_t **pp = &fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS], *f;
     while ((f = *pp) != NULL) {
-        if (f->key.hash == key->hash && f->key.len == key->len &&
-            memcmp(f->key.s, key->s, key->len) == 0) {
+        if (he__cache_key_eq(&f->key, key)) {
             if (!he_cache_fill_purged(f)) return f;
             /* purged: it runs on for its waiters, later requests start anew */
             *pp = f->hnext;

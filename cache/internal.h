@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "cache/cache.h"
 
@@ -14,16 +15,62 @@ enum he__cache_queue { HE__CACHE_Q_NONE = 0, HE__CACHE_Q_SMALL, HE__CACHE_Q_MAIN
 
 typedef struct he__cache_node he__cache_node_t;
 
-/* A fill in flight (fill.c), known to its RAM partition from its start to
- * its end: a purge of its key in between marks it (and counts it as
- * removed), and the fill then publishes nothing, since the purge has
- * answered already and what the fill brings may be the purged bytes. */
-typedef struct he__cache_rfill {
-    struct he__cache_rfill *prev, *next;
-    const he_cache_key_t *key; /* the fill's: stable while it runs */
-    he__cache_node_t *node;
-    atomic_bool purged; /* set under the node lock */
+/* Work in flight for a key, known to a tier from its start to its end: a
+ * fill to its RAM partition, an SSD write to its directory. A purge of the
+ * key in between marks it (and counts it as found), and it then publishes
+ * nothing, since the purge has answered already and what it brings may be
+ * the purged bytes. The list is the tier's, under the tier's lock. */
+typedef struct he__cache_inflight {
+    struct he__cache_inflight *prev, *next;
+    const he_cache_key_t *key; /* its owner's: stable while it runs */
+    atomic_bool purged;        /* set under the list's lock */
     bool linked;
+} he__cache_inflight_t;
+
+static inline bool he__cache_key_eq(const he_cache_key_t *a, const he_cache_key_t *b)
+{
+    return a->hash == b->hash && a->len == b->len && memcmp(a->s, b->s, a->len) == 0;
+}
+
+/* The helpers below run under the list's lock. */
+static inline void he__cache_inflight_link(he__cache_inflight_t **head, he__cache_inflight_t *p)
+{
+    atomic_init(&p->purged, false);
+    p->prev = NULL;
+    p->next = *head;
+    if (*head) (*head)->prev = p;
+    *head = p;
+    p->linked = true;
+}
+
+static inline void he__cache_inflight_unlink(he__cache_inflight_t **head, he__cache_inflight_t *p)
+{
+    if (!p->linked) return;
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        *head = p->next;
+    if (p->next) p->next->prev = p->prev;
+    p->prev = p->next = NULL;
+    p->linked = false;
+}
+
+/* Marks every entry for key; returns how many. */
+static inline int he__cache_inflight_mark(he__cache_inflight_t *head, const he_cache_key_t *key)
+{
+    int n = 0;
+    for (he__cache_inflight_t *p = head; p; p = p->next)
+        if (he__cache_key_eq(p->key, key)) {
+            atomic_store(&p->purged, true);
+            n++;
+        }
+    return n;
+}
+
+/* A fill in flight (fill.c) and the RAM partition that knows it. */
+typedef struct he__cache_rfill {
+    he__cache_inflight_t in;
+    he__cache_node_t *node;
 } he__cache_rfill_t;
 
 /* Object headers are type-stable: they come from per-node blocks that are
@@ -101,7 +148,7 @@ struct he__cache_node {
     he__cache_ghost_t ghost;
     he_cache_obj_t *free_objs;
     he__cache_objblock_t *blocks;
-    he__cache_rfill_t *fills; /* fills in flight of this partition */
+    he__cache_inflight_t *fills; /* fills in flight of this partition */
 } __attribute__((aligned(64)));
 
 struct he_cache_ram {
@@ -173,15 +220,9 @@ typedef struct he__cache_unlink {
     char path[48];
 } he__cache_unlink_t;
 
-/* A write in flight (swrite.c), known to its directory from its start to
- * its indexing: a purge of its key in between marks it, and the file it
- * made is then dropped instead of indexed (the purge answered already). */
-typedef struct he__cache_pending {
-    struct he__cache_pending *prev, *next;
-    const he_cache_key_t *key; /* the object's: stable while it is written */
-    atomic_bool purged;        /* set under the directory lock */
-    bool linked;
-} he__cache_pending_t;
+/* A write in flight (swrite.c), known to its directory until it is
+ * indexed: a purge marks it, and the file it made is then dropped. */
+typedef he__cache_inflight_t he__cache_pending_t;
 
 typedef struct he__cache_sdir {
     struct he_cache_store *store;

@@ -532,41 +532,25 @@ void he_cache_obj_finish(he_cache_obj_t *o)
     atomic_store_explicit(&o->state, HE__CACHE_OBJ_COMPLETE, memory_order_release);
 }
 
-static void he_ram_fill_unlink_locked(he__cache_rfill_t *p)
-{
-    if (!p->linked) return;
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        p->node->fills = p->next;
-    if (p->next) p->next->prev = p->prev;
-    p->prev = p->next = NULL;
-    p->linked = false;
-}
-
 void he__cache_ram_fill_add(he_cache_ram_t *ram, int node, he__cache_rfill_t *p,
                             const he_cache_key_t *key)
 {
     he__cache_node_t *n = he_cache_ram_node(ram, node);
-    p->key = key;
+    p->in.key = key;
     p->node = n;
-    atomic_init(&p->purged, false);
     pthread_mutex_lock(&n->lock);
-    p->prev = NULL;
-    p->next = n->fills;
-    if (n->fills) n->fills->prev = p;
-    n->fills = p;
-    p->linked = true;
+    he__cache_inflight_link(&n->fills, &p->in);
     pthread_mutex_unlock(&n->lock);
 }
 
 bool he__cache_ram_fill_del(he__cache_rfill_t *p)
 {
-    if (!p->linked) return atomic_load(&p->purged);
-    pthread_mutex_lock(&p->node->lock);
-    he_ram_fill_unlink_locked(p);
-    pthread_mutex_unlock(&p->node->lock);
-    return atomic_load(&p->purged);
+    if (p->in.linked) {
+        pthread_mutex_lock(&p->node->lock);
+        he__cache_inflight_unlink(&p->node->fills, &p->in);
+        pthread_mutex_unlock(&p->node->lock);
+    }
+    return atomic_load(&p->in.purged);
 }
 
 /* cond: insert-if-absent, and only if no removal began since epoch.
@@ -588,8 +572,8 @@ static int he_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_
     }
     pthread_mutex_lock(&n->lock);
     if (fill) {
-        he_ram_fill_unlink_locked(fill);
-        if (atomic_load(&fill->purged)) {
+        he__cache_inflight_unlink(&n->fills, &fill->in);
+        if (atomic_load(&fill->in.purged)) {
             pthread_mutex_unlock(&n->lock);
             return -ESTALE;
         }
@@ -663,12 +647,7 @@ int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key)
             removed++;
         }
         /* fills of the key in flight: they publish nothing */
-        for (he__cache_rfill_t *p = n->fills; p; p = p->next)
-            if (p->key->hash == key->hash && p->key->len == key->len &&
-                memcmp(p->key->s, key->s, key->len) == 0) {
-                atomic_store(&p->purged, true);
-                removed++;
-            }
+        removed += he__cache_inflight_mark(n->fills, key);
         pthread_mutex_unlock(&n->lock);
     }
     return removed;

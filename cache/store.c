@@ -318,34 +318,17 @@ static int he_cache_sdir_add_locked(he__cache_sdir_t *d, const he_cache_key_t *k
     return 0;
 }
 
-static void he_cache_pending_unlink_locked(he__cache_sdir_t *d, he__cache_pending_t *p)
-{
-    if (!p->linked) return;
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        d->pending = p->next;
-    if (p->next) p->next->prev = p->prev;
-    p->prev = p->next = NULL;
-    p->linked = false;
-}
-
 void he__cache_store_pending_add(he__cache_sdir_t *d, he__cache_pending_t *p)
 {
-    atomic_init(&p->purged, false);
     pthread_mutex_lock(&d->lock);
-    p->prev = NULL;
-    p->next = d->pending;
-    if (d->pending) d->pending->prev = p;
-    d->pending = p;
-    p->linked = true;
+    he__cache_inflight_link(&d->pending, p);
     pthread_mutex_unlock(&d->lock);
 }
 
 void he__cache_store_pending_del(he__cache_sdir_t *d, he__cache_pending_t *p)
 {
     pthread_mutex_lock(&d->lock);
-    he_cache_pending_unlink_locked(d, p);
+    he__cache_inflight_unlink(&d->pending, p);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -356,7 +339,7 @@ int he__cache_store_add(he__cache_sdir_t *d, he__cache_pending_t *p, uint64_t ge
     int rc;
     pthread_mutex_lock(&d->lock);
     d->reserved -= he__cache_store_blocks(reserved);
-    he_cache_pending_unlink_locked(d, p);
+    he__cache_inflight_unlink(&d->pending, p);
     if (atomic_load(&p->purged)) {
         /* the purge that answered "purged" must not be undone by a file
          * of the bytes it purged */
@@ -665,12 +648,7 @@ int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key)
         rc = 0;
     }
     /* writes of the key in flight: their files are never indexed */
-    for (he__cache_pending_t *p = d->pending; p; p = p->next)
-        if (p->key->hash == key->hash && p->key->len == key->len &&
-            memcmp(p->key->s, key->s, key->len) == 0) {
-            atomic_store(&p->purged, true);
-            rc = 0;
-        }
+    if (he__cache_inflight_mark(d->pending, key)) rc = 0;
     pthread_mutex_unlock(&d->lock);
     return rc;
 }
