@@ -14,9 +14,10 @@
 #include "server/tls.h"
 #include "server/cache_glue.h"
 
-/* Each list is sorted by deadline, so expiry pops from the head. While a
- * list's timeout stays the same a new deadline is the latest and goes at
- * the tail in O(1); a live reload may change it (he__conn_timers_reconf). */
+/* Each list is sorted by deadline, so expiry pops from the head, and a new
+ * deadline (now + the list's timeout) is the latest: it goes at the tail
+ * in O(1). A live reload that shortens a timeout keeps that true by
+ * bringing the deadlines already set down to it (he__conn_timers_reconf). */
 static unsigned he_conn_timeout_ms(he_worker_t *w, enum he_timer_list list)
 {
     switch (list) {
@@ -51,33 +52,25 @@ static void he_conn_timer_unlink(he_worker_t *w, he_conn_t *c)
 
 void he__conn_timer_set(he_worker_t *w, he_conn_t *c, enum he_timer_list list)
 {
-    he_conn_t **l, *p;
+    he_conn_t **l;
     he_conn_timer_unlink(w, c);
     if (list == HE_TIMER_NONE) return;
     l = w->timers[list];
     c->timer = (uint8_t)list;
     c->deadline_ms = w->now_ms + he_conn_timeout_ms(w, list);
-    /* after p: normally the tail; walking back keeps the order whatever
-     * changed the timeout */
-    p = l[1];
-    while (p && p->deadline_ms > c->deadline_ms)
-        p = p->tprev;
-    c->tprev = p;
-    c->tnext = p ? p->tnext : l[0];
-    if (c->tnext)
-        c->tnext->tprev = c;
-    else
-        l[1] = c;
-    if (p)
-        p->tnext = c;
+    c->tnext = NULL;
+    c->tprev = l[1];
+    if (l[1])
+        l[1]->tnext = c;
     else
         l[0] = c;
+    l[1] = c;
 }
 
 /* A shortened timeout applies from the reload on to connections already
  * waiting: deadlines past now + timeout come down to it. Clamping keeps
  * the list sorted, and no later deadline is earlier than the clamp, so
- * inserting stays O(1) instead of walking past every old deadline. */
+ * appending at the tail stays right. */
 void he__conn_timers_reconf(he_worker_t *w)
 {
     for (int list = HE_TIMER_HEADER; list < HE_TIMER_COUNT; list++) {
