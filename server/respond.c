@@ -347,7 +347,7 @@ static void he_respond_validators(he_worker_t *w, he_hbuf_t *b, he_file_t *f)
 {
     const char *cc = w->conf->cache_control[f->type];
     he_hb_lit(b, "Last-Modified: ");
-    he_hb_mem(b, f->mtime > w->date_sec ? w->date : f->last_modified, 29);
+    he_hb_mem(b, he_respond_mtime(w, f) != f->mtime ? w->date : f->last_modified, 29);
     he_hb_lit(b, "\r\nETag: ");
     he_hb_mem(b, f->etag, f->etag_len);
     he_hb_lit(b, "\r\n");

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "server/log.h"
-#include "server/metrics.h" /* he__utf8_len */
+#include "server/metrics.h" /* he_mbuf_json_str */
 #include "server/tls.h"
 
 /* TLS 1.2: forward secrecy and AEAD only; AES-GCM first (AES-NI). */
@@ -650,25 +650,17 @@ static void he_tls_bprintf(he_tls_buf_t *b, const char *fmt, ...)
     if (n > 0) b->len = b->len + (size_t)n < b->cap ? b->len + (size_t)n : b->cap;
 }
 
-/* As he_mbuf_json_str: a file name that is not UTF-8 gets \ufffd. */
+/* s as a JSON string, escaped as /stats escapes every string (a name that
+ * is not UTF-8 gets \ufffd). */
 static void he_tls_bjson(he_tls_buf_t *b, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
-
-    he_tls_bprintf(b, "\"");
-    while (*p) {
-        size_t n = he__utf8_len(p);
-        if (*p == '"' || *p == '\\')
-            he_tls_bprintf(b, "\\%c", *p);
-        else if (*p < 0x20)
-            he_tls_bprintf(b, "\\u%04x", *p);
-        else if (n)
-            he_tls_bprintf(b, "%.*s", (int)n, (const char *)p);
-        else
-            he_tls_bprintf(b, "\\ufffd");
-        p += n ? n : 1;
-    }
-    he_tls_bprintf(b, "\"");
+    he_mbuf_t m = {0};
+    he_mbuf_json_str(&m, s);
+    if (m.oom || !m.p)
+        he_tls_bprintf(b, "\"\"");
+    else
+        he_tls_bprintf(b, "%.*s", (int)m.len, m.p);
+    he_mbuf_free(&m);
 }
 
 static void he_tls_sum(const he_server_t *s, he_stats_t *t)
