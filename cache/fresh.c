@@ -2,9 +2,9 @@
  * origin, and how long after that it may still be served stale.
  *
  *   not stored  no-store, private, Set-Cookie (one viewer's, as nginx
- *               and Varnish decide by default), Vary: * or on any field
- *               but Accept-Encoding (no request header reaches the
- *               origin, so one copy would be served for every variant),
+ *               and Varnish decide by default), Vary: * (never matches;
+ *               a Vary on fields is stored: no viewer's header reaches
+ *               the origin, so it answers every viewer alike),
  *               a status other than 200/203/404, or a 404 when negative
  *               caching is off or the origin gives it no lifetime
  *   404         cache.negative_ttl, or less when the origin says so
