@@ -37,6 +37,19 @@ def response(status=200, body=b"", headers=(), chunked=False, length=None):
     return h.encode("latin1") + (b"" if status == 304 else body)
 
 
+def cache_conf(origin, ssd=None, prefetch=0, extra_cache="", total_timeout="30s"):
+    """The YAML for an edge with origin as its origin: a 64 MiB RAM tier
+    that admits everything, no stale serving, one try per origin request;
+    extra_cache adds lines to the cache section."""
+    y = "cache:\n  ram_size: 64m\n  admission: false\n  prefetch: %d\n" % prefetch
+    y += "  stale_while_revalidate: 0s\n  stale_if_error: 0s\n" + extra_cache
+    if ssd:
+        y += '  ssd: ["%s:64m"]\n' % ssd
+    y += 'origin:\n  urls: ["%s"]\n  retries: 0\n  connect_timeout: 1s\n' % origin.url
+    y += "  read_timeout: 5s\n  total_timeout: %s\n" % total_timeout
+    return y
+
+
 class RawOrigin:
     def __init__(self, routes, key=lambda target: target):
         self.routes = routes

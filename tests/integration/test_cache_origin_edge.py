@@ -28,25 +28,15 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, expect_eq, run_main  # noqa: E402
-from he_rawo import RawOrigin, response  # noqa: E402
+from he_rawo import RawOrigin, cache_conf, response  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-cache-edge-")
 ROOT = os.path.join(TMP, "lib")  # empty: everything comes from the origin
 os.makedirs(ROOT, exist_ok=True)
 
 
-def conf(origin, ssd=None, prefetch=0, extra=""):
-    y = "cache:\n  ram_size: 64m\n  admission: false\n  prefetch: %d\n" % prefetch
-    y += "  stale_while_revalidate: 0s\n  stale_if_error: 0s\n" + extra
-    if ssd:
-        y += '  ssd: ["%s:64m"]\n' % ssd
-    y += 'origin:\n  urls: ["%s"]\n  retries: 0\n  connect_timeout: 1s\n' % origin.url
-    y += "  read_timeout: 5s\n  total_timeout: 10s\n"
-    return y
-
-
-def server(origin, **kw):
-    return Server(ROOT, extra=conf(origin, **kw))
+def server(origin, ssd=None, prefetch=0, extra=""):
+    return Server(ROOT, extra=cache_conf(origin, ssd, prefetch, extra, total_timeout="10s"))
 
 
 def get(srv, target, headers=None, method="GET"):

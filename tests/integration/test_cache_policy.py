@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, blob, expect, expect_eq, run_main  # noqa: E402
 from he_admin import admin_get, wait_for  # noqa: E402
 from he_rawo import RawOrigin, path_of  # noqa: E402
+from he_rawo import cache_conf as conf  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-cache-policy-")
 ROOT = os.path.join(TMP, "lib")  # empty: everything comes from the origin
@@ -47,16 +48,6 @@ def ScriptOrigin(routes):
     """routes[path](target, headers) -> [(seconds to wait, bytes) ...], by
     the target's path; counts by path."""
     return RawOrigin({p: (lambda req, f=f: f(req[1], req[2])) for p, f in routes.items()}, key=path_of)
-
-
-def conf(origin, ssd=None, extra_cache=""):
-    y = "cache:\n  ram_size: 64m\n  admission: false\n  prefetch: 0\n"
-    y += "  stale_while_revalidate: 0s\n  stale_if_error: 0s\n" + extra_cache
-    if ssd:
-        y += '  ssd: ["%s:64m"]\n' % ssd
-    y += 'origin:\n  urls: ["%s"]\n  retries: 0\n  connect_timeout: 1s\n' % origin.url
-    y += "  read_timeout: 5s\n  total_timeout: 30s\n"
-    return y
 
 
 def get(srv, target, headers=None):
