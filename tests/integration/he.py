@@ -434,6 +434,22 @@ def run_main(module_globals, tmp, only=None):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def run_with_server(module_globals, tmp, server):
+    """A test file's main() for tests that share one server: it is started
+    as the module's SRV for run_tests, then stopped (killed if it does not
+    stop), and tmp removed whatever happened. Returns (rc, server log)."""
+    module_globals["SRV"] = server.start()
+    log = ""
+    try:
+        rc = run_tests(module_globals)
+        log = server.stop()
+    finally:
+        if server.proc and server.proc.poll() is None:
+            server.proc.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rc, log
+
+
 def run_tests(module_globals, only=None):
     tests = [(n, f) for n, f in module_globals.items() if n.startswith("test_") and callable(f)]
     tests.sort(key=lambda t: t[1].__code__.co_firstlineno)

@@ -2,13 +2,12 @@
 outside root; each case is followed by a successful request."""
 
 import os
-import shutil
 import socket
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Server, connect, expect, expect_eq, half_close, make_library, run_tests  # noqa: E402
+from he import Server, connect, expect, expect_eq, half_close, make_library, run_with_server  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-bad-")
 ROOT = make_library(os.path.join(TMP, "lib"), big_mb=1)
@@ -130,17 +129,8 @@ def test_garbage_flood():
 
 
 def main():
-    global SRV
     extra = "limits:\n  header_bytes: 4096\n  uri_bytes: 1024\n"
-    SRV = Server(ROOT, extra=extra, workers=2).start()
-    try:
-        rc = run_tests(globals())
-        SRV.stop()
-    finally:
-        if SRV.proc and SRV.proc.poll() is None:
-            SRV.proc.kill()
-        shutil.rmtree(TMP, ignore_errors=True)
-    return rc
+    return run_with_server(globals(), TMP, Server(ROOT, extra=extra, workers=2))[0]
 
 
 if __name__ == "__main__":

@@ -5,13 +5,12 @@ same tests on the fallback paths (see test_fallback.py)."""
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Conn, Server, expect, expect_eq, make_library, run_tests, sha256  # noqa: E402
+from he import Conn, Server, expect, expect_eq, make_library, run_with_server, sha256  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-http-")
 ROOT = make_library(os.path.join(TMP, "lib"))
@@ -287,15 +286,8 @@ def test_ipv6_listener():
 
 
 def main():
-    global SRV
-    SRV = Server(ROOT, extra=EXTRA + "fd_cache:\n  valid: 1s\n", workers=2).start()
-    try:
-        rc = run_tests(globals())
-        log = SRV.stop()
-    finally:
-        if SRV.proc and SRV.proc.poll() is None:
-            SRV.proc.kill()
-        shutil.rmtree(TMP, ignore_errors=True)
+    srv = Server(ROOT, extra=EXTRA + "fd_cache:\n  valid: 1s\n", workers=2)
+    rc, log = run_with_server(globals(), TMP, srv)
     if "kernel features" not in log:
         print("server log lacks the feature line")
         rc = 1

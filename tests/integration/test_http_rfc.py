@@ -14,14 +14,13 @@ binary, most over raw sockets since curl will not send these requests:
   - Last-Modified is never later than Date."""
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Server, expect, expect_eq, make_library, recv_until_close, run_tests  # noqa: E402
+from he import Server, expect, expect_eq, make_library, recv_until_close, run_with_server  # noqa: E402
 from he_admin import wait_for  # noqa: E402
 from origin import Origin  # noqa: E402
 
@@ -283,17 +282,8 @@ def date_after(http_date, seconds):
 
 
 def main():
-    global SRV
     extra = "limits:\n  header_bytes: 4096\n  uri_bytes: 1024\nlog:\n  access: %s\n" % ALOG
-    SRV = Server(ROOT, extra=extra, workers=2).start()
-    try:
-        rc = run_tests(globals())
-        SRV.stop()
-    finally:
-        if SRV.proc and SRV.proc.poll() is None:
-            SRV.proc.kill()
-        shutil.rmtree(TMP, ignore_errors=True)
-    return rc
+    return run_with_server(globals(), TMP, Server(ROOT, extra=extra, workers=2))[0]
 
 
 if __name__ == "__main__":
