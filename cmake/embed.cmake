@@ -34,4 +34,4 @@ function(he_embed target input symbol)
   target_sources(${target} PRIVATE "${out}")
 endfunction()
 
-he_embed(he_server ${CMAKE_SOURCE_DIR}/server/dashboard.html he_dashboard_html)
+he_embed(he_server ${CMAKE_SOURCE_DIR}/server/control/dashboard.html he_dashboard_html)

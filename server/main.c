@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
-#include "server/control.h"
-#include "server/log.h"
+#include "server/control/control.h"
+#include "server/base/log.h"
 
 static void he_usage(FILE *out)
 {

@@ -10,11 +10,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "server/accesslog.h"
-#include "server/log.h"
+#include "server/control/accesslog.h"
+#include "server/base/log.h"
 #include "server/server.h"
-#include "server/tls.h"
-#include "server/cache_glue.h"
+#include "server/net/tls.h"
+#include "server/handler/cache_glue.h"
 
 /* The process's CPUs as they were at the first call, which comes before
  * the control thread pins itself (control_cpus): later generations of

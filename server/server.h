@@ -26,7 +26,7 @@
 
 #include "conf/conf.h"
 #include "segment/segment.h"
-#include "server/stats.h"
+#include "server/base/stats.h"
 
 /* ---------------------------------------------------------------- features */
 

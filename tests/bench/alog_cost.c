@@ -30,8 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/accesslog.h"
-#include "server/cache_glue.h"
+#include "server/control/accesslog.h"
+#include "server/handler/cache_glue.h"
 #include "server/server.h"
 #include "tests/he_xorshift.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/http_util.c"
+#include "server/http/http_util.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

@@ -1,0 +1,107 @@
+/* metrics: the figures the control thread exposes, as one snapshot, and
+ * its two renderings: the Prometheus text format (/metrics) and JSON
+ * (/stats). The control thread builds the snapshot (server/control.c); this
+ * file only formats, so it can be tested without a server. */
+#ifndef HE_METRICS_H
+#define HE_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/server.h"
+#include "server/base/stats.h"
+
+/* A growing text buffer; a failed allocation sets oom and stops growth. */
+typedef struct he_mbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} he_mbuf_t;
+
+void he_mbuf_printf(he_mbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void he_mbuf_put(he_mbuf_t *b, const char *s, size_t n);
+/* s as a JSON string (quotes included); a byte that is not part of valid
+ * UTF-8 (a file name may hold any) becomes \ufffd. */
+void he_mbuf_json_str(he_mbuf_t *b, const char *s);
+/* The length of the valid UTF-8 sequence s starts with (1-4), or 0 when it
+ * is not one (a stray or truncated byte, an overlong form, a surrogate, a
+ * code point past U+10FFFF). */
+size_t he__utf8_len(const unsigned char *s);
+void he_mbuf_free(he_mbuf_t *b);
+
+/* Adds every counter of src to dst. Every field of he_stats_t is a
+ * uint64_t counter (the histograms too), which is what lets new counters
+ * be added to stats.h without touching the summing. */
+void he_metrics_stats_add(he_stats_t *dst, const he_stats_t *src);
+/* dst = newer - older, bucket by bucket (the requests between two reads). */
+void he_metrics_hist_delta(he_hist_t *dst, const he_hist_t *newer, const he_hist_t *older);
+
+typedef struct he_metrics_worker {
+    unsigned id;
+    int cpu;             /* CPU it is pinned to, -1 when not pinned */
+    unsigned generation; /* configuration generation it serves; 0 = none running */
+    he_stats_t st;       /* since start, over every generation of this worker id */
+    double cpu_seconds;  /* thread CPU time, over every generation */
+    double rps_1s, gbps_1s, cpu_pct_1s;
+} he_metrics_worker_t;
+
+/* One second of the dashboard's charts (the control thread keeps the
+ * last few minutes of them). */
+typedef struct he_hpoint {
+    double t; /* uptime, seconds */
+    double gbps, rps;
+    double active;
+    double status_rps[5];       /* 1xx .. 5xx responses per second */
+    double p99_ms, p99_ttfb_ms; /* of the requests finished in that second; 0 when none */
+} he_hpoint_t;
+
+typedef struct he_metrics_snap {
+    const char *version;
+    const char *conf_file;       /* "" = built-in defaults */
+    unsigned generation;         /* of the configuration being served */
+    unsigned server_generations; /* worker generations alive (2 while a reload drains one) */
+    uint64_t reloads_ok, reloads_failed;
+    double uptime_s;
+    double start_time_s; /* Unix time */
+    bool draining;
+    he_features_t features;
+    double process_cpu_seconds;
+    const char *control_cpus; /* where the control thread runs, "0-3,8" */
+    bool control_apart;       /* on no worker's CPU */
+
+    he_stats_t total;
+    he_metrics_worker_t *workers;
+    unsigned nworkers;
+
+    double rps_1s, gbps_1s, rps_10s, gbps_10s;
+    /* latency of the requests that finished in the last 1 s and 10 s */
+    he_hist_t ttfb_1s, total_1s, ttfb_10s, total_10s;
+
+    /* per-second points, oldest first (only when /stats?history=1) */
+    const he_hpoint_t *history;
+    unsigned nhistory;
+
+    const char *tls_json; /* he_tls_describe() of the serving generation, or NULL */
+
+    bool alog_on;
+    const char *alog_path;
+    const char *alog_format;
+    uint64_t alog_written, alog_write_errors;
+} he_metrics_snap_t;
+
+/* Active connections of a stats block (accepted and not yet closed). */
+static inline uint64_t he_metrics_active(const he_stats_t *st)
+{
+    return st->conn_accepted >= st->conn_closed ? st->conn_accepted - st->conn_closed : 0;
+}
+
+void he_metrics_prometheus(const he_metrics_snap_t *s, he_mbuf_t *out);
+/* A counter per worker and per value of one label: hlsedge_<name>{worker,
+ * <label>="values[k]"} from the n uint64_t at offset off in he_stats_t. */
+void he__prom_per_worker_by(he_mbuf_t *b, const he_metrics_snap_t *s, const char *name,
+                            const char *help, const char *label, const char *const *values,
+                            size_t off, int n);
+void he_metrics_json(const he_metrics_snap_t *s, he_mbuf_t *out);
+
+#endif

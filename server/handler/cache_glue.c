@@ -1,0 +1,453 @@
+/* The edge cache's start-up and teardown.
+ *
+ * The RAM tier and the SSD store are process-wide: created by the first
+ * worker generation that has origin.urls and shared by every generation a
+ * reload starts after it (a reload must not drop a warm cache), freed when
+ * the last generation that uses them is freed, which is at exit. What they
+ * are made with is therefore taken at start-up: a reload that changes
+ * cache.ram_size, cache.ram_object_max, cache.admission, cache.ssd or numa
+ * keeps the tiers it has (logged).
+ *
+ * Per generation (he_scache_t): a snapshot of the configuration and the
+ * origins resolved with getaddrinfo, on the control thread. Per worker
+ * (he_wcache_t): its origins (keep-alive pools, TLS context), fills table,
+ * prefetch state, ring jobs and the per-connection send state, freed when
+ * the worker exits. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "server/handler/cache_glue.h"
+#include "server/base/log.h"
+
+/* The RAM tier needs an arena even with cache.ram_size 0: fills stream
+ * through RAM objects. Such a tier is tiny and publishes little. */
+#define HE_CACHE_MIN_RAM (16u << 20)
+#define HE_CACHE_RENDITIONS 256
+
+__thread he_worker_t *he__cache_w;
+
+/* The keys the tiers take at creation, as the configuration gave them. */
+typedef struct he_cache_fixed {
+    uint64_t ram_bytes, ram_object_max;
+    bool admission, numa;
+    unsigned nstores;
+    char stores[HE_CONF_MAX_STORES][PATH_MAX];
+    uint64_t store_bytes[HE_CONF_MAX_STORES];
+} he_cache_fixed_t;
+
+static struct {
+    pthread_mutex_t mu;
+    unsigned refs;
+    he_cache_ram_t *ram;
+    he_cache_store_t *store;
+    he_cache_fixed_t fixed;   /* what ram and store were made with */
+    he_server_t *servers[16]; /* generations using the tiers; the last is the newest */
+    unsigned nservers;
+} he_cache_g = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static const char *const he_cache_st_names[HE_CST_COUNT] = {
+    "-", "HIT-RAM", "HIT-SSD", "MISS", "STALE", "REVALIDATED", "COALESCED", "PREFETCHED",
+};
+
+const char *he__cache_st_name(unsigned st)
+{
+    return st < HE_CST_COUNT ? he_cache_st_names[st] : "-";
+}
+
+bool he__cache_enabled(void)
+{
+    bool on;
+    pthread_mutex_lock(&he_cache_g.mu);
+    on = he_cache_g.refs > 0;
+    pthread_mutex_unlock(&he_cache_g.mu);
+    return on;
+}
+
+static void he_cache_log(void *ctx, int level, const char *msg)
+{
+    (void)ctx;
+    if (level <= 0)
+        he_log_error("cache: %s", msg);
+    else if (level == 1)
+        he_log_warn("cache: %s", msg);
+    else
+        he_log_info("cache: %s", msg);
+}
+
+static int64_t he_cache_wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void he_cache_fixed_get(const he_conf_t *conf, he_cache_fixed_t *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->ram_bytes = conf->cache_ram_bytes;
+    f->ram_object_max = conf->cache_ram_object_max;
+    f->admission = conf->cache_admission;
+    f->numa = conf->numa;
+    f->nstores = conf->ncache_stores;
+    for (unsigned i = 0; i < conf->ncache_stores; i++) {
+        memcpy(f->stores[i], conf->cache_stores[i], sizeof(f->stores[i]));
+        f->store_bytes[i] = conf->cache_store_bytes[i];
+    }
+}
+
+/* Lists in keys ("" when none) what conf asks of the tiers that they,
+ * made with f, do not have. */
+static void he_cache_fixed_diff(const he_cache_fixed_t *f, const he_conf_t *conf, char *keys,
+                                size_t cap)
+{
+    bool stores = f->nstores != conf->ncache_stores;
+    size_t off = 0;
+
+    for (unsigned i = 0; !stores && i < f->nstores; i++)
+        stores = strcmp(f->stores[i], conf->cache_stores[i]) != 0 ||
+                 f->store_bytes[i] != conf->cache_store_bytes[i];
+    keys[0] = 0;
+#define HE_KEY(cond, name)                                                                         \
+    do {                                                                                           \
+        if ((cond) && off < cap)                                                                   \
+            off += (size_t)snprintf(keys + off, cap - off, "%s%s", off ? ", " : "", name);         \
+    } while (0)
+    HE_KEY(f->ram_bytes != conf->cache_ram_bytes, "cache.ram_size");
+    /* without a RAM tier every object skips it, whatever the limit */
+    HE_KEY(f->ram_object_max != conf->cache_ram_object_max &&
+               (f->ram_bytes || conf->cache_ram_bytes),
+           "cache.ram_object_max");
+    HE_KEY(f->admission != conf->cache_admission, "cache.admission");
+    HE_KEY(stores, "cache.ssd");
+    HE_KEY(f->numa != conf->numa, "numa (the RAM tier's placement)");
+#undef HE_KEY
+}
+
+/* Creates the shared tiers (first generation) under he_cache_g.mu. */
+static int he_cache_tiers_open(const he_conf_t *conf, char *err, size_t errlen)
+{
+    he_cache_ram_opts_t ro;
+    he_cache_stats_t st;
+    int rc;
+
+    memset(&ro, 0, sizeof(ro));
+    ro.bytes = conf->cache_ram_bytes >= HE_CACHE_MIN_RAM ? conf->cache_ram_bytes : HE_CACHE_MIN_RAM;
+    ro.object_max = conf->cache_ram_bytes ? conf->cache_ram_object_max : 1;
+    ro.numa = conf->numa;
+    ro.admission = conf->cache_admission;
+    he_cache_fixed_get(conf, &he_cache_g.fixed);
+    he_cache_g.ram = he_cache_ram_new(&ro);
+    if (!he_cache_g.ram) {
+        snprintf(err, errlen, "cache: cannot allocate the RAM tier (%llu bytes)",
+                 (unsigned long long)ro.bytes);
+        return -ENOMEM;
+    }
+    if (conf->ncache_stores) {
+        he_cache_store_opts_t so;
+        memset(&so, 0, sizeof(so));
+        memset(&st, 0, sizeof(st));
+        for (unsigned i = 0; i < conf->ncache_stores; i++) {
+            so.dirs[i] = conf->cache_stores[i];
+            so.bytes[i] = conf->cache_store_bytes[i];
+        }
+        so.ndirs = conf->ncache_stores;
+        so.fsync = HE_CACHE_FSYNC_NONE;
+        so.log = he_cache_log;
+        rc = he_cache_store_open(&he_cache_g.store, &so, he_cache_wall_now(), &st);
+        if (rc < 0) {
+            snprintf(err, errlen, "cache.ssd: %s", strerror(-rc));
+            he_cache_ram_free(he_cache_g.ram);
+            he_cache_g.ram = NULL;
+            he_cache_g.store = NULL;
+            return rc;
+        }
+        he_log_info("cache: SSD tier: %llu objects in %u directories",
+                    (unsigned long long)he_cache_store_count(he_cache_g.store), so.ndirs);
+    }
+    he_log_info("cache: RAM tier %llu bytes over %d partitions, %u origins",
+                (unsigned long long)ro.bytes, he_cache_ram_nodes(he_cache_g.ram),
+                conf->norigin_urls);
+    return 0;
+}
+
+int he__cache_server_init(he_server_t *s, char *err, size_t errlen)
+{
+    const he_conf_t *conf = s->conf;
+    he_scache_t *sc;
+    int n, rc = 0;
+
+    if (conf->norigin_urls == 0) return 0; /* a file server, exactly as before */
+    sc = calloc(1, sizeof(*sc));
+    if (!sc) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    memcpy(&sc->conf, conf, sizeof(*conf));
+    n = he_cache_origins_resolve(conf, sc->origins, err, errlen);
+    if (n < 0) {
+        free(sc);
+        return n;
+    }
+    sc->norigins = (unsigned)n;
+
+    pthread_mutex_lock(&he_cache_g.mu);
+    if (he_cache_g.nservers == sizeof(he_cache_g.servers) / sizeof(he_cache_g.servers[0])) {
+        rc = -ENOSPC;
+        snprintf(err, errlen, "cache: too many worker generations");
+    } else if (he_cache_g.refs == 0) {
+        rc = he_cache_tiers_open(conf, err, errlen);
+    } else {
+        char keys[160];
+        he_cache_fixed_diff(&he_cache_g.fixed, conf, keys, sizeof(keys));
+        if (keys[0])
+            he_log_warn("cache: %s: changes take effect at restart (the RAM and SSD tiers outlive "
+                        "reloads and keep what they were made with)",
+                        keys);
+    }
+    if (rc == 0) {
+        he_cache_g.refs++;
+        he_cache_g.servers[he_cache_g.nservers++] = s;
+        sc->ram = he_cache_g.ram;
+        sc->store = he_cache_g.store;
+        s->cache = sc;
+    }
+    pthread_mutex_unlock(&he_cache_g.mu);
+    if (rc < 0) free(sc);
+    return rc;
+}
+
+void he__cache_server_free(he_server_t *s)
+{
+    if (!s->cache) return;
+    pthread_mutex_lock(&he_cache_g.mu);
+    for (unsigned i = 0; i < he_cache_g.nservers; i++)
+        if (he_cache_g.servers[i] == s) {
+            memmove(&he_cache_g.servers[i], &he_cache_g.servers[i + 1],
+                    (he_cache_g.nservers - i - 1) * sizeof(he_cache_g.servers[0]));
+            he_cache_g.nservers--;
+            break;
+        }
+    if (--he_cache_g.refs == 0) {
+        if (he_cache_g.store) {
+            he_cache_store_unlink_sync(he_cache_g.store);
+            he_cache_store_close(he_cache_g.store);
+        }
+        he_cache_ram_free(he_cache_g.ram);
+        he_cache_g.store = NULL;
+        he_cache_g.ram = NULL;
+    }
+    pthread_mutex_unlock(&he_cache_g.mu);
+    free(s->cache);
+    s->cache = NULL;
+}
+
+/* ---------------------------------------------------------------- workers */
+
+static void he_cache_refresh_wall(he_worker_t *w)
+{
+    w->cache->wall_off_ms = he_cache_wall_now() - (int64_t)(he__now_ns() / 1000000);
+}
+
+int he__cache_worker_setup(he_worker_t *w)
+{
+    he_scache_t *sc = w->server->cache;
+    he_wcache_t *wc;
+    he_cache_origins_opts_t oo;
+    he_cache_fills_opts_t fo;
+    char err[256];
+    int rc;
+
+    if (!sc) return 0;
+    wc = calloc(1, sizeof(*wc));
+    if (!wc) return -ENOMEM;
+    w->cache = wc;
+    he__cache_w = w;
+    wc->sc = sc;
+    wc->conf = &sc->conf;
+    wc->ram = sc->ram;
+    wc->store = sc->store;
+    wc->st = &w->stats.cache;
+    wc->node = w->node >= 0 && w->node < he_cache_ram_nodes(sc->ram) ? w->node : 0;
+    he_cache_refresh_wall(w);
+
+    memset(&oo, 0, sizeof(oo));
+    oo.conf = wc->conf;
+    oo.origins = sc->origins;
+    oo.norigins = sc->norigins;
+    oo.tls_ca_file = getenv("HE_ORIGIN_CA_FILE"); /* tests: a private CA */
+    rc = he_cache_origins_new(&wc->origins, &oo, err, sizeof(err));
+    if (rc < 0) {
+        he_log_error("worker %u: origins: %s", w->id, err);
+        return rc;
+    }
+    memset(&fo, 0, sizeof(fo));
+    fo.conf = wc->conf;
+    fo.ram = wc->ram;
+    fo.node = wc->node;
+    fo.store = wc->store;
+    fo.stats = wc->st;
+    wc->fills = he_cache_fills_new(&fo);
+    wc->pf = he_cache_prefetch_new(wc->conf, HE_CACHE_RENDITIONS);
+    /* Untouched pages cost nothing: one entry per connection slot. */
+    wc->cc_bytes = sizeof(he_cconn_t) * w->conn_cap;
+    wc->cc = mmap(NULL, wc->cc_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (wc->cc == MAP_FAILED) wc->cc = NULL;
+    if (!wc->fills || !wc->pf || !wc->cc) return -ENOMEM;
+
+    /* Zero-copy sends from the node arena: registered once as fixed
+     * buffer 0, so SEND_ZC does not pin pages per operation. */
+    wc->zc = w->server->features.send_zc && !getenv("HE_CACHE_NO_ZC");
+    wc->zc_usage = w->server->features.zc_report_usage;
+    if (wc->zc) {
+        struct iovec iov;
+        void *base = NULL;
+        size_t len = 0;
+        he_cache_ram_arena(wc->ram, wc->node, &base, &len);
+        iov.iov_base = base;
+        iov.iov_len = len;
+        if (base && len && (rc = io_uring_register_buffers(&w->ring, &iov, 1)) == 0)
+            wc->fixed_buf = true;
+        else
+            he_log_warn("worker %u: cannot register the RAM arena as a fixed buffer (%s): "
+                        "plain sends",
+                        w->id, base ? strerror(-rc) : "no arena");
+    }
+    he_log_info("worker %u: cache: RAM partition %d, body sends %s", w->id, wc->node,
+                wc->fixed_buf ? "send_zc (fixed buffer) for large spans, send for small"
+                              : "send/sendmsg");
+    return 0;
+}
+
+void he__cache_worker_cleanup(he_worker_t *w)
+{
+    he_wcache_t *wc = w->cache;
+    if (!wc) return;
+    wc->exiting = true;
+    he__oio_cleanup(w); /* fails the fills still running; the ring is gone */
+    for (uint32_t i = 0; wc->cc && w->conns && i < w->conn_cap; i++)
+        if (w->conns[i].in_use) he__rcache_conn_free(w, &w->conns[i]);
+    he_cache_fills_free(wc->fills);
+    if (wc->pf) he_cache_prefetch_free(wc->pf);
+    if (wc->origins) he_cache_origins_free(wc->origins);
+    if (wc->cc) munmap(wc->cc, wc->cc_bytes);
+    free(wc->jobs);
+    free(wc->free_jobs);
+    free(wc);
+    w->cache = NULL;
+}
+
+void he__cache_tick(he_worker_t *w)
+{
+    if (!w->cache) return;
+    he_cache_refresh_wall(w);
+    he_cache_pool_expire(w->cache->origins, w->now_ms, 30000);
+    he__oio_tick(w);
+}
+
+/* ---------------------------------------------------------------- purge */
+
+int he__cache_purge(const he_conf_t *conf, const char *target, size_t len)
+{
+    he_cache_key_t *key = malloc(sizeof(*key));
+    int n = 0;
+    if (!key) return -ENOMEM;
+    if (he_cache_key_make(conf, target, len, key) < 0) {
+        free(key);
+        return -EINVAL;
+    }
+    /* Both tiers are thread-safe for removal; the tiers live until the
+     * last generation is freed, which cannot happen during this call (the
+     * control thread frees generations). */
+    pthread_mutex_lock(&he_cache_g.mu);
+    /* SSD first: a promotion in flight read the RAM epoch before its SSD
+     * lookup, so it either missed the SSD copy or sees the RAM tier's
+     * removal bump the epoch and drops its copy (he__oio_promote) */
+    if (he_cache_g.store && he_cache_store_remove(he_cache_g.store, key) == 0) n++;
+    if (he_cache_g.ram) n += he_cache_ram_remove(he_cache_g.ram, key);
+    pthread_mutex_unlock(&he_cache_g.mu);
+    free(key);
+    return n;
+}
+
+static size_t he_cache_unescape(const char *in, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 1 < cap; i++) {
+        if (in[i] == '%' && i + 2 < n) {
+            char h[3] = {in[i + 1], in[i + 2], 0};
+            char *end;
+            long v = strtol(h, &end, 16);
+            if (*end == 0) {
+                out[o++] = (char)v;
+                i += 2;
+                continue;
+            }
+        }
+        out[o++] = in[i] == '+' ? ' ' : in[i];
+    }
+    out[o] = 0;
+    return o;
+}
+
+void he__cache_admin_purge(void *ctx, const he_admin_req_t *req, he_admin_resp_t *resp)
+{
+    char target[4096];
+    const char *p = NULL, *conf_src;
+    size_t n = 0;
+    he_conf_t *conf = NULL;
+    int rc;
+    (void)ctx;
+
+    for (const char *q = req->query; q && *q;) {
+        const char *amp = strchr(q, '&');
+        size_t l = amp ? (size_t)(amp - q) : strlen(q);
+        if (l > 5 && memcmp(q, "path=", 5) == 0) {
+            n = he_cache_unescape(q + 5, l - 5, target, sizeof(target));
+            p = target;
+            break;
+        }
+        q = amp ? amp + 1 : NULL;
+    }
+    if (!p && req->body_len) {
+        n = req->body_len;
+        while (n &&
+               (req->body[n - 1] == '\n' || req->body[n - 1] == '\r' || req->body[n - 1] == ' '))
+            n--;
+        if (n >= sizeof(target)) n = sizeof(target) - 1;
+        memcpy(target, req->body, n);
+        target[n] = 0;
+        p = target;
+    }
+    if (!p || n == 0) {
+        he_admin_resp_text(resp, 400, "purge: give the path in the body or as ?path=\n");
+        return;
+    }
+    pthread_mutex_lock(&he_cache_g.mu);
+    conf_src = NULL;
+    if (he_cache_g.nservers && he_cache_g.servers[he_cache_g.nservers - 1]->cache) {
+        conf = malloc(sizeof(*conf));
+        if (conf) {
+            memcpy(conf, &he_cache_g.servers[he_cache_g.nservers - 1]->cache->conf, sizeof(*conf));
+            conf_src = "ok";
+        }
+    }
+    pthread_mutex_unlock(&he_cache_g.mu);
+    if (!conf_src) {
+        free(conf);
+        he_admin_resp_text(resp, 404, "purge: no cache (origin.urls is not set)\n");
+        return;
+    }
+    rc = he__cache_purge(conf, p, n);
+    free(conf);
+    if (rc < 0)
+        he_admin_resp_text(resp, 400, "purge: not a valid path\n");
+    else if (rc == 0)
+        he_admin_resp_text(resp, 404, "not cached\n");
+    else
+        he_admin_resp_text(resp, 200, "purged\n");
+}

@@ -1,0 +1,499 @@
+/* One TLS connection on a worker: first-byte check, handshake, reading
+ * requests and, without kTLS, writing responses.
+ *
+ * The SSL reads and writes the non-blocking socket itself (a socket BIO),
+ * which is what lets OpenSSL switch the socket to kTLS at the end of the
+ * handshake. Whenever OpenSSL wants the socket readable or writable, a
+ * poll on the worker's ring (HE_OP_TLS_POLL) waits for it; nothing blocks
+ * the worker.
+ *
+ *   accept -> PEEK: recv(MSG_PEEK) of one byte. 0x16 starts a TLS record;
+ *             a letter is plain HTTP (answered 400 in plain text); anything
+ *             else is garbage. Both close at once, counted by cause.
+ *          -> HANDSHAKE: SSL_do_handshake until done, under the TLS
+ *             handshake timer.
+ *          -> OPEN: SSL_read into he__conn_on_data until WANT_READ, then a
+ *             poll for input; responses leave through respond.c, which
+ *             calls he__tls_write_response when the kernel does not encrypt.
+ */
+#include <errno.h>
+#include <openssl/err.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/handler/cache_glue.h"
+#include "server/base/log.h"
+#include "server/net/tls.h"
+
+#define HE_TLS_READ_BUF 16384
+/* Most one SSL_write loop sends before the worker looks at its other
+ * connections again (then a poll for POLLOUT, which completes at once when
+ * the socket has room). */
+#define HE_TLS_WRITE_BUDGET (1u << 20)
+
+/* ---------------------------------------------------------------- SIGBUS guard */
+
+/* Userspace TLS encrypts file bodies straight from a mapping of the file.
+ * A file truncated in place while it is being sent (cp over it, a
+ * packager rewriting it) makes the pages past its new end fault with
+ * SIGBUS. While a worker reads a mapping it names the range here; the
+ * handler puts a zero page over a faulting page in that range, so the read
+ * completes, and flags it: the response is abandoned and the connection
+ * closed, as sendfile does when a file shrinks. Faults anywhere else go to
+ * the previous disposition. */
+static __thread const char *he_tls_guard_lo, *he_tls_guard_hi;
+static __thread volatile sig_atomic_t he_tls_guard_hit;
+static struct sigaction he_tls_bus_prev;
+static long he_tls_pagesz = 4096;
+static pthread_once_t he_tls_guard_once = PTHREAD_ONCE_INIT;
+
+static void he_tls_on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    const char *a = si->si_addr;
+    (void)sig;
+    (void)uc;
+    if (he_tls_guard_lo && a >= he_tls_guard_lo && a < he_tls_guard_hi) {
+        void *page = (void *)((uintptr_t)a & ~(uintptr_t)(he_tls_pagesz - 1));
+        if (mmap(page, (size_t)he_tls_pagesz, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                 -1, 0) != MAP_FAILED) {
+            he_tls_guard_hit = 1;
+            return;
+        }
+    }
+    sigaction(SIGBUS, &he_tls_bus_prev, NULL); /* the fault repeats under it */
+}
+
+static void he_tls_guard_setup(void)
+{
+    struct sigaction sa, pipe_old;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = he_tls_on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    he_tls_pagesz = sysconf(_SC_PAGESIZE);
+    sigaction(SIGBUS, &sa, &he_tls_bus_prev);
+    /* OpenSSL's socket BIO writes with write(2): a peer that has gone must
+     * give EPIPE, never kill the process. */
+    if (sigaction(SIGPIPE, NULL, &pipe_old) == 0 && pipe_old.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
+}
+
+void he__tls_guard_install(void)
+{
+    pthread_once(&he_tls_guard_once, he_tls_guard_setup);
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static const char *const he_tls_cause_names[HE_STATS_TLS_ERR_COUNT] = {
+    [HE_STATS_TLS_ERR_PLAIN_HTTP] = "plain HTTP", [HE_STATS_TLS_ERR_GARBAGE] = "garbage",
+    [HE_STATS_TLS_ERR_TRUNCATED] = "truncated",   [HE_STATS_TLS_ERR_PROTOCOL] = "protocol",
+    [HE_STATS_TLS_ERR_OTHER] = "other",
+};
+
+static void he_tls_arm_poll(he_worker_t *w, he_conn_t *c, unsigned events)
+{
+    struct io_uring_sqe *sqe;
+    if (c->tls->poll_armed || c->closing) return;
+    sqe = he__worker_sqe(w);
+    io_uring_prep_poll_add(sqe, c->fd, events);
+    he__worker_sqe_conn(w, sqe, c, HE_OP_TLS_POLL);
+    c->tls->poll_armed = true;
+}
+
+static void he_tls_fail(he_worker_t *w, he_conn_t *c, he_stats_tls_err_t cause, const char *why)
+{
+    c->tls->fatal = true;
+    w->stats.tls_handshake_errors++;
+    w->stats.tls_errors[cause]++;
+    he_log_debug("worker %u: TLS handshake on fd %d failed (%s): %s", w->id, c->fd,
+                 he_tls_cause_names[cause], why);
+    ERR_clear_error();
+    he__conn_close(w, c);
+}
+
+/* Why a handshake failed, from OpenSSL's first error. */
+static he_stats_tls_err_t he_tls_classify(int sslerr, unsigned long e)
+{
+    if (sslerr == SSL_ERROR_SYSCALL || sslerr == SSL_ERROR_ZERO_RETURN)
+        return HE_STATS_TLS_ERR_TRUNCATED; /* EOF or reset mid-handshake */
+    if (ERR_GET_LIB(e) != ERR_LIB_SSL) return HE_STATS_TLS_ERR_OTHER;
+    switch (ERR_GET_REASON(e)) {
+    case SSL_R_UNEXPECTED_EOF_WHILE_READING:
+        return HE_STATS_TLS_ERR_TRUNCATED;
+    case SSL_R_UNSUPPORTED_PROTOCOL:
+    case SSL_R_VERSION_TOO_LOW:
+    case SSL_R_VERSION_TOO_HIGH:
+    case SSL_R_NO_PROTOCOLS_AVAILABLE:
+    case SSL_R_NO_SHARED_CIPHER:
+    case SSL_R_NO_CIPHERS_AVAILABLE:
+    case SSL_R_NO_SHARED_GROUPS:
+    case SSL_R_NO_SUITABLE_KEY_SHARE:
+    case SSL_R_NO_SUITABLE_SIGNATURE_ALGORITHM:
+    case SSL_R_NO_SHARED_SIGNATURE_ALGORITHMS:
+    case SSL_R_INAPPROPRIATE_FALLBACK:
+        return HE_STATS_TLS_ERR_PROTOCOL;
+    case SSL_R_WRONG_VERSION_NUMBER:
+    case SSL_R_PACKET_LENGTH_TOO_LONG:
+    case SSL_R_RECORD_LENGTH_MISMATCH:
+    case SSL_R_LENGTH_MISMATCH:
+    case SSL_R_BAD_PACKET_LENGTH:
+    case SSL_R_UNEXPECTED_MESSAGE:
+    case SSL_R_UNEXPECTED_RECORD:
+    case SSL_R_BAD_LENGTH:
+    case SSL_R_LENGTH_TOO_SHORT:
+    case SSL_R_EXCESSIVE_MESSAGE_SIZE:
+    case SSL_R_HTTP_REQUEST:
+    case SSL_R_HTTPS_PROXY_REQUEST:
+    case SSL_R_BAD_EXTENSION:
+    case SSL_R_BAD_RECORD_TYPE:
+    case SSL_R_UNKNOWN_PROTOCOL:
+        return HE_STATS_TLS_ERR_GARBAGE;
+    default:
+        return HE_STATS_TLS_ERR_OTHER;
+    }
+}
+
+/* ---------------------------------------------------------------- states */
+
+static void he_tls_read(he_worker_t *w, he_conn_t *c);
+
+/* The first byte is not a TLS handshake record. A plain HTTP client gets a
+ * plain answer: what it sent is read first (bounded) so that the close
+ * does not reset the connection under the answer. */
+static void he_tls_not_tls(he_worker_t *w, he_conn_t *c, unsigned char first)
+{
+    static const char body[] = "This port speaks HTTPS: use https:// to reach it.\n";
+    he_stats_tls_err_t cause = HE_STATS_TLS_ERR_GARBAGE;
+
+    c->tls->fatal = true;
+    if (first >= 'A' && first <= 'Z') {
+        char sink[4096], resp[256];
+        int n =
+            snprintf(resp, sizeof(resp),
+                     "HTTP/1.1 400 Bad Request\r\nServer: hlsedge\r\nContent-Type: text/plain\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                     sizeof(body) - 1, body);
+        for (int i = 0; i < 16 && recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++) {
+        }
+        if (send(c->fd, resp, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+        }
+        shutdown(c->fd, SHUT_WR);
+        cause = HE_STATS_TLS_ERR_PLAIN_HTTP;
+    }
+    he_tls_fail(w, c, cause,
+                cause == HE_STATS_TLS_ERR_PLAIN_HTTP ? "plain HTTP request"
+                                                     : "first byte is not 0x16");
+}
+
+static void he_tls_established(he_worker_t *w, he_conn_t *c)
+{
+    he_tls_conn_t *t = c->tls;
+    bool ktls = he__tls_set_ktls(t->set);
+    bool reused = SSL_session_reused(t->ssl);
+
+    t->state = HE_TLS_OPEN;
+    w->stats.tls_handshakes++;
+    if (reused) w->stats.tls_resumed++;
+#ifndef OPENSSL_NO_KTLS
+    if (ktls) {
+        t->ktls_tx = BIO_get_ktls_send(SSL_get_wbio(t->ssl));
+        t->ktls_rx = BIO_get_ktls_recv(SSL_get_rbio(t->ssl));
+    }
+#endif
+    if (t->ktls_tx) {
+        w->stats.tls_conn_ktls++;
+    } else {
+        w->stats.tls_conn_userspace++;
+        if (ktls) w->stats.tls_conn_ktls_fallback++;
+    }
+    he_log_debug("worker %u: fd %d: %s %s%s, send %s, receive %s", w->id, c->fd,
+                 SSL_get_version(t->ssl), SSL_get_cipher_name(t->ssl), reused ? " resumed" : "",
+                 t->ktls_tx ? "kTLS"
+                 : ktls     ? "SSL_write (suite not offloaded)"
+                            : "SSL_write",
+                 t->ktls_rx ? "kTLS" : "SSL_read");
+    he__conn_timer_set(w, c, HE_TIMER_HEADER);
+    he_tls_read(w, c); /* the request may have come with the client's Finished */
+}
+
+static void he_tls_handshake(he_worker_t *w, he_conn_t *c)
+{
+    he_tls_conn_t *t = c->tls;
+    int rc = SSL_do_handshake(t->ssl), e;
+    unsigned long err;
+    char why[200];
+
+    if (rc == 1) {
+        he_tls_established(w, c);
+        return;
+    }
+    e = SSL_get_error(t->ssl, rc);
+    if (e == SSL_ERROR_WANT_READ) {
+        he_tls_arm_poll(w, c, POLLIN);
+        return;
+    }
+    if (e == SSL_ERROR_WANT_WRITE) {
+        he_tls_arm_poll(w, c, POLLOUT);
+        return;
+    }
+    err = ERR_peek_error();
+    if (err)
+        ERR_error_string_n(err, why, sizeof(why));
+    else
+        snprintf(why, sizeof(why), "%s",
+                 e == SSL_ERROR_SYSCALL && errno ? strerror(errno) : "connection closed");
+    he_tls_fail(w, c, he_tls_classify(e, err), why);
+}
+
+static void he_tls_peek(he_worker_t *w, he_conn_t *c)
+{
+    unsigned char b;
+    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            he_tls_arm_poll(w, c, POLLIN);
+            return;
+        }
+        if (errno == ECONNRESET) w->stats.errors[HE_STATS_ERR_RESET]++;
+        c->tls->fatal = true;
+        he__conn_close(w, c);
+        return;
+    }
+    if (n == 0) { /* connected and left without a byte: no handshake to count */
+        c->tls->fatal = true;
+        he__conn_close(w, c);
+        return;
+    }
+    if (b != 0x16) {
+        he_tls_not_tls(w, c, b);
+        return;
+    }
+    c->tls->state = HE_TLS_HANDSHAKE;
+    he_tls_handshake(w, c);
+}
+
+/* Reads every complete record, handing plaintext to the HTTP side, until
+ * OpenSSL needs the socket again. */
+static void he_tls_read(he_worker_t *w, he_conn_t *c)
+{
+    he_tls_conn_t *t = c->tls;
+    uint32_t gen = c->gen;
+    char buf[HE_TLS_READ_BUF];
+
+    for (;;) {
+        int n, e;
+        /* full input: he__conn_response_done reads on */
+        if (c->closing || c->peer_eof || he__conn_in_full(c)) return;
+        n = SSL_read(t->ssl, buf, sizeof(buf));
+        if (n > 0) {
+            he__conn_on_data(w, c, buf, (size_t)n);
+            if (!c->in_use || c->gen != gen) return;
+            continue;
+        }
+        e = SSL_get_error(t->ssl, n);
+        switch (e) {
+        case SSL_ERROR_WANT_READ:
+            he_tls_arm_poll(w, c, POLLIN);
+            return;
+        case SSL_ERROR_WANT_WRITE:
+            t->read_wants_write = true;
+            he_tls_arm_poll(w, c, POLLOUT);
+            return;
+        case SSL_ERROR_ZERO_RETURN: /* close_notify, or EOF (IGNORE_UNEXPECTED_EOF) */
+            ERR_clear_error();
+            he__conn_peer_eof(w, c); /* what was received before is answered */
+            return;
+        default:
+            if (e == SSL_ERROR_SYSCALL && (errno == ECONNRESET || errno == EPIPE))
+                w->stats.errors[HE_STATS_ERR_RESET]++;
+            else
+                he_log_debug("worker %u: fd %d: TLS read: %s", w->id, c->fd,
+                             ERR_peek_error() ? ERR_reason_error_string(ERR_peek_error())
+                                              : "connection closed");
+            t->fatal = true;
+            ERR_clear_error();
+            he__conn_close(w, c);
+            return;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- API */
+
+void he__tls_conn_start(he_worker_t *w, he_conn_t *c)
+{
+    he_tls_conn_t *t = calloc(1, sizeof(*t));
+    BIO *bio;
+
+    c->tls = t;
+    if (!t) goto fail;
+    t->ssl = he__tls_ssl_new(w->server->tls, w->id, &t->set);
+    if (!t->ssl) goto fail;
+    bio = BIO_new_socket(c->fd, BIO_NOCLOSE);
+    if (!bio) goto fail;
+    SSL_set_bio(t->ssl, bio, bio);
+    SSL_set_accept_state(t->ssl);
+    he__conn_timer_set(w, c, HE_TIMER_TLS);
+    he_tls_peek(w, c); /* the ClientHello is often there already */
+    return;
+fail:
+    he_log_error("worker %u: cannot set up TLS for a new connection (out of memory)", w->id);
+    w->stats.tls_handshake_errors++;
+    w->stats.tls_errors[HE_STATS_TLS_ERR_OTHER]++;
+    if (t) t->fatal = true;
+    ERR_clear_error();
+    he__conn_close(w, c);
+}
+
+void he__tls_on_poll(he_worker_t *w, he_conn_t *c, int res)
+{
+    he_tls_conn_t *t = c->tls;
+    uint32_t gen = c->gen;
+
+    if (!t) return;
+    t->poll_armed = false;
+    if (res == -ECANCELED) return;
+    if (res < 0) {
+        t->fatal = true;
+        he__conn_close(w, c);
+        return;
+    }
+    switch (t->state) {
+    case HE_TLS_PEEK:
+        he_tls_peek(w, c);
+        return;
+    case HE_TLS_HANDSHAKE:
+        he_tls_handshake(w, c);
+        return;
+    default:
+        t->read_wants_write = false;
+        he_tls_read(w, c);
+        /* A write that waited for input (TLS 1.3 post-handshake traffic)
+         * goes on now that input was read. */
+        if (c->in_use && c->gen == gen && !c->closing && c->tls->write_wants_read && c->busy) {
+            c->tls->write_wants_read = false;
+            he__respond_pollout(w, c, POLLOUT);
+        }
+        return;
+    }
+}
+
+void he__tls_arm_read(he_worker_t *w, he_conn_t *c)
+{
+    if (c->tls->state != HE_TLS_OPEN || c->peer_eof) return;
+    he_tls_arm_poll(w, c, POLLIN);
+}
+
+int he__tls_write_response(he_worker_t *w, he_conn_t *c)
+{
+    he_tls_conn_t *t = c->tls;
+    size_t budget = HE_TLS_WRITE_BUDGET;
+
+    if (t->write_wants_read) return HE_TLS_AGAIN_READ;
+    for (;;) {
+        uint32_t hrem = c->hdr_len - c->hdr_sent;
+        uint64_t brem = c->body_kind != HE_BODY_NONE ? c->body_end - c->body_off : 0;
+        const char *body = NULL, *p;
+        size_t len, h;
+        int n, e, err = 0;
+
+        if (hrem == 0 && brem == 0) return HE_TLS_DONE;
+        if (brem) {
+            if (c->body_kind == HE_BODY_MEM) {
+                body = c->file->body;
+            } else {
+                body = he_fcache_map(w->fcache, c->file, &err);
+                if (!body) {
+                    he_log_error("worker %u: mmap /%s: %s", w->id, c->file->path,
+                                 strerror(err ? -err : EIO));
+                    return err ? err : -EIO;
+                }
+                he_tls_guard_lo = body;
+                he_tls_guard_hi = body + c->file->size;
+            }
+            body += c->body_off;
+        }
+        if (hrem && brem) {
+            /* Header and the first body bytes in one record and one write:
+             * the copy of at most 16 KiB saves a record and a syscall. */
+            char *st = he__tls_stage(w->server->tls, w->id);
+            size_t take =
+                brem < (uint64_t)(HE_TLS_STAGE - hrem) ? (size_t)brem : HE_TLS_STAGE - hrem;
+            memcpy(st, c->hdr + c->hdr_sent, hrem);
+            memcpy(st + hrem, body, take);
+            p = st;
+            len = hrem + take;
+        } else if (hrem) {
+            p = c->hdr + c->hdr_sent;
+            len = hrem;
+        } else {
+            p = body;
+            len = brem < budget ? (size_t)brem : budget;
+        }
+        /* Partial-write mode: each call sends at most one record. */
+        n = SSL_write(t->ssl, p, (int)len);
+        he_tls_guard_lo = NULL;
+        if (he_tls_guard_hit) {
+            he_tls_guard_hit = 0;
+            he_log_warn("worker %u: /%s shrank while sending over TLS, closing", w->id,
+                        c->file->path);
+            he_fcache_invalidate(w->fcache, c->file);
+            if (c->file->ssd) he__rcache_file_error(w, c, -EBADMSG);
+            t->fatal = true;
+            ERR_clear_error();
+            return -EIO;
+        }
+        if (n <= 0) {
+            e = SSL_get_error(t->ssl, n);
+            if (e == SSL_ERROR_WANT_WRITE) return HE_TLS_AGAIN;
+            if (e == SSL_ERROR_WANT_READ) {
+                t->write_wants_read = true;
+                return HE_TLS_AGAIN_READ;
+            }
+            err = e == SSL_ERROR_SYSCALL && errno ? -errno : -EPROTO;
+            t->fatal = true;
+            ERR_clear_error();
+            return err;
+        }
+        if (!c->t_first_byte_ns) c->t_first_byte_ns = he__now_ns();
+        c->bytes_sent += (uint64_t)n;
+        h = (size_t)n < hrem ? (size_t)n : hrem;
+        c->hdr_sent += (uint32_t)h;
+        c->body_off += (uint64_t)n - h;
+        he__conn_timer_set(w, c, HE_TIMER_SEND);
+        if ((size_t)n >= budget) return HE_TLS_AGAIN;
+        budget -= (size_t)n;
+    }
+}
+
+void he__tls_account(he_worker_t *w, he_conn_t *c)
+{
+    if (c->tls->ktls_tx)
+        w->stats.tls_bytes_ktls += c->bytes_sent;
+    else
+        w->stats.tls_bytes_userspace += c->bytes_sent;
+}
+
+void he__tls_conn_free(he_worker_t *w, he_conn_t *c)
+{
+    he_tls_conn_t *t = c->tls;
+    (void)w;
+    if (!t) return;
+    if (t->ssl) {
+        /* close_notify, best effort: the socket is non-blocking */
+        if (t->state == HE_TLS_OPEN && !t->fatal) SSL_shutdown(t->ssl);
+        SSL_free(t->ssl);
+    }
+    ERR_clear_error();
+    he__tls_set_release(t->set);
+    free(t);
+    c->tls = NULL;
+}

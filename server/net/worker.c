@@ -1,0 +1,597 @@
+/* A worker: one thread pinned to one CPU, owning one io_uring. This is the
+ * only file that submits to and reaps the ring. The loop submits everything
+ * queued and waits in one io_uring_enter, then dispatches the whole batch of
+ * completions by the operation encoded in user_data. */
+#include <errno.h>
+#include <numa.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/base/log.h"
+#include "server/server.h"
+#include "server/net/tls.h"
+#include "server/handler/cache_glue.h"
+
+#define HE_RING_ENTRIES 1024
+#define HE_RING_CQ_ENTRIES 16384
+#define HE_BUF_COUNT 1024
+#define HE_BUF_SIZE 4096
+#define HE_TICK_MS 100
+
+uint64_t he__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Read once per batch of completions: every event in a batch happened by
+ * then, and clock reads were 2.5% of the playlist profile (read_tsc is
+ * slow on this paravirtualized clock). */
+__thread uint64_t he__batch_ns;
+
+struct io_uring_sqe *he__worker_sqe(he_worker_t *w)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
+    if (!sqe) {
+        /* SQ full: hand what we have to the kernel and take a fresh slot. */
+        io_uring_submit(&w->ring);
+        sqe = io_uring_get_sqe(&w->ring);
+    }
+    return sqe;
+}
+
+void he__worker_sqe_conn(he_worker_t *w, struct io_uring_sqe *sqe, he_conn_t *c, enum he_op op)
+{
+    if (c->fixed) {
+        sqe->fd = (int)c->slot;
+        sqe->flags |= IOSQE_FIXED_FILE;
+    }
+    sqe->user_data = he__ud(op, c->slot, c->gen);
+    c->inflight++;
+}
+
+/* Worker memory comes from the CPU's NUMA node; untouched pages of these
+ * large slabs cost nothing until a connection uses them. */
+static void *he_worker_alloc(he_worker_t *w, size_t size)
+{
+    void *p;
+    if (w->node >= 0) {
+        p = numa_alloc_onnode(size, w->node);
+    } else {
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) p = NULL;
+    }
+    if (p) memset(p, 0, size < 4096 ? size : 0); /* mmap memory is already zero */
+    return p;
+}
+
+static void he_worker_free_mem(he_worker_t *w, void *p, size_t size)
+{
+    if (!p) return;
+    if (w->node >= 0)
+        numa_free(p, size);
+    else
+        munmap(p, size);
+}
+
+static void he_worker_arm_accept(he_worker_t *w, unsigned li)
+{
+    struct io_uring_sqe *sqe = he__worker_sqe(w);
+    if (w->server->features.multishot_accept)
+        io_uring_prep_multishot_accept(sqe, w->listeners[li].fd, NULL, NULL,
+                                       SOCK_CLOEXEC | SOCK_NONBLOCK);
+    else
+        io_uring_prep_accept(sqe, w->listeners[li].fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    sqe->user_data = he__ud(HE_OP_ACCEPT, li, 0);
+    w->listeners[li].armed = true;
+}
+
+static void he_worker_arm_tick(he_worker_t *w)
+{
+    struct io_uring_sqe *sqe = he__worker_sqe(w);
+    w->tick_ts.tv_sec = 0;
+    w->tick_ts.tv_nsec = HE_TICK_MS * 1000000ll;
+    io_uring_prep_timeout(sqe, &w->tick_ts, 0, 0);
+    sqe->user_data = he__ud(HE_OP_TICK, 0, 0);
+}
+
+static void he_worker_arm_wake(he_worker_t *w)
+{
+    struct io_uring_sqe *sqe = he__worker_sqe(w);
+    io_uring_prep_read(sqe, w->wake_fd, &w->wake_val, sizeof(w->wake_val), 0);
+    sqe->user_data = he__ud(HE_OP_WAKE, 0, 0);
+}
+
+static int he_worker_setup_bufs(he_worker_t *w)
+{
+    struct io_uring_buf_reg reg;
+    size_t ring_size = HE_BUF_COUNT * sizeof(struct io_uring_buf);
+    int rc;
+
+    w->nbufs = HE_BUF_COUNT;
+    w->buf_size = HE_BUF_SIZE;
+    w->br = mmap(NULL, ring_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (w->br == MAP_FAILED) {
+        w->br = NULL;
+        return -ENOMEM;
+    }
+    w->bufs = he_worker_alloc(w, (size_t)w->nbufs * w->buf_size);
+    if (!w->bufs) return -ENOMEM;
+    memset(&reg, 0, sizeof(reg));
+    reg.ring_addr = (uintptr_t)w->br;
+    reg.ring_entries = w->nbufs;
+    reg.bgid = 0;
+    rc = io_uring_register_buf_ring(&w->ring, &reg, 0);
+    if (rc < 0) {
+        munmap(w->br, ring_size);
+        w->br = NULL;
+        return rc;
+    }
+    io_uring_buf_ring_init(w->br);
+    for (unsigned i = 0; i < w->nbufs; i++)
+        io_uring_buf_ring_add(w->br, w->bufs + (size_t)i * w->buf_size, w->buf_size,
+                              (unsigned short)i, io_uring_buf_ring_mask(w->nbufs), (int)i);
+    io_uring_buf_ring_advance(w->br, (int)w->nbufs);
+    return 0;
+}
+
+static void he_worker_recycle_buf(he_worker_t *w, unsigned bid)
+{
+    io_uring_buf_ring_add(w->br, w->bufs + (size_t)bid * w->buf_size, w->buf_size,
+                          (unsigned short)bid, io_uring_buf_ring_mask(w->nbufs),
+                          (int)w->buf_pending);
+    w->buf_pending++;
+}
+
+static int he_worker_setup(he_worker_t *w)
+{
+    he_server_t *s = w->server;
+    const he_features_t *f = &s->features;
+    struct io_uring_params p;
+    size_t n;
+    int rc;
+
+    atomic_store(&w->tid, (int)gettid());
+    {
+        char name[16]; /* "he-worker-N": what top and perf show per thread */
+        snprintf(name, sizeof(name), "he-worker-%u", w->id);
+        pthread_setname_np(pthread_self(), name);
+    }
+    w->stats_off = getenv("HE_STATS_DISABLE") && strcmp(getenv("HE_STATS_DISABLE"), "1") == 0;
+    if (w->cpu >= 0 && s->conf->pin) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(w->cpu, &set);
+        rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+        if (rc != 0)
+            he_log_warn("worker %u: cannot pin to CPU %d: %s", w->id, w->cpu, strerror(rc));
+    }
+    w->node = -1;
+    if (f->numa_nodes > 0 && s->conf->numa && w->cpu >= 0) {
+        w->node = numa_node_of_cpu(w->cpu);
+        if (w->node >= 0) numa_set_localalloc();
+    }
+
+    memset(&p, 0, sizeof(p));
+    p.flags = IORING_SETUP_CQSIZE;
+    p.cq_entries = HE_RING_CQ_ENTRIES;
+    if (f->single_issuer) p.flags |= IORING_SETUP_SINGLE_ISSUER;
+    if (f->defer_taskrun)
+        p.flags |= IORING_SETUP_DEFER_TASKRUN;
+    else if (f->coop_taskrun)
+        p.flags |= IORING_SETUP_COOP_TASKRUN;
+    rc = io_uring_queue_init_params(HE_RING_ENTRIES, &w->ring, &p);
+    if (rc < 0) {
+        he_log_error("worker %u: io_uring_queue_init: %s", w->id, strerror(-rc));
+        return rc;
+    }
+    w->ring_ok = true;
+
+    w->conn_cap = (s->conf->max_connections + s->nworkers - 1) / s->nworkers;
+    if (w->conn_cap > 0xffffff) w->conn_cap = 0xffffff;
+    w->conns = he_worker_alloc(w, sizeof(he_conn_t) * w->conn_cap);
+    w->free_slots = he_worker_alloc(w, sizeof(uint32_t) * w->conn_cap);
+    w->hdr_slab = he_worker_alloc(w, (size_t)HE_CONN_HDR_CAP * w->conn_cap);
+    w->url_cap = s->conf->max_uri_bytes + 1;
+    w->url_slab = he_worker_alloc(w, (size_t)w->url_cap * w->conn_cap);
+    if (!w->conns || !w->free_slots || !w->hdr_slab || !w->url_slab) {
+        he_log_error("worker %u: cannot allocate %u connection slots", w->id, w->conn_cap);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < w->conn_cap; i++) {
+        w->conns[i].slot = i;
+        w->conns[i].hdr = w->hdr_slab + (size_t)i * HE_CONN_HDR_CAP;
+        w->conns[i].url = w->url_slab + (size_t)i * w->url_cap;
+        w->free_slots[i] = w->conn_cap - 1 - i;
+    }
+    w->nfree = w->conn_cap;
+
+    if (w->fixed_files) {
+        rc = io_uring_register_files_sparse(&w->ring, w->conn_cap);
+        if (rc < 0) {
+            he_log_warn("worker %u: registered files unavailable (%s)", w->id, strerror(-rc));
+            w->fixed_files = false;
+        }
+    }
+    if (f->buf_ring && (rc = he_worker_setup_bufs(w)) < 0) {
+        he_log_warn("worker %u: provided buffer ring unavailable (%s)", w->id, strerror(-rc));
+        w->br = NULL;
+    }
+
+    w->fcache = he_fcache_new(s->root_fd, s->conf->fd_cache_entries, s->conf->fd_cache_valid_ms,
+                              f->openat2_beneath);
+    /* wake_fd is the server's (he_server_init): the control thread may
+     * write to it at any time, so it lives until after the join. */
+    if (!w->fcache || w->wake_fd < 0) return -ENOMEM;
+    if ((rc = he__cache_worker_setup(w)) < 0) return rc; /* origins, fills: cache_glue.c */
+
+    n = s->nlisten; /* plain, then TLS */
+    for (unsigned li = 0; li < n; li++) {
+        w->listeners[li].fd = s->listen_fds[li * s->nworkers + w->id];
+        w->listeners[li].index = li;
+        he__listener_conf(s, li, &w->listeners[li].tls);
+        he_worker_arm_accept(w, li);
+    }
+    w->nlisteners = (unsigned)n;
+    w->now_ms = he__now_ns() / 1000000;
+    he__worker_refresh_date(w);
+    he_worker_arm_tick(w);
+    he_worker_arm_wake(w);
+    return 0;
+}
+
+static void he_worker_refuse(he_worker_t *w, int fd)
+{
+    static const char resp[] = "HTTP/1.1 503 Service Unavailable\r\nServer: hlsedge\r\n"
+                               "Content-Length: 0\r\nRetry-After: 1\r\nConnection: close\r\n\r\n";
+    /* Rare, and the socket buffer of a new connection is empty: a direct
+     * non-blocking send is cheaper than a ring round trip. */
+    if (send(fd, resp, sizeof(resp) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+    }
+    close(fd);
+    w->stats.conn_refused++;
+}
+
+/* Out of descriptors (process or system) or kernel memory: accept fails
+ * without taking the connection off the queue. */
+static bool he_worker_accept_starved(int res)
+{
+    return res == -EMFILE || res == -ENFILE || res == -ENOBUFS || res == -ENOMEM;
+}
+
+static void he_worker_on_accept(he_worker_t *w, struct io_uring_cqe *cqe)
+{
+    unsigned li = he__ud_slot(cqe->user_data);
+    /* A retiring generation's listeners are shut down by the control
+     * thread; the accept then fails with -EINVAL, which is the end of it. */
+    bool retiring = atomic_load_explicit(&w->server->retiring, memory_order_relaxed);
+    if (cqe->res >= 0) {
+        if ((w->draining || w->nfree == 0) && w->listeners[li].tls) {
+            close(cqe->res); /* no plain-text 503 for a TLS client */
+            w->stats.conn_refused++;
+        } else if (w->draining || w->nfree == 0) {
+            he_worker_refuse(w, cqe->res);
+        } else {
+            struct sockaddr_storage peer;
+            socklen_t plen = sizeof(peer);
+            he_conn_t *c;
+            if (getpeername(cqe->res, (struct sockaddr *)&peer, &plen) < 0) plen = 0;
+            c = he__conn_new(w, cqe->res, plen ? &peer : NULL, w->listeners[li].tls);
+            w->stats.conn_accepted++;
+            /* Accepted just before the listener was shut: serve one
+             * response, announced as the last. */
+            if (c && w->soft_drain) c->close_after = true;
+        }
+    } else if (cqe->res != -ECANCELED && cqe->res != -EAGAIN && !retiring) {
+        static __thread uint64_t last_warn_ms;
+        if (w->now_ms - last_warn_ms > 1000) {
+            he_log_warn("worker %u: accept on %s: %s", w->id,
+                        he__listener_conf(w->server, li, NULL)->text, strerror(-cqe->res));
+            last_warn_ms = w->now_ms;
+        }
+    }
+    if (!(cqe->flags & IORING_CQE_F_MORE)) {
+        w->listeners[li].armed = false;
+        if (w->draining || w->soft_drain || retiring || cqe->res == -ECANCELED) return;
+        if (he_worker_accept_starved(cqe->res)) {
+            /* The connection stays queued and an accept armed now fails
+             * again at once: a busy loop. Wait for a tick or a close. */
+            w->listeners[li].paused = true;
+            w->accept_paused = true;
+        } else {
+            he_worker_arm_accept(w, li);
+        }
+    }
+}
+
+void he__worker_accept_resume(he_worker_t *w)
+{
+    bool retiring;
+    if (!w->accept_paused) return; /* the common case: every connection close */
+    retiring = atomic_load_explicit(&w->server->retiring, memory_order_relaxed);
+    w->accept_paused = false;
+    for (unsigned li = 0; li < w->nlisteners; li++) {
+        if (!w->listeners[li].paused) continue;
+        w->listeners[li].paused = false;
+        if (!w->draining && !w->soft_drain && !retiring && !w->listeners[li].armed)
+            he_worker_arm_accept(w, li);
+    }
+}
+
+static he_conn_t *he_worker_conn(he_worker_t *w, uint64_t ud)
+{
+    uint32_t slot = he__ud_slot(ud);
+    he_conn_t *c;
+    if (slot >= w->conn_cap) return NULL;
+    c = &w->conns[slot];
+    if (!c->in_use || c->gen != he__ud_gen(ud)) return NULL;
+    return c;
+}
+
+static void he_worker_on_recv(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe)
+{
+    int res = cqe->res;
+    bool more = cqe->flags & IORING_CQE_F_MORE;
+    bool rearm = false;
+
+    if (res > 0) {
+        if (cqe->flags & IORING_CQE_F_BUFFER) {
+            unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+            if (!c->closing)
+                he__conn_on_data(w, c, w->bufs + (size_t)bid * w->buf_size, (size_t)res);
+            he_worker_recycle_buf(w, bid);
+        } else if (!c->closing) {
+            he__conn_on_data(w, c, c->rbuf, (size_t)res);
+        }
+        rearm = true;
+    } else if (res == 0) {
+        /* A client may half-close after sending its requests: they are
+         * answered first. */
+        he__conn_peer_eof(w, c);
+    } else if (res == -ENOBUFS) {
+        rearm = true; /* buffers come back at the end of this batch */
+    } else if (res == -EBADF && c->fixed) {
+        c->fixed = false; /* the table update failed: fall back to the fd */
+        rearm = true;
+    } else if (res != -ECANCELED) {
+        if (res == -ECONNRESET) w->stats.errors[HE_STATS_ERR_RESET]++;
+        he__conn_close(w, c);
+    }
+    if (!more) {
+        /* paused for full input (-ECANCELED): he__conn_arm_recv re-arms
+         * only if the response finished and made room meanwhile */
+        if (c->recv_cancel) rearm = true;
+        c->recv_armed = false;
+        c->recv_cancel = false;
+        if (rearm && !c->closing) he__conn_arm_recv(w, c);
+        he__conn_op_done(w, c);
+    }
+}
+
+static void he_worker_on_tick(he_worker_t *w)
+{
+    w->now_ms = he__now_ns() / 1000000;
+    he__worker_refresh_date(w);
+    he__conn_timers_expire(w);
+    he__worker_accept_resume(w);
+    he__cache_tick(w);
+    if ((w->draining || w->soft_drain) && w->now_ms >= w->drain_deadline_ms && w->nconns) {
+        he_log_warn("worker %u: drain timeout, closing %u connections", w->id, w->nconns);
+        for (uint32_t i = 0; i < w->conn_cap; i++)
+            if (w->conns[i].in_use) he__conn_close(w, &w->conns[i]);
+    }
+    he_worker_arm_tick(w);
+}
+
+/* hard: shutdown. Idle keep-alive connections close now, busy ones after
+ * their response (he__conn_response_done checks draining).
+ * soft: this generation was replaced by a reload. Closing an idle
+ * keep-alive connection races with a request the client may be sending,
+ * so instead every connection answers one more request, announcing
+ * Connection: close, then closes. A response already under way when the
+ * drain began did not announce it; he_respond_finish marks that
+ * connection after it. The drain timeout bounds both. */
+static void he_worker_start_drain(he_worker_t *w, bool hard)
+{
+    if (w->draining || (!hard && w->soft_drain)) return;
+    if (!w->soft_drain) {
+        w->drain_deadline_ms = w->now_ms + w->conf->drain_timeout_ms;
+        for (unsigned li = 0; li < w->nlisteners; li++) {
+            if (w->listeners[li].armed) {
+                struct io_uring_sqe *sqe = he__worker_sqe(w);
+                io_uring_prep_cancel64(sqe, he__ud(HE_OP_ACCEPT, li, 0), 0);
+                sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+            }
+        }
+    }
+    if (hard) {
+        w->draining = true;
+        for (uint32_t i = 0; i < w->conn_cap; i++) {
+            he_conn_t *c = &w->conns[i];
+            if (c->in_use && !c->busy) he__conn_close(w, c);
+        }
+    } else {
+        w->soft_drain = true;
+        for (uint32_t i = 0; i < w->conn_cap; i++) {
+            he_conn_t *c = &w->conns[i];
+            if (c->in_use && !c->busy) c->close_after = true;
+        }
+    }
+}
+
+/* Messages from the control thread: a new configuration, a drain. Runs
+ * between completions, so nothing holds a pointer into the old config. */
+static void he_worker_on_wake(he_worker_t *w, struct io_uring_cqe *cqe)
+{
+    const he_conf_t *next = atomic_load_explicit(&w->conf_next, memory_order_acquire);
+    if (next && next != w->conf) {
+        w->conf = next;
+        he__conn_timers_reconf(w); /* timeouts are live keys */
+        atomic_store_explicit(&w->conf_ack, next->generation, memory_order_release);
+    }
+    if (atomic_load(&w->server->draining))
+        he_worker_start_drain(w, true);
+    else if (atomic_load(&w->server->soft_drain))
+        he_worker_start_drain(w, false);
+    if (cqe->res >= 0 || cqe->res == -EINTR) he_worker_arm_wake(w);
+}
+
+static void he_worker_dispatch(he_worker_t *w, struct io_uring_cqe *cqe)
+{
+    he_conn_t *c;
+    switch (he__ud_op(cqe->user_data)) {
+    case HE_OP_ACCEPT:
+        he_worker_on_accept(w, cqe);
+        return;
+    case HE_OP_TICK:
+        he_worker_on_tick(w);
+        return;
+    case HE_OP_WAKE:
+        he_worker_on_wake(w, cqe);
+        return;
+    case HE_OP_ORIGIN: /* origin fetch, SSD write or unlink: origin_io.c */
+        he__oio_on_cqe(w, cqe);
+        return;
+    case HE_OP_CANCEL:
+    case HE_OP_NONE:
+        return;
+    default:
+        break;
+    }
+    c = he_worker_conn(w, cqe->user_data);
+    if (!c) {
+        /* A completion for a freed incarnation: the slot is reused only at
+         * inflight 0, so this is a bug, not a race. Recycle its buffer. */
+        if (cqe->flags & IORING_CQE_F_BUFFER)
+            he_worker_recycle_buf(w, cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+        he_log_error("worker %u: stale completion op %d slot %u", w->id, he__ud_op(cqe->user_data),
+                     he__ud_slot(cqe->user_data));
+        return;
+    }
+    switch (he__ud_op(cqe->user_data)) {
+    case HE_OP_RECV:
+        he_worker_on_recv(w, c, cqe);
+        break;
+    case HE_OP_SEND:
+        if (!c->closing) he__respond_continue(w, c, cqe->res);
+        he__conn_op_done(w, c);
+        break;
+    case HE_OP_POLLOUT:
+        if (!c->closing) he__respond_pollout(w, c, cqe->res);
+        he__conn_op_done(w, c);
+        break;
+    case HE_OP_CSEND: /* cache body: send, send_zc result or notification, POLLOUT */
+        he__rcache_on_cqe(w, c, cqe);
+        he__conn_op_done(w, c);
+        break;
+    case HE_OP_TLS_POLL:
+        if (!c->closing) he__tls_on_poll(w, c, cqe->res);
+        he__conn_op_done(w, c);
+        break;
+    case HE_OP_FILES_UPDATE:
+        if (cqe->res < 0) c->fixed = false;
+        he__conn_op_done(w, c);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Promotions read SSD files into RAM chunks of the process-wide arena,
+ * and io_uring_queue_exit does not wait for a read in io-wq: a chunk freed
+ * at cleanup and reused by a new generation's worker would be overwritten.
+ * So their reads are cancelled and reaped first, for a bounded time (the
+ * tick wakes the loop); past it cleanup leaks what is still in flight. */
+#define HE_STOP_WAIT_MS 2000
+
+static bool he_worker_may_stop(he_worker_t *w)
+{
+    unsigned n = he__oio_quiesce(w);
+    if (n == 0) return true;
+    if (!w->stop_deadline_ms) w->stop_deadline_ms = w->now_ms + HE_STOP_WAIT_MS;
+    if (w->now_ms < w->stop_deadline_ms) return false;
+    he_log_warn("worker %u: %u promotion reads still in flight; stopping anyway", w->id, n);
+    return true;
+}
+
+static void he_worker_loop(he_worker_t *w)
+{
+    while (!w->stop) {
+        struct io_uring_cqe *cqe;
+        unsigned head, count = 0;
+        int rc;
+
+        if (w->buf_pending) {
+            io_uring_buf_ring_advance(w->br, (int)w->buf_pending);
+            w->buf_pending = 0;
+        }
+        rc = io_uring_submit_and_wait(&w->ring, 1);
+        he__batch_ns = he__now_ns();
+        if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+            he_log_error("worker %u: io_uring_submit_and_wait: %s", w->id, strerror(-rc));
+            break;
+        }
+        io_uring_for_each_cqe(&w->ring, head, cqe)
+        {
+            he_worker_dispatch(w, cqe);
+            count++;
+        }
+        io_uring_cq_advance(&w->ring, count);
+        if ((w->draining || w->soft_drain) && w->nconns == 0 && he_worker_may_stop(w))
+            w->stop = true;
+    }
+}
+
+static void he_worker_cleanup(he_worker_t *w)
+{
+    size_t cap = w->conn_cap;
+    if (w->ring_ok) io_uring_queue_exit(&w->ring);
+    w->ring_ok = false;
+    he__cache_worker_cleanup(w); /* nothing is in flight any more */
+    for (size_t i = 0; w->conns && i < cap; i++) {
+        he_conn_t *c = &w->conns[i];
+        if (c->in_use) {
+            if (c->tls) he__tls_conn_free(w, c);
+            close(c->fd);
+            if (c->file) he_fcache_put(w->fcache, c->file);
+            free(c->in);
+            free(c->rbuf);
+        }
+    }
+    he_fcache_free(w->fcache);
+    w->fcache = NULL;
+    he_worker_free_mem(w, w->conns, sizeof(he_conn_t) * cap);
+    he_worker_free_mem(w, w->free_slots, sizeof(uint32_t) * cap);
+    he_worker_free_mem(w, w->hdr_slab, (size_t)HE_CONN_HDR_CAP * cap);
+    he_worker_free_mem(w, w->url_slab, (size_t)w->url_cap * cap);
+    he_worker_free_mem(w, w->bufs, (size_t)w->nbufs * w->buf_size);
+    if (w->br) munmap(w->br, HE_BUF_COUNT * sizeof(struct io_uring_buf));
+    w->conns = NULL;
+}
+
+void *he__worker_main(void *arg)
+{
+    he_worker_t *w = arg;
+    int rc = he_worker_setup(w);
+    w->startup_err = rc;
+    atomic_store(&w->ready, rc < 0 ? -1 : 1);
+    if (rc == 0) he_worker_loop(w);
+    he_worker_cleanup(w);
+    atomic_store(&w->exited, 1);
+    return NULL;
+}
+
+void he__worker_wake(he_worker_t *w)
+{
+    uint64_t one = 1;
+    if (write(w->wake_fd, &one, sizeof(one)) < 0) {
+    }
+}

@@ -1,0 +1,186 @@
+/* server/fcache.c: hits cost no syscalls, entries revalidate after
+ * valid_ms, replaced files are noticed, absence is cached, eviction keeps
+ * the table bounded, nothing outside root is ever opened, with or without
+ * openat2, a FIFO neither blocks nor is served, and a file rewritten in
+ * place within a second gets a new entry and ETag. Time is injected
+ * (now_ms). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "he_test.h"
+#include "server/handler/fcache.c"
+
+static char dir[PATH_MAX];
+
+static void put_file(const char *rel, const char *content)
+{
+    char p[PATH_MAX + 64];
+    FILE *f;
+    snprintf(p, sizeof(p), "%s/%s", dir, rel);
+    f = fopen(p, "w");
+    fputs(content, f);
+    fclose(f);
+}
+
+static void set_mtime(const char *rel, time_t sec, long nsec)
+{
+    char p[PATH_MAX + 64];
+    struct timespec ts[2] = {{sec, nsec}, {sec, nsec}};
+    snprintf(p, sizeof(p), "%s/%s", dir, rel);
+    utimensat(AT_FDCWD, p, ts, 0);
+}
+
+static void run(bool beneath)
+{
+    char p[PATH_MAX + 64], q[PATH_MAX + 64];
+    int root_fd = open(dir, O_PATH | O_DIRECTORY);
+    he_fcache_t *fc = he_fcache_new(root_fd, 4, 1000, beneath);
+    he_file_t *f, *g;
+    int err = 0;
+    bool hit = false;
+
+    /* first open: a miss, stat results and validators filled */
+    f = he_fcache_get(fc, "a.m3u8", 6, 0, &err, &hit);
+    HE_CHECK(f != NULL);
+    HE_CHECK(!hit);
+    HE_CHECK_INT(f->size, 8);
+    HE_CHECK_INT(f->type, HE_SEG_TYPE_M3U8);
+    HE_CHECK_INT(f->kind, HE_SEG_KIND_MEDIA);
+    HE_CHECK(f->body && memcmp(f->body, "#EXTM3U\n", 8) == 0);
+    HE_CHECK(f->etag_len > 4 && f->etag[0] == '"');
+    he_fcache_put(fc, f);
+
+    /* within valid_ms: a hit on the same entry */
+    g = he_fcache_get(fc, "a.m3u8", 6, 999, &err, &hit);
+    HE_CHECK(g == f);
+    HE_CHECK(hit);
+    he_fcache_put(fc, g);
+
+    /* replaced by rename: noticed at the next revalidation, not before */
+    put_file("a.tmp", "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\nx.m3u8\n");
+    snprintf(p, sizeof(p), "%s/a.tmp", dir);
+    snprintf(q, sizeof(q), "%s/a.m3u8", dir);
+    rename(p, q);
+    g = he_fcache_get(fc, "a.m3u8", 6, 500, &err, &hit);
+    HE_CHECK(g == f && hit);
+    he_fcache_put(fc, g);
+    g = he_fcache_get(fc, "a.m3u8", 6, 1500, &err, &hit);
+    HE_CHECK(g != NULL && !hit);
+    HE_CHECK_INT(g->kind, HE_SEG_KIND_MASTER);
+    HE_CHECK_INT(g->size, 45);
+    he_fcache_put(fc, g);
+
+    /* segments are not held in memory: they go out by sendfile */
+    f = he_fcache_get(fc, "s.ts", 4, 1500, &err, &hit);
+    HE_CHECK(f && f->body == NULL && f->type == HE_SEG_TYPE_TS && f->kind == HE_SEG_KIND_SEGMENT);
+
+    /* a held entry survives eviction and stays usable until put */
+    he_fcache_get(fc, "n1", 2, 1500, &err, &hit);
+    he_fcache_get(fc, "n2", 2, 1500, &err, &hit);
+    he_fcache_get(fc, "n3", 2, 1500, &err, &hit);
+    he_fcache_get(fc, "n4", 2, 1500, &err, &hit);
+    HE_CHECK(fc->count <= 4);
+    HE_CHECK(f->fd >= 0);
+    HE_CHECK_INT(f->size, 3);
+    he_fcache_put(fc, f);
+
+    /* absence is cached, then retried after valid_ms */
+    f = he_fcache_get(fc, "later.ts", 8, 2000, &err, &hit);
+    HE_CHECK(f == NULL && err == -ENOENT && !hit);
+    put_file("later.ts", "x");
+    f = he_fcache_get(fc, "later.ts", 8, 2500, &err, &hit);
+    HE_CHECK(f == NULL && err == -ENOENT && hit);
+    f = he_fcache_get(fc, "later.ts", 8, 3100, &err, &hit);
+    HE_CHECK(f != NULL);
+    if (f) he_fcache_put(fc, f);
+    snprintf(q, sizeof(q), "%s/later.ts", dir);
+    unlink(q);
+
+    /* directories, the root itself, and escapes */
+    f = he_fcache_get(fc, "sub", 3, 4000, &err, &hit);
+    HE_CHECK(f == NULL && err == -EISDIR);
+    f = he_fcache_get(fc, "", 0, 4000, &err, &hit);
+    HE_CHECK(f == NULL && err == -EISDIR);
+    f = he_fcache_get(fc, "escape.ts", 9, 4000, &err, &hit);
+    HE_CHECK(f == NULL && err == -EXDEV);
+    f = he_fcache_get(fc, "etc/passwd", 10, 4000, &err, &hit);
+    HE_CHECK(f == NULL && err == -EXDEV);
+    f = he_fcache_get(fc, "../outside.ts", 13, 4000, &err, &hit);
+    HE_CHECK(f == NULL && (err == -EXDEV || err == -ENOENT));
+    f = he_fcache_get(fc, "inside.ts", 9, 4000, &err, &hit);
+    HE_CHECK(f != NULL && f->size == 3);
+    if (f) he_fcache_put(fc, f);
+
+    /* a FIFO: opening it must not wait for a writer (main's alarm ends a
+     * test that does), and it is not served */
+    f = he_fcache_get(fc, "pipe.ts", 7, 4000, &err, &hit);
+    HE_CHECK(f == NULL && err == -ENOENT);
+
+    /* rewritten in place within one second at the same size (a live
+     * playlist without a temporary file): the nanoseconds tell, and the
+     * ETag carries them; whole-second times keep nginx's ETag */
+    put_file("live.m3u8", "#EXTM3U\n#A\n");
+    set_mtime("live.m3u8", 1700000000, 0);
+    f = he_fcache_get(fc, "live.m3u8", 9, 5000, &err, &hit);
+    HE_CHECK(f != NULL);
+    if (f) {
+        HE_CHECK_STR(f->etag, "\"6553f100-b\"");
+        HE_CHECK_INT(f->etag_len, 12);
+        he_fcache_put(fc, f);
+    }
+    put_file("live.m3u8", "#EXTM3U\n#B\n");
+    set_mtime("live.m3u8", 1700000000, 5000);
+    f = he_fcache_get(fc, "live.m3u8", 9, 6100, &err, &hit);
+    HE_CHECK(f != NULL && !hit);
+    if (f) {
+        HE_CHECK(f->body && memcmp(f->body, "#EXTM3U\n#B\n", 11) == 0);
+        HE_CHECK_STR(f->etag, "\"6553f100-b-1388\"");
+        HE_CHECK_INT(f->etag_len, 17);
+        he_fcache_put(fc, f);
+    }
+
+    he_fcache_free(fc);
+    close(root_fd);
+}
+
+int main(void)
+{
+    char tmpl[] = "/tmp/he-fcache-XXXXXX";
+    char p[PATH_MAX + 32], outside[PATH_MAX];
+    char *base = mkdtemp(tmpl);
+
+    snprintf(dir, sizeof(dir), "%s/root", base);
+    mkdir(dir, 0755);
+    snprintf(p, sizeof(p), "%s/sub", dir);
+    mkdir(p, 0755);
+    put_file("a.m3u8", "#EXTM3U\n");
+    put_file("s.ts", "abc");
+    snprintf(outside, sizeof(outside), "%s/outside.ts", base);
+    FILE *o = fopen(outside, "w");
+    fputs("secret", o);
+    fclose(o);
+    snprintf(p, sizeof(p), "%s/escape.ts", dir);
+    symlink(outside, p);
+    snprintf(p, sizeof(p), "%s/etc", dir);
+    symlink("/etc", p);
+    snprintf(p, sizeof(p), "%s/inside.ts", dir);
+    symlink("s.ts", p);
+    snprintf(p, sizeof(p), "%s/pipe.ts", dir);
+    mkfifo(p, 0644);
+    alarm(30);
+
+    run(true);
+    put_file("a.m3u8", "#EXTM3U\n");
+    run(false);
+
+    snprintf(p, sizeof(p), "rm -rf '%s'", base);
+    if (system(p) != 0) fprintf(stderr, "cleanup failed\n");
+    HE_TEST_MAIN_END();
+}
