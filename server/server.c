@@ -10,11 +10,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "server/control/accesslog.h"
 #include "server/base/log.h"
-#include "server/server.h"
+#include "server/control/accesslog.h"
+#include "server/handler/handler.h"
 #include "server/net/tls.h"
-#include "server/handler/cache_glue.h"
+#include "server/server.h"
 
 /* The process's CPUs as they were at the first call, which comes before
  * the control thread pins itself (control_cpus): later generations of
@@ -112,6 +112,11 @@ int he_server_init(he_server_t *s, he_conf_t *conf, char *err, size_t errlen)
     /* origin names resolve here (getaddrinfo), before anything binds */
     rc = he__cache_server_init(s, err, errlen);
     if (rc < 0) return rc;
+    /* the protocol, the router and the handlers' worker hooks */
+    if ((rc = he_route_server_init(s)) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return rc;
+    }
     /* TLS first: a bad certificate fails start-up before anything binds. */
     rc = he__tls_server_init(s, err, errlen);
     if (rc < 0) return rc;
@@ -224,6 +229,7 @@ void he_server_free(he_server_t *s)
     }
     he__tls_server_free(s); /* logs the TLS totals from the workers' counters */
     he__cache_server_free(s); /* the shared tiers go with the last generation */
+    he_route_server_free(s);
     free(s->workers);
     s->workers = NULL;
 }

@@ -109,54 +109,6 @@ static void he_alog_copy(char *dst, const char *src, size_t n)
     __builtin_memcpy(dst + n - 8, &v, 8);
 }
 
-void he_alog_push(struct he_worker *w, const struct he_conn *c, uint64_t end_ns, uint64_t ttfb_us,
-                  uint64_t total_us)
-{
-    size_t n = c->req.url_len > HE_ALOG_TARGET_MAX ? HE_ALOG_TARGET_MAX : c->req.url_len;
-    he_alog_rec_t *rec = he_alog_reserve_in(w->alog, n);
-    uint64_t a0 = 0, a1 = 0;
-
-    if (!rec) {
-        w->stats.log_dropped++;
-        return;
-    }
-    rec->target_len = (uint16_t)n;
-    rec->status = (uint16_t)c->status;
-    rec->end_ns = end_ns;
-    rec->bytes_sent = c->bytes_sent;
-    rec->duration_us = total_us > UINT32_MAX ? UINT32_MAX : (uint32_t)total_us;
-    rec->ttfb_us = ttfb_us > UINT32_MAX ? UINT32_MAX : (uint32_t)ttfb_us;
-    rec->head_len = c->head_len;
-    rec->worker = (uint16_t)w->id;
-    rec->method = c->req.method;
-    rec->http_major = c->req.http_major;
-    rec->http_minor = c->req.http_minor;
-    rec->tls = !c->tls           ? HE_ALOG_TLS_NONE
-               : c->tls->ktls_tx ? HE_ALOG_TLS_KTLS
-                                 : HE_ALOG_TLS_USERSPACE;
-    rec->cache = c->cache_st; /* a number here; the control thread names it */
-    rec->truncated = c->req.url_len > HE_ALOG_TARGET_MAX;
-    rec->family = (uint8_t)c->peer.ss_family;
-    if (c->peer.ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)&c->peer;
-        uint32_t v4;
-        __builtin_memcpy(&v4, &a->sin_addr, 4);
-        a0 = v4;
-    } else if (c->peer.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&c->peer;
-        __builtin_memcpy(&a0, &a->sin6_addr, 8);
-        __builtin_memcpy(&a1, (const char *)&a->sin6_addr + 8, 8);
-    } else {
-        rec->family = 0;
-    }
-    /* all 16 bytes, zeros after an IPv4 address: the formatter's address
-     * cache compares them as two words */
-    __builtin_memcpy(rec->addr, &a0, 8);
-    __builtin_memcpy(rec->addr + 8, &a1, 8);
-    he_alog_copy(rec->target, c->url, n);
-    he_alog_commit_in(w->alog, rec);
-}
-
 /* ---------------------------------------------------------------- formatter */
 
 static const char *he_alog_tls_name(uint8_t t)
@@ -174,7 +126,7 @@ static const char *he_alog_tls_name(uint8_t t)
  * guarantees room (HE_ALOG_LINE_MAX), including the up to 48 bytes a
  * piece's copy writes past its end. */
 
-_Static_assert(HE_CST_COUNT <= HE_ALOG_CACHE_ST_MAX, "a piece for every cache status");
+_Static_assert(HE_ALOG_CACHE_COUNT <= HE_ALOG_CACHE_ST_MAX, "a piece for every cache status");
 
 /* literals: a copy of constant size, which the compiler inlines */
 #define he_alog_lit(o, s) (memcpy(o, s, sizeof(s) - 1), (o) + sizeof(s) - 1)
@@ -426,7 +378,7 @@ static char *he_alog_method(he_alog_t *a, char *o, uint8_t m)
 /* The end of the line: cache and TLS status. */
 static char *he_alog_tail(he_alog_t *a, char *o, const he_alog_rec_t *rec)
 {
-    unsigned c = rec->cache < HE_CST_COUNT ? rec->cache : HE_CST_COUNT;
+    unsigned c = rec->cache < HE_ALOG_CACHE_COUNT ? rec->cache : HE_ALOG_CACHE_COUNT;
     unsigned t = rec->tls < 3 ? rec->tls : 0;
     he_alog_piece_t *p = &a->tail[c][t];
     if (!p->len) {

@@ -5,6 +5,7 @@
  * when the cache is off (no origin.urls): the dashboard then says n/a. */
 #include <stddef.h>
 
+#include "server/control/metrics.h"
 #include "server/handler/cache_glue.h"
 
 static const char *const he_mc_tiers[HE_CACHE_TIER_COUNT] = {"ram", "ssd"};

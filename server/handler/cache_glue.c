@@ -21,8 +21,9 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "server/handler/cache_glue.h"
 #include "server/base/log.h"
+#include "server/control/admin.h" /* until the purge route moves to control/ */
+#include "server/handler/cache_glue.h"
 
 /* The RAM tier needs an arena even with cache.ram_size 0: fills stream
  * through RAM objects. Such a tier is tiny and publishes little. */
@@ -50,13 +51,13 @@ static struct {
     unsigned nservers;
 } he_cache_g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static const char *const he_cache_st_names[HE_CST_COUNT] = {
+static const char *const he_cache_st_names[HE_ALOG_CACHE_COUNT] = {
     "-", "HIT-RAM", "HIT-SSD", "MISS", "STALE", "REVALIDATED", "COALESCED", "PREFETCHED",
 };
 
 const char *he__cache_st_name(unsigned st)
 {
-    return st < HE_CST_COUNT ? he_cache_st_names[st] : "-";
+    return st < HE_ALOG_CACHE_COUNT ? he_cache_st_names[st] : "-";
 }
 
 bool he__cache_enabled(void)
@@ -248,9 +249,16 @@ void he__cache_server_free(he_server_t *s)
 
 /* ---------------------------------------------------------------- workers */
 
+/* RAM spans at least this long go zero-copy (when the kernel and the fixed
+ * buffer allow). See docs/performance.md, "send vs send_zc". Stop
+ * zero-copy on a connection once the kernel says it copied (the route's
+ * device cannot do it: loopback, veth, no scatter-gather): a copied
+ * SEND_ZC costs more than a plain send. */
+#define HE_CACHE_ZC_MIN_DEFAULT (256u << 10)
+
 static void he_cache_refresh_wall(he_worker_t *w)
 {
-    w->cache->wall_off_ms = he_cache_wall_now() - (int64_t)(he__now_ns() / 1000000);
+    he__wcache(w)->wall_off_ms = he_cache_wall_now() - (int64_t)(he__now_ns() / 1000000);
 }
 
 int he__cache_worker_setup(he_worker_t *w)
@@ -265,7 +273,7 @@ int he__cache_worker_setup(he_worker_t *w)
     if (!sc) return 0;
     wc = calloc(1, sizeof(*wc));
     if (!wc) return -ENOMEM;
-    w->cache = wc;
+    w->hook_data[HE_HOOK_CACHE] = wc;
     he__cache_w = w;
     wc->sc = sc;
     wc->conf = &sc->conf;
@@ -301,18 +309,26 @@ int he__cache_worker_setup(he_worker_t *w)
 
     /* Zero-copy sends from the node arena: registered once as fixed
      * buffer 0, so SEND_ZC does not pin pages per operation. */
-    wc->zc = w->server->features.send_zc && !getenv("HE_CACHE_NO_ZC");
-    wc->zc_usage = w->server->features.zc_report_usage;
-    if (wc->zc) {
+    w->zc_usage = w->server->features.zc_report_usage;
+    w->zc_min = HE_CACHE_ZC_MIN_DEFAULT;
+    w->zc_adapt = true;
+    {
+        const char *e = getenv("HE_CACHE_ZC_MIN");
+        if (e && *e) w->zc_min = strtoull(e, NULL, 0);
+        e = getenv("HE_CACHE_ZC_ADAPT");
+        if (e && strcmp(e, "0") == 0) w->zc_adapt = false;
+    }
+    if (w->server->features.send_zc && !getenv("HE_CACHE_NO_ZC")) {
         struct iovec iov;
         void *base = NULL;
         size_t len = 0;
         he_cache_ram_arena(wc->ram, wc->node, &base, &len);
         iov.iov_base = base;
         iov.iov_len = len;
-        if (base && len && (rc = io_uring_register_buffers(&w->ring, &iov, 1)) == 0)
+        if (base && len && (rc = io_uring_register_buffers(&w->ring, &iov, 1)) == 0) {
             wc->fixed_buf = true;
-        else
+            w->zc = true; /* the send path may send_zc from registered buffer 0 */
+        } else
             he_log_warn("worker %u: cannot register the RAM arena as a fixed buffer (%s): "
                         "plain sends",
                         w->id, base ? strerror(-rc) : "no arena");
@@ -325,12 +341,9 @@ int he__cache_worker_setup(he_worker_t *w)
 
 void he__cache_worker_cleanup(he_worker_t *w)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     if (!wc) return;
-    wc->exiting = true;
     he__oio_cleanup(w); /* fails the fills still running; the ring is gone */
-    for (uint32_t i = 0; wc->cc && w->conns && i < w->conn_cap; i++)
-        if (w->conns[i].in_use) he__rcache_conn_free(w, &w->conns[i]);
     he_cache_fills_free(wc->fills);
     if (wc->pf) he_cache_prefetch_free(wc->pf);
     if (wc->origins) he_cache_origins_free(wc->origins);
@@ -338,14 +351,13 @@ void he__cache_worker_cleanup(he_worker_t *w)
     free(wc->jobs);
     free(wc->free_jobs);
     free(wc);
-    w->cache = NULL;
+    w->hook_data[HE_HOOK_CACHE] = NULL;
 }
 
 void he__cache_tick(he_worker_t *w)
 {
-    if (!w->cache) return;
     he_cache_refresh_wall(w);
-    he_cache_pool_expire(w->cache->origins, w->now_ms, 30000);
+    he_cache_pool_expire(he__wcache(w)->origins, w->now_ms, 30000);
     he__oio_tick(w);
 }
 
@@ -432,7 +444,7 @@ void he__cache_admin_purge(void *ctx, const he_admin_req_t *req, he_admin_resp_t
     if (he_cache_g.nservers && he_cache_g.servers[he_cache_g.nservers - 1]->cache) {
         conf = malloc(sizeof(*conf));
         if (conf) {
-            memcpy(conf, &he_cache_g.servers[he_cache_g.nservers - 1]->cache->conf, sizeof(*conf));
+            memcpy(conf, &((he_scache_t *)he_cache_g.servers[he_cache_g.nservers - 1]->cache)->conf, sizeof(*conf));
             conf_src = "ok";
         }
     }

@@ -4,31 +4,30 @@
  *   cache_glue.c     start-up and teardown: the process-wide RAM and SSD
  *                    tiers (shared by every worker generation), resolved
  *                    origins per generation, per-worker objects, PURGE
- *   respond_cache.c  answering from RAM, SSD and fills (waiters)
+ *   respond_cache.c  answering from RAM and SSD: the body sources
+ *   cache_fill.c     misses: fills and their waiters
  *   origin_io.c      origin fetches, SSD writes and unlinks on the ring
  *   metrics_cache.c  hlsedge_cache_* in /metrics, "cache" in /stats
  *
- * Without origin.urls none of this exists (w->cache == NULL) and the server
- * behaves exactly as a file server. */
+ * Without origin.urls none of this exists (no cache worker hooks) and the
+ * server behaves exactly as a file server. */
 #ifndef HE_CACHE_GLUE_H
 #define HE_CACHE_GLUE_H
 
 #include "cache/cache.h"
-#include "server/control/admin.h"
-#include "server/control/metrics.h"
-#include "server/server.h"
+#include "server/handler/handler.h"
 
 /* The access log's cache field. */
-enum he_cache_st {
-    HE_CST_NONE = 0, /* "-": served from root (or not a cacheable answer) */
-    HE_CST_HIT_RAM,
-    HE_CST_HIT_SSD,
-    HE_CST_MISS,
-    HE_CST_STALE,
-    HE_CST_REVALIDATED,
-    HE_CST_COALESCED,
-    HE_CST_PREFETCHED,
-    HE_CST_COUNT
+enum he_alog_cache {
+    HE_ALOG_CACHE_NONE = 0, /* "-": served from root (or not a cacheable answer) */
+    HE_ALOG_CACHE_HIT_RAM,
+    HE_ALOG_CACHE_HIT_SSD,
+    HE_ALOG_CACHE_MISS,
+    HE_ALOG_CACHE_STALE,
+    HE_ALOG_CACHE_REVALIDATED,
+    HE_ALOG_CACHE_COALESCED,
+    HE_ALOG_CACHE_PREFETCHED,
+    HE_ALOG_CACHE_COUNT
 };
 const char *he__cache_st_name(unsigned st);
 
@@ -44,28 +43,21 @@ typedef struct he_scache {
     he_cache_store_t *store;
 } he_scache_t;
 
-/* One body being sent from a RAM object (respond_cache.c), per slot. */
-#define HE_CC_IOV 16
-
+/* The cache's side of a connection's response (respond_cache.c), per slot:
+ * the fill it joined and the object or SSD file its body comes from. */
 typedef struct he_cconn {
     he_cache_waiter_t waiter; /* joined fill, while waiting or streaming */
     he_cache_obj_t *obj;      /* what the body comes from (ref held) */
-    uint64_t off, end;        /* object bytes [off, end) still to send */
-    uint32_t zc_pending;      /* send_zc notifications not yet reaped */
-    uint32_t zc_nosend;       /* of those, sends that sent nothing (res <= 0) */
-    uint8_t op;               /* the op in flight on the ring (one at a time) */
-    bool active;              /* this connection's response is the cache's */
-    bool waiting;             /* joined a fill, no head yet */
-    bool await_done;          /* no Content-Length from the origin: head at DONE */
-    bool head_only;           /* HEAD or 304: no body */
-    bool failed;              /* the fill failed after the head: close when caught up */
-    bool finish_wait;         /* everything sent; waiting for notifications */
-    bool copy_mode;           /* userspace TLS: send a copy once complete */
-    bool prefetch_after;      /* a segment: prefetch the next ones when served */
-    bool zc_copies;           /* the kernel copied a zero-copy send on this
-                               * connection: plain sends until it closes */
-    struct iovec iov[HE_CC_IOV];
-    struct msghdr msg;
+    he_conn_t *conn;
+    int ssd_fd;               /* an SSD hit: the file, its mapping (userspace TLS) */
+    char *ssd_path;           /* non-NULL while ssd_fd is open */
+    char *ssd_map;
+    uint64_t ssd_size;
+    bool active;     /* this connection's response is the cache's */
+    bool waiting;    /* joined a fill, no head yet */
+    bool await_done; /* no Content-Length from the origin: head at DONE */
+    bool failed;     /* the fill failed after the head: close when caught up */
+    bool fixed_buf;  /* the object's chunks are in registered buffer 0 */
 } he_cconn_t;
 
 /* A ring job that is not a connection (origin_io.c). */
@@ -98,9 +90,6 @@ typedef struct he_wcache {
     he_cache_stats_t *st; /* &w->stats.cache */
     int node;             /* RAM tier partition of this worker */
     bool fixed_buf;       /* the node arena is registered as fixed buffer 0 */
-    bool zc;              /* send_zc available */
-    bool zc_usage;        /* notifications report whether the kernel copied */
-    bool exiting;         /* cleanup: notifications change nothing */
     int64_t wall_off_ms;  /* wall clock - monotonic clock, refreshed per tick */
     he_cconn_t *cc;       /* per connection slot */
     size_t cc_bytes;
@@ -115,41 +104,39 @@ typedef struct he_wcache {
 /* The worker running on this thread (fill callbacks carry no worker). */
 extern __thread he_worker_t *he__cache_w;
 
-static inline int64_t he__cache_wall_ms(const he_worker_t *w)
+static inline he_wcache_t *he__wcache(const he_worker_t *w)
 {
-    return (int64_t)(he__batch_ns / 1000000) + w->cache->wall_off_ms;
+    return w->hook_data[HE_HOOK_CACHE];
 }
 
-/* cache_glue.c */
-int he__cache_server_init(he_server_t *s, char *err, size_t errlen);
-void he__cache_server_free(he_server_t *s);
+static inline he_cconn_t *he__rc_cc(he_worker_t *w, he_conn_t *c)
+{
+    return &he__wcache(w)->cc[c->slot];
+}
+
+static inline int64_t he__cache_wall_ms(const he_worker_t *w)
+{
+    return (int64_t)(he__batch_ns / 1000000) + he__wcache(w)->wall_off_ms;
+}
+
+/* cache_glue.c: the worker hooks' entries */
 int he__cache_worker_setup(he_worker_t *w);
 void he__cache_worker_cleanup(he_worker_t *w); /* after the ring is gone */
 void he__cache_tick(he_worker_t *w);
-bool he__cache_enabled(void);
-/* POST /purge on the admin listener (body or ?path=). */
-void he__cache_admin_purge(void *ctx, const he_admin_req_t *req, he_admin_resp_t *resp);
-/* Removes target's key from both tiers; how many entries went. */
-int he__cache_purge(const he_conf_t *conf, const char *target, size_t len);
 
 /* respond_cache.c */
-/* Answers c's request from the cache or the origin. false: not the
- * cache's (no key): the caller answers as it would without a cache. */
-bool he__rcache_respond(he_worker_t *w, he_conn_t *c);
-void he__rcache_on_cqe(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe);
-void he__rcache_conn_free(he_worker_t *w, he_conn_t *c);
-void he__rcache_purge(he_worker_t *w, he_conn_t *c);
-/* Sending c's SSD-tier file failed on the file's side (a read error, or a
- * file that shrank: -EBADMSG): the store counts it, logs it once per cause
- * and drops the entry, so the next request refills from the origin. */
-void he__rcache_file_error(he_worker_t *w, he_conn_t *c, int err);
-/* True for an errno a read of the file can give (EIO, EBADMSG, ...). */
-bool he__rcache_disk_errno(int err);
-/* sendfile of fd at off failed with err: the error to report as the
- * file's, or 0 when it was the socket's. The errno alone cannot tell: a
- * kTLS socket that received a corrupt record fails the next send with
- * EBADMSG, which any client can cause. */
-int he__rcache_sendfile_disk_error(int fd, uint64_t off, int err);
+void he__rc_release_cc(he_cconn_t *cc);
+void he__rc_head(he_http_head_t *h, int status, const he_cache_meta_t *m, he_seg_type_t type,
+                 uint64_t clen);
+void he__rc_send_obj(he_worker_t *w, he_req_t *r, const he_http_head_t *h, uint64_t off,
+                     uint64_t end);
+void he__rc_serve_obj(he_worker_t *w, he_req_t *r, he_cache_obj_t *o, uint8_t cst);
+bool he__rc_serve_ssd(he_worker_t *w, he_req_t *r, const he_cache_key_t *key,
+                      const he_cache_store_hit_t *hit, uint8_t cst, bool promote, uint64_t epoch);
+
+/* cache_fill.c */
+void he__rc_join(he_worker_t *w, he_req_t *r, const he_cache_key_t *key, he_cache_obj_t *stale);
+void he__rc_refresh(he_worker_t *w, he_req_t *r, const he_cache_key_t *key, he_cache_obj_t *stale);
 
 /* origin_io.c */
 int he__oio_fetch_start(he_worker_t *w, he_cache_fill_t *f, const char *target,
@@ -170,12 +157,15 @@ void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key);
 void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_store_hit_t *hit,
                      int fd, uint64_t epoch);
 
-/* metrics_cache.c */
-void he__metrics_cache_prom(const he_metrics_snap_t *s, he_mbuf_t *b);
-void he__metrics_cache_json(const he_metrics_snap_t *s, he_mbuf_t *b);
+/* POST /purge on the admin listener (body or ?path=). */
+struct he_admin_req;
+struct he_admin_resp;
+void he__cache_admin_purge(void *ctx, const struct he_admin_req *req, struct he_admin_resp *resp);
 
-/* respond.c */
-void he__respond_finish(he_worker_t *w, he_conn_t *c);
-void he__respond_send(he_worker_t *w, he_conn_t *c);
+/* metrics_cache.c */
+struct he_metrics_snap;
+struct he_mbuf;
+void he__metrics_cache_prom(const struct he_metrics_snap *s, struct he_mbuf *b);
+void he__metrics_cache_json(const struct he_metrics_snap *s, struct he_mbuf *b);
 
 #endif

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "server/http/http_util.h"
-#include "server/server.h"
+#include "server/handler/handler.h"
 
 #define HE_FCACHE_BODY_MAX (64 * 1024)
 #define HE_FCACHE_SNIFF 4096

@@ -1,7 +1,7 @@
 /* Origin fetches, SSD writes and unlinks on the worker's ring.
  *
  * Each is a job in a per-worker table; its ring operations carry
- * user_data HE_OP_ORIGIN | job index | job generation, and worker.c hands
+ * user_data HE_OP_JOB | job index | job generation, and worker.c hands
  * their completions here. One operation is in flight per job (the cache's
  * state machines want exactly that), and a job is freed only when none is.
  *
@@ -20,8 +20,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/handler/cache_glue.h"
 #include "server/base/log.h"
+#include "server/handler/cache_glue.h"
 
 static he_ojob_t *he_oio_job_new(he_wcache_t *wc, uint32_t *idx)
 {
@@ -61,7 +61,7 @@ static void he_oio_job_free(he_wcache_t *wc, uint32_t idx)
 
 static void he_oio_submit(he_worker_t *w, he_ojob_t *j, uint32_t idx, struct io_uring_sqe *sqe)
 {
-    sqe->user_data = he__ud(HE_OP_ORIGIN, idx, j->gen);
+    sqe->user_data = he__ud(HE_OP_JOB, idx, j->gen);
     j->inflight = true;
     j->cancel_sent = false;
 }
@@ -70,11 +70,11 @@ static void he_oio_submit(he_worker_t *w, he_ojob_t *j, uint32_t idx, struct io_
 
 static void he_oio_unlink_next(he_worker_t *w)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     struct io_uring_sqe *sqe;
     he_ojob_t *j;
     uint32_t idx;
-    if (!wc->store || wc->unlink_busy || wc->exiting) return;
+    if (!wc->store || wc->unlink_busy || w->exiting) return;
     sqe = he__worker_sqe(w);
     if (he_cache_store_unlink_step(wc->store, sqe) != HE_CACHE_AGAIN ||
         !(j = he_oio_job_new(wc, &idx))) {
@@ -90,7 +90,7 @@ static void he_oio_unlink_next(he_worker_t *w)
 /* Runs a writer until it needs the ring or ends. */
 static void he_oio_swrite_drive(he_worker_t *w, he_ojob_t *j, uint32_t idx)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     struct io_uring_sqe *sqe = he__worker_sqe(w);
     int rc = he_cache_swrite_step(j->sw, sqe);
     if (rc == HE_CACHE_AGAIN) {
@@ -110,9 +110,9 @@ static void he_oio_swrite_drive(he_worker_t *w, he_ojob_t *j, uint32_t idx)
  * dropped here, whichever key the purge was for (only SSD copies lost). */
 void he__oio_pull_writes(he_worker_t *w)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     he_cache_swrite_t *sw;
-    if (!wc->store || wc->exiting) return;
+    if (!wc->store || w->exiting) return;
     wc->writes_left = true;
     while ((sw = he_cache_fills_next_write(wc->fills)) != NULL) {
         uint32_t idx;
@@ -151,7 +151,7 @@ void he__oio_pull_writes(he_worker_t *w)
 
 static void he_oio_promote_end(he_worker_t *w, uint32_t idx, int err)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     he_ojob_t *j = &wc->jobs[idx];
     he_cache_obj_t *o = j->obj;
 
@@ -160,7 +160,7 @@ static void he_oio_promote_end(he_worker_t *w, uint32_t idx, int err)
         /* a fill (any worker) may have published a newer copy meanwhile,
          * or a purge removed the file: checked under the node lock */
         if (he_cache_ram_insert_if_absent(wc->ram, o, wc->st, j->epoch) == 0) wc->st->promotions++;
-    } else if (he__rcache_disk_errno(err)) {
+    } else if (he__disk_errno(err)) {
         /* the file's fault: counted, logged once per cause, entry dropped */
         he_cache_store_error(wc->store, he_cache_obj_key(o), err, wc->st);
     }
@@ -172,7 +172,7 @@ static void he_oio_promote_end(he_worker_t *w, uint32_t idx, int err)
 
 static void he_oio_promote_next(he_worker_t *w, uint32_t idx)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     he_ojob_t *j = &wc->jobs[idx];
     uint64_t want = j->left < HE_OIO_PROMOTE_READ ? j->left : HE_OIO_PROMOTE_READ;
     unsigned n = he_cache_obj_space_iov(j->obj, j->iov, HE_OIO_PROMOTE_IOV, want, wc->st);
@@ -189,9 +189,9 @@ static void he_oio_promote_next(he_worker_t *w, uint32_t idx)
 
 static void he_oio_promote_complete(he_worker_t *w, uint32_t idx, int res)
 {
-    he_ojob_t *j = &w->cache->jobs[idx];
+    he_ojob_t *j = &he__wcache(w)->jobs[idx];
     /* no new read once the worker drains: it must stop with none in flight */
-    bool stopping = w->cache->exiting || w->draining || w->soft_drain;
+    bool stopping = w->exiting || w->draining || w->soft_drain;
     if (res <= 0 || stopping) {
         /* 0: the file ends before the length its header promised */
         he_oio_promote_end(w, idx, res < 0 ? res : res == 0 ? -EBADMSG : -ECANCELED);
@@ -209,12 +209,12 @@ static void he_oio_promote_complete(he_worker_t *w, uint32_t idx, int res)
 void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_store_hit_t *hit,
                      int fd, uint64_t epoch)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     he_cache_meta_t m = hit->meta;
     he_ojob_t *j;
     uint32_t idx;
 
-    if (!wc->ram || !wc->store || wc->exiting || w->draining || w->soft_drain ||
+    if (!wc->ram || !wc->store || w->exiting || w->draining || w->soft_drain ||
         hit->body_len == 0 || hit->body_len > he_cache_ram_object_max(wc->ram))
         return;
     if (he_cache_fill_find(wc->fills, key)) return; /* the fill publishes it */
@@ -259,15 +259,15 @@ static void he_oio_prefetch_pending(he_worker_t *w, he_cache_obj_t *playlist)
     if (!path) return;
     memcpy(path, k->s, k->path_len);
     path[k->path_len] = 0;
-    if (he_cache_prefetch_take_pending(w->cache->pf, path, seg, HE_CACHE_KEY_MAX) == 1 &&
-        w->cache->conf->prefetch_segments && !w->draining && !w->soft_drain)
+    if (he_cache_prefetch_take_pending(he__wcache(w)->pf, path, seg, HE_CACHE_KEY_MAX) == 1 &&
+        he__wcache(w)->conf->prefetch_segments && !w->draining && !w->soft_drain)
         he_oio_prefetch(w, seg, false);
     free(path);
 }
 
 static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     he_cache_oerr_t cause = HE_CACHE_OERR_IO;
     he_cache_fill_t *fill = j->fill;
     he_cache_fetch_t *fetch = j->fetch; /* freed last: its target is the playlist's */
@@ -306,7 +306,7 @@ static void he_oio_fetch_done(he_worker_t *w, he_ojob_t *j, uint32_t idx)
 static void he_oio_fetch_drive(he_worker_t *w, uint32_t idx)
 {
     for (;;) {
-        he_ojob_t *j = &w->cache->jobs[idx];
+        he_ojob_t *j = &he__wcache(w)->jobs[idx];
         he_cache_io_t io;
         he_cache_io_op_t op = he_cache_fetch_next(j->fetch, w->now_ms, &io);
         struct io_uring_sqe *sqe;
@@ -337,7 +337,7 @@ static void he_oio_fetch_drive(he_worker_t *w, uint32_t idx)
 int he__oio_fetch_start(he_worker_t *w, he_cache_fill_t *f, const char *target,
                         he_cache_obj_t *stale)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     he_cache_fetch_req_t req;
     he_cache_sink_t sink = he_cache_fill_sink(f);
     he_ojob_t *j;
@@ -363,7 +363,7 @@ int he__oio_fetch_start(he_worker_t *w, he_cache_fill_t *f, const char *target,
 
 void he__oio_on_cqe(he_worker_t *w, struct io_uring_cqe *cqe)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     uint32_t idx = he__ud_slot(cqe->user_data);
     he_ojob_t *j;
 
@@ -398,13 +398,13 @@ void he__oio_on_cqe(he_worker_t *w, struct io_uring_cqe *cqe)
 
 void he__oio_tick(he_worker_t *w)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     for (uint32_t i = 0; i < wc->njobs; i++) {
         he_ojob_t *j = &wc->jobs[i];
         if (j->type != HE_OJOB_FETCH || !j->inflight || j->cancel_sent) continue;
         if (he_cache_fetch_expired(j->fetch, w->now_ms)) {
             struct io_uring_sqe *sqe = he__worker_sqe(w);
-            io_uring_prep_cancel64(sqe, he__ud(HE_OP_ORIGIN, i, j->gen), 0);
+            io_uring_prep_cancel64(sqe, he__ud(HE_OP_JOB, i, j->gen), 0);
             sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
             j->cancel_sent = true;
         }
@@ -417,7 +417,7 @@ void he__oio_tick(he_worker_t *w)
  * Fetches end as failures (their waiters are being closed anyway). */
 void he__oio_cleanup(he_worker_t *w)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     for (uint32_t i = 0; i < wc->njobs; i++) {
         he_ojob_t *j = &wc->jobs[i];
         switch (j->type) {
@@ -451,7 +451,7 @@ void he__oio_cleanup(he_worker_t *w)
 
 unsigned he__oio_quiesce(he_worker_t *w)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     unsigned n = 0;
     for (uint32_t i = 0; wc && i < wc->njobs; i++) {
         he_ojob_t *j = &wc->jobs[i];
@@ -459,7 +459,7 @@ unsigned he__oio_quiesce(he_worker_t *w)
         n++;
         if (!j->cancel_sent) {
             struct io_uring_sqe *sqe = he__worker_sqe(w);
-            io_uring_prep_cancel64(sqe, he__ud(HE_OP_ORIGIN, i, j->gen), 0);
+            io_uring_prep_cancel64(sqe, he__ud(HE_OP_JOB, i, j->gen), 0);
             sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
             j->cancel_sent = true;
         }
@@ -474,7 +474,7 @@ unsigned he__oio_quiesce(he_worker_t *w)
  * seg_path again once the fresh copy is parsed. */
 static void he_oio_playlist_refresh(he_worker_t *w, const char *seg_path)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     he_cache_prefetch_item_t *it = malloc(sizeof(*it));
     he_cache_fill_t *f;
     bool created;
@@ -493,7 +493,7 @@ static void he_oio_playlist_refresh(he_worker_t *w, const char *seg_path)
  * already expired must not make this loop) */
 static void he_oio_prefetch(he_worker_t *w, const char *path, bool refresh)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     he_cache_present_ctx_t pc = {wc->ram, wc->node, wc->store, wc->fills};
     he_cache_prefetch_item_t *items;
     bool stale = false;
@@ -516,7 +516,7 @@ static void he_oio_prefetch(he_worker_t *w, const char *path, bool refresh)
 
 void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key)
 {
-    he_wcache_t *wc = w->cache;
+    he_wcache_t *wc = he__wcache(w);
     char path[HE_CACHE_KEY_MAX];
 
     if (!wc->conf->prefetch_segments || w->draining || w->soft_drain) return;

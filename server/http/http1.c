@@ -7,9 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "server/server.h"
+#include "server/http/http.h"
 
-#define HE_CONN(p) ((he_conn_t *)(p)->data)
+#define HE_H1(p) ((he_http1_conn_t *)(p)->data)
 
 /* The parsing worker's config and target buffer, for the callbacks. */
 static __thread const he_conf_t *he_http1_conf;
@@ -28,19 +28,26 @@ static int he_http1_count(he_req_t *r, size_t n)
 
 static int he_http1_on_message_begin(llhttp_t *p)
 {
-    he_conn_t *c = HE_CONN(p);
-    memset(&c->req, 0, offsetof(he_req_t, range));
-    c->req.cur_hdr = HE_HDR_NONE;
-    c->req.range_len = c->req.inm_len = c->req.ims_len = 0;
-    c->req.im_len = c->req.ius_len = c->req.if_range_len = 0;
-    c->req.has_origin = 0;
-    c->req.t_start_ns = he__batch_ns;
+    he_req_t *r = &HE_H1(p)->req;
+    /* the fields up to the header buffers; the buffers count by length */
+    memset(&r->method, 0, offsetof(he_req_t, range) - offsetof(he_req_t, method));
+    r->url_len = 0;
+    r->range_len = r->inm_len = r->ims_len = 0;
+    r->im_len = r->ius_len = r->if_range_len = 0;
+    r->has_origin = 0;
+    r->t_start_ns = he__batch_ns;
+    r->header_bytes = 0;
+    r->too_long = 0;
+    r->cur_hdr = HE_HDR_NONE;
+    r->field_len = r->field_overflow = 0;
+    r->value_more = false;
+    r->host_seen = r->hdr_cut = 0;
     return 0;
 }
 
 static int he_http1_on_url(llhttp_t *p, const char *at, size_t n)
 {
-    he_req_t *r = &HE_CONN(p)->req;
+    he_req_t *r = &HE_H1(p)->req;
     if (r->url_len + n > he_http1_conf->max_uri_bytes || r->url_len + n >= he_http1_url_cap) {
         r->too_long = 14; /* 414 */
         return HPE_USER;
@@ -52,13 +59,13 @@ static int he_http1_on_url(llhttp_t *p, const char *at, size_t n)
 
 static int he_http1_on_method(llhttp_t *p, const char *at, size_t n)
 {
-    return he_http1_count(&HE_CONN(p)->req, n);
+    return he_http1_count(&HE_H1(p)->req, n);
 }
 
 /* Known before the target: a 414 or 431 answer to HEAD has no body. */
 static int he_http1_on_method_complete(llhttp_t *p)
 {
-    HE_CONN(p)->req.method = (uint8_t)p->method;
+    HE_H1(p)->req.method = (uint8_t)p->method;
     return 0;
 }
 
@@ -66,8 +73,8 @@ static int he_http1_on_method_complete(llhttp_t *p)
  * header names the request's real version. */
 static int he_http1_on_version_complete(llhttp_t *p)
 {
-    HE_CONN(p)->req.http_major = p->http_major;
-    HE_CONN(p)->req.http_minor = p->http_minor;
+    HE_H1(p)->req.http_major = p->http_major;
+    HE_H1(p)->req.http_minor = p->http_minor;
     return 0;
 }
 
@@ -82,7 +89,7 @@ static bool he_http1_tchar(unsigned char ch)
 
 static int he_http1_on_header_field(llhttp_t *p, const char *at, size_t n)
 {
-    he_req_t *r = &HE_CONN(p)->req;
+    he_req_t *r = &HE_H1(p)->req;
     for (size_t i = 0; i < n; i++)
         if (!he_http1_tchar((unsigned char)at[i])) return HPE_USER;
     size_t room = sizeof(r->field) - r->field_len;
@@ -97,7 +104,7 @@ static int he_http1_on_header_field(llhttp_t *p, const char *at, size_t n)
 
 static int he_http1_on_header_field_complete(llhttp_t *p)
 {
-    he_req_t *r = &HE_CONN(p)->req;
+    he_req_t *r = &HE_H1(p)->req;
     static const struct {
         const char *name;
         uint8_t len;
@@ -140,7 +147,7 @@ static bool he_http1_append(char *dst, uint16_t *len, size_t cap, const char *at
 
 static int he_http1_on_header_value(llhttp_t *p, const char *at, size_t n)
 {
-    he_req_t *r = &HE_CONN(p)->req;
+    he_req_t *r = &HE_H1(p)->req;
     char *dst;
     uint16_t *len;
     size_t cap;
@@ -181,7 +188,7 @@ static int he_http1_on_header_value(llhttp_t *p, const char *at, size_t n)
 
 static int he_http1_on_header_value_complete(llhttp_t *p)
 {
-    HE_CONN(p)->req.cur_hdr = HE_HDR_NONE;
+    HE_H1(p)->req.cur_hdr = HE_HDR_NONE;
     return 0;
 }
 
@@ -225,8 +232,7 @@ static int he_http1_absolute_form(char *url, uint32_t *len)
 
 static int he_http1_on_headers_complete(llhttp_t *p)
 {
-    he_conn_t *c = HE_CONN(p);
-    he_req_t *r = &c->req;
+    he_req_t *r = &HE_H1(p)->req;
     r->method = (uint8_t)p->method;
     r->http_major = p->http_major;
     r->http_minor = p->http_minor;
@@ -282,31 +288,36 @@ static const llhttp_settings_t *he_http1_settings(void)
 
 void he__http1_init(he_conn_t *c)
 {
-    llhttp_init(&c->parser, HTTP_REQUEST, he_http1_settings());
-    c->parser.data = c;
+    he_http1_conn_t *hc = c->proto;
+    llhttp_init(&hc->parser, HTTP_REQUEST, he_http1_settings());
+    hc->parser.data = hc;
+    memset(&hc->req, 0, sizeof(hc->req));
+    hc->req.conn = c;
+    hc->req.url = hc->url;
 }
 
 size_t he__http1_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t len, bool *req_ready,
                        int *err)
 {
+    he_http1_conn_t *hc = c->proto;
     llhttp_errno_t e;
     size_t used;
 
     *req_ready = false;
     *err = 0;
     he_http1_conf = w->conf;
-    he_http1_url_cap = w->url_cap;
-    he_http1_url = c->url;
-    e = llhttp_execute(&c->parser, data, len);
+    he_http1_url_cap = (uint32_t)(w->proto_size - sizeof(he_http1_conn_t));
+    he_http1_url = hc->url;
+    e = llhttp_execute(&hc->parser, data, len);
     if (e == HPE_OK) return len;
     if (e == HPE_PAUSED) {
-        used = (size_t)(llhttp_get_error_pos(&c->parser) - data);
+        used = (size_t)(llhttp_get_error_pos(&hc->parser) - data);
         *req_ready = true;
         return used;
     }
-    if (c->req.too_long == 14)
+    if (hc->req.too_long == 14)
         *err = 414;
-    else if (c->req.too_long == 31)
+    else if (hc->req.too_long == 31)
         *err = 431;
     else
         *err = 400;
@@ -315,5 +326,101 @@ size_t he__http1_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t le
 
 void he__http1_next(he_conn_t *c)
 {
-    llhttp_resume(&c->parser);
+    llhttp_resume(&((he_http1_conn_t *)c->proto)->parser);
 }
+
+/* ---------------------------------------------------------------- the protocol table */
+
+static he_http_handler_fn he_http1_handler;
+
+void he_http_set_handler(he_http_handler_fn fn)
+{
+    he_http1_handler = fn;
+}
+
+static size_t he_http1_conn_size(const he_conf_t *conf)
+{
+    return sizeof(he_http1_conn_t) + conf->max_uri_bytes + 1;
+}
+
+static void he_http1_open(he_worker_t *w, he_conn_t *c)
+{
+    (void)w;
+    he__http1_init(c);
+}
+
+/* A parse error is answered like a request (c->busy), then the
+ * connection closes: what follows cannot be framed. */
+static __thread int he_http1_error;
+
+static size_t he_http1_data(he_worker_t *w, he_conn_t *c, const char *p, size_t n, bool *ready)
+{
+    int err;
+    size_t used = he__http1_parse(w, c, p, n, ready, &err);
+    if (err) {
+        w->stats.errors[HE_STATS_ERR_BAD_REQUEST]++;
+        c->close_after = true;
+        he_http1_error = err;
+        *ready = true;
+    }
+    return used;
+}
+
+static void he_http1_request(he_worker_t *w, he_conn_t *c)
+{
+    he_req_t *r = he_http_req(c);
+    int err = he_http1_error;
+    he_http1_error = 0;
+    c->t_first_byte_ns = 0;
+    c->bytes_sent = 0;
+    if (err) {
+        /* everything buffered after the bad bytes goes with the connection */
+        c->in_off = c->in_len = 0;
+        he_http_respond_error(w, r, err);
+        return;
+    }
+    he_http1_handler(w, r);
+}
+
+static void he_http1_eof(he_worker_t *w, he_conn_t *c)
+{
+    he__conn_close_if_done(w, c);
+}
+
+/* A drain and no response under way: shutdown closes now; a reload's
+ * retirement lets the next response announce Connection: close, since
+ * closing an idle keep-alive connection races with a request the client
+ * may be sending. */
+static void he_http1_idle(he_worker_t *w, he_conn_t *c, bool hard)
+{
+    if (hard)
+        he__conn_close(w, c);
+    else
+        c->close_after = true;
+}
+
+static void he_http1_sent(he_worker_t *w, he_conn_t *c)
+{
+    he_http1_conn_t *hc = c->proto;
+    uint32_t gen = c->gen;
+    he__http_response_end(w, c, &hc->req);
+    he__http1_next(c);
+    he__conn_request_done(w, c);
+    /* Retired by a reload while this response was under way: its head did
+     * not say Connection: close, so the connection stays for one more
+     * request, which will. (A pipelined response already started again
+     * does this when it finishes.) */
+    if (w->soft_drain && c->gen == gen && c->in_use && !c->closing && !c->busy)
+        c->close_after = true;
+}
+
+const he_proto_t he_http1_proto = {
+    .name = "http/1.1",
+    .conn_size = he_http1_conn_size,
+    .open = he_http1_open,
+    .data = he_http1_data,
+    .request = he_http1_request,
+    .eof = he_http1_eof,
+    .idle = he_http1_idle,
+    .sent = he_http1_sent,
+};

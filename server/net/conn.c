@@ -10,9 +10,8 @@
 #include <unistd.h>
 
 #include "server/base/log.h"
-#include "server/server.h"
+#include "server/net/net.h"
 #include "server/net/tls.h"
-#include "server/handler/cache_glue.h"
 
 /* Each list is sorted by deadline, so expiry pops from the head, and a new
  * deadline (now + the list's timeout) is the latest: it goes at the tail
@@ -113,7 +112,8 @@ he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *p
 {
     he_conn_t *c;
     int one = 1;
-    char *hdr, *url;
+    char *hdr;
+    void *proto;
     uint32_t slot, gen;
 
     if (w->nfree == 0) return NULL;
@@ -121,12 +121,12 @@ he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *p
     c = &w->conns[slot];
     gen = c->gen + 1;
     hdr = c->hdr;
-    url = c->url;
+    proto = c->proto;
     memset(c, 0, sizeof(*c));
     c->gen = gen;
     c->slot = slot;
     c->hdr = hdr;
-    c->url = url;
+    c->proto = proto;
     c->fd = fd;
     c->in_use = true;
     if (peer) c->peer = *peer;
@@ -139,6 +139,7 @@ he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *p
 
     if (w->fixed_files) {
         struct io_uring_sqe *sqe = he__worker_sqe(w);
+        if (!sqe) goto plain;
         /* Issued before the recv below in the same submission; FILES_UPDATE
          * completes inline, so the recv finds the slot filled. */
         io_uring_prep_files_update(sqe, &c->fd, 1, (int)slot);
@@ -146,7 +147,8 @@ he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *p
         c->inflight++;
         c->fixed = true;
     }
-    he__http1_init(c);
+plain:
+    w->proto->open(w, c);
     if (tls) { /* the handshake comes first; requests arrive through SSL_read */
         he__tls_conn_start(w, c);
         return c;
@@ -171,7 +173,10 @@ void he__conn_arm_recv(he_worker_t *w, he_conn_t *c)
         return;
     }
     if (c->recv_armed || c->closing || c->peer_eof) return;
-    sqe = he__worker_sqe(w);
+    if (!(sqe = he__worker_sqe(w))) {
+        he__conn_close(w, c);
+        return;
+    }
     c->recv_multishot = w->br && w->server->features.recv_multishot;
     if (w->br) {
         if (c->recv_multishot)
@@ -203,7 +208,7 @@ static void he_conn_recv_pause(he_worker_t *w, he_conn_t *c)
 {
     struct io_uring_sqe *sqe;
     if (!c->recv_armed || !c->recv_multishot || c->recv_cancel) return;
-    sqe = he__worker_sqe(w);
+    if (!(sqe = he__worker_sqe(w))) return; /* reading goes on; the hard cap still holds */
     io_uring_prep_cancel64(sqe, he__ud(HE_OP_RECV, c->slot, c->gen), 0);
     sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
     c->recv_cancel = true;
@@ -246,22 +251,13 @@ static int he_conn_buffer(he_worker_t *w, he_conn_t *c, const char *data, size_t
     return 0;
 }
 
-/* Parses data; on a complete request starts answering it and keeps what
- * follows (pipelined requests) for later. */
+/* Offers data to the protocol; on a complete request keeps what follows
+ * (pipelined requests) for later, then has it answered. */
 static void he_conn_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t len, bool from_in)
 {
-    bool ready;
-    int err;
-    size_t used = he__http1_parse(w, c, data, len, &ready, &err);
+    bool ready = false;
+    size_t used = w->proto->data(w, c, data, len, &ready);
 
-    if (err) {
-        w->stats.errors[HE_STATS_ERR_BAD_REQUEST]++;
-        if (from_in) c->in_off = c->in_len = 0;
-        c->busy = true;
-        c->close_after = true;
-        he__respond_error(w, c, err);
-        return;
-    }
     if (from_in) {
         c->in_off += (uint32_t)used;
     } else if (used < len && he_conn_buffer(w, c, data + used, len - used) < 0) {
@@ -271,7 +267,7 @@ static void he_conn_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t
     if (ready) {
         c->busy = true;
         he__conn_timer_set(w, c, HE_TIMER_SEND);
-        he__respond(w, c);
+        w->proto->request(w, c);
     } else if (c->timer == HE_TIMER_KEEPALIVE && (used > 0 || len > 0)) {
         /* the next request has begun: it must now complete in time */
         he__conn_timer_set(w, c, HE_TIMER_HEADER);
@@ -299,7 +295,7 @@ static void he_conn_process_buffered(he_worker_t *w, he_conn_t *c)
 
 /* After EOF nothing more can arrive: once the requests received before it
  * are answered, what is left is at most an incomplete one, dropped. */
-static bool he_conn_close_if_done(he_worker_t *w, he_conn_t *c)
+bool he__conn_close_if_done(he_worker_t *w, he_conn_t *c)
 {
     if (!c->peer_eof || c->busy || c->in_process) return false;
     he__conn_close(w, c);
@@ -309,7 +305,7 @@ static bool he_conn_close_if_done(he_worker_t *w, he_conn_t *c)
 void he__conn_peer_eof(he_worker_t *w, he_conn_t *c)
 {
     c->peer_eof = true;
-    he_conn_close_if_done(w, c);
+    w->proto->eof(w, c);
 }
 
 void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len)
@@ -328,17 +324,16 @@ void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len
     he_conn_parse(w, c, data, len, false);
 }
 
-void he__conn_response_done(he_worker_t *w, he_conn_t *c)
+void he__conn_request_done(he_worker_t *w, he_conn_t *c)
 {
     c->busy = false;
     if (c->close_after || w->draining) {
         he__conn_close(w, c);
         return;
     }
-    he__http1_next(c);
     he__conn_timer_set(w, c, HE_TIMER_KEEPALIVE);
     if (c->in_len > c->in_off) he_conn_process_buffered(w, c);
-    if (!c->in_use || c->closing || he_conn_close_if_done(w, c)) return;
+    if (!c->in_use || c->closing || he__conn_close_if_done(w, c)) return;
     if (!c->recv_armed) he__conn_arm_recv(w, c);
 }
 
@@ -349,18 +344,20 @@ static void he_conn_free(he_worker_t *w, he_conn_t *c)
         struct io_uring_sqe *sqe = he__worker_sqe(w);
         /* The table holds a reference to the socket: drop it, or close()
          * below would not end the TCP connection. */
-        io_uring_prep_files_update(sqe, &minus_one, 1, (int)c->slot);
-        sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+        if (sqe) {
+            io_uring_prep_files_update(sqe, &minus_one, 1, (int)c->slot);
+            sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+        }
     }
+    he__send_dispose(w, c); /* the body source goes */
+    for (unsigned i = 0; i < w->server->nhooks; i++)
+        if (w->server->hooks[i]->conn_dispose) w->server->hooks[i]->conn_dispose(w, c);
     if (c->tls) he__tls_conn_free(w, c);
     close(c->fd);
-    if (c->file) he_fcache_put(w->fcache, c->file);
-    if (w->cache) he__rcache_conn_free(w, c); /* leaves its fill, drops its object */
     free(c->in);
     free(c->rbuf);
     c->in = NULL;
     c->rbuf = NULL;
-    c->file = NULL;
     c->in_use = false;
     w->free_slots[w->nfree++] = c->slot;
     w->nconns--;
@@ -376,6 +373,7 @@ void he__conn_close(he_worker_t *w, he_conn_t *c)
     if (c->inflight) {
         /* Cancel by file: every recv, send and poll on this socket. */
         struct io_uring_sqe *sqe = he__worker_sqe(w);
+        if (!sqe) return; /* what is in flight completes on its own; freed at 0 */
         io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD);
         sqe->fd = c->fixed ? (int)c->slot : c->fd;
         if (c->fixed) sqe->cancel_flags |= IORING_ASYNC_CANCEL_FD_FIXED;

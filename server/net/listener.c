@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "server/base/log.h"
-#include "server/server.h"
+#include "server/net/net.h"
 
 /* Builds: A = cpu; for each worker k: if A == cpu_k return k; return A % n.
  * The group index is the order in which sockets joined the group, which is

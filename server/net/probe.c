@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "server/server.h"
+#include "server/net/net.h"
 
 static bool he_probe_disabled(const char *name)
 {

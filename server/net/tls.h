@@ -11,7 +11,7 @@
  *               encrypt (no kTLS).
  *
  * After the handshake a connection either has kTLS for sending (the kernel
- * encrypts: respond.c's plain send/sendfile path runs unchanged) or sends
+ * encrypts: send.c's plain send/sendfile path runs unchanged) or sends
  * through SSL_write from the header buffer, RAM bodies and a read-only
  * mapping of the file (one copy: the encryption). Requests are always read
  * with SSL_read (OpenSSL 3.0 has no kTLS receive for TLS 1.3), so TLS
@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "server/server.h"
+#include "server/net/net.h"
 
 typedef struct he_tls he_tls_t;
 typedef struct he_tls_set he_tls_set_t;
@@ -84,15 +84,15 @@ typedef struct he_tls_conn {
     he_tls_set_t *set;
     uint8_t state;         /* enum he_tls_state */
     bool poll_armed;       /* a HE_OP_TLS_POLL is in flight */
-    bool ktls_tx;          /* the kernel encrypts sends: respond.c's plain path */
+    bool ktls_tx;          /* the kernel encrypts sends: send.c's plain path */
     bool ktls_rx;          /* the kernel decrypts (TLS 1.2); SSL_read still reads */
     bool write_wants_read; /* SSL_write said WANT_READ: resume from the read side */
     bool read_wants_write; /* SSL_read said WANT_WRITE: the poll waits for POLLOUT */
     bool fatal;            /* no close_notify: the session is broken */
 } he_tls_conn_t;
 
-/* Results of he__tls_write_response besides a negative errno. */
-enum { HE_TLS_DONE = 0, HE_TLS_AGAIN = 1, HE_TLS_AGAIN_READ = 2 };
+/* Results of he__tls_send besides a negative errno. */
+enum { HE_TLS_DONE = 0, HE_TLS_AGAIN = 1, HE_TLS_AGAIN_READ = 2, HE_TLS_WAIT = 3 };
 
 /* On accept from a TLS listener: creates the SSL and starts the handshake
  * (under the TLS handshake timer). The connection may be closed on return. */
@@ -101,10 +101,11 @@ void he__tls_conn_start(he_worker_t *w, he_conn_t *c);
 void he__tls_on_poll(he_worker_t *w, he_conn_t *c, int res);
 /* he__conn_arm_recv for TLS connections: a poll for input once open. */
 void he__tls_arm_read(he_worker_t *w, he_conn_t *c);
-/* Sends what is left of the response (header, then body) with SSL_write.
+/* Sends what is left of the response (head, then body) with SSL_write.
  * HE_TLS_DONE: all sent; HE_TLS_AGAIN: wait for POLLOUT and call again;
- * HE_TLS_AGAIN_READ: the read side resumes it; or a negative errno. */
-int he__tls_write_response(he_worker_t *w, he_conn_t *c);
+ * HE_TLS_AGAIN_READ: the read side resumes it; HE_TLS_WAIT: the body
+ * source has nothing yet; or a negative errno. */
+int he__tls_send(he_worker_t *w, he_conn_t *c);
 /* At the end of a response: adds its bytes to the kTLS or userspace total. */
 void he__tls_account(he_worker_t *w, he_conn_t *c);
 /* Sends close_notify when the session is healthy, frees the SSL. */

@@ -28,7 +28,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/handler/cache_glue.h"
 #include "server/base/log.h"
 #include "server/net/tls.h"
 
@@ -380,7 +379,7 @@ void he__tls_on_poll(he_worker_t *w, he_conn_t *c, int res)
          * goes on now that input was read. */
         if (c->in_use && c->gen == gen && !c->closing && c->tls->write_wants_read && c->busy) {
             c->tls->write_wants_read = false;
-            he__respond_pollout(w, c, POLLOUT);
+            he__send_on_pollout(w, c, POLLOUT);
         }
         return;
     }
@@ -392,61 +391,55 @@ void he__tls_arm_read(he_worker_t *w, he_conn_t *c)
     he_tls_arm_poll(w, c, POLLIN);
 }
 
-int he__tls_write_response(he_worker_t *w, he_conn_t *c)
+int he__tls_send(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = c->tls;
+    he_body_t *b = &c->body;
     size_t budget = HE_TLS_WRITE_BUDGET;
 
     if (t->write_wants_read) return HE_TLS_AGAIN_READ;
     for (;;) {
         uint32_t hrem = c->hdr_len - c->hdr_sent;
-        uint64_t brem = c->body_kind != HE_BODY_NONE ? c->body_end - c->body_off : 0;
-        const char *body = NULL, *p;
+        he_body_span_t s;
+        ssize_t got = 0;
+        const char *p;
         size_t len, h;
-        int n, e, err = 0;
+        int n, e, err;
 
-        if (hrem == 0 && brem == 0) return HE_TLS_DONE;
-        if (brem) {
-            if (c->body_kind == HE_BODY_MEM) {
-                body = c->file->body;
-            } else {
-                body = he_fcache_map(w->fcache, c->file, &err);
-                if (!body) {
-                    he_log_error("worker %u: mmap /%s: %s", w->id, c->file->path,
-                                 strerror(err ? -err : EIO));
-                    return err ? err : -EIO;
-                }
-                he_tls_guard_lo = body;
-                he_tls_guard_hi = body + c->file->size;
-            }
-            body += c->body_off;
+        if (he__body_left(b)) {
+            got = b->ops->peek(b, b->off, &s, true);
+            if (got < 0 && hrem == 0) return (int)got;
+            if (got < 0) got = 0;
         }
-        if (hrem && brem) {
+        if (hrem == 0 && got == 0) return he__body_left(b) ? HE_TLS_WAIT : HE_TLS_DONE;
+        if (got > 0 && s.mapped) {
+            he_tls_guard_lo = s.p;
+            he_tls_guard_hi = s.p + s.len;
+        }
+        if (hrem && got > 0) {
             /* Header and the first body bytes in one record and one write:
              * the copy of at most 16 KiB saves a record and a syscall. */
             char *st = he__tls_stage(w->server->tls, w->id);
-            size_t take =
-                brem < (uint64_t)(HE_TLS_STAGE - hrem) ? (size_t)brem : HE_TLS_STAGE - hrem;
+            size_t take = s.len < (size_t)(HE_TLS_STAGE - hrem) ? s.len : HE_TLS_STAGE - hrem;
             memcpy(st, c->hdr + c->hdr_sent, hrem);
-            memcpy(st + hrem, body, take);
+            memcpy(st + hrem, s.p, take);
             p = st;
             len = hrem + take;
         } else if (hrem) {
             p = c->hdr + c->hdr_sent;
             len = hrem;
         } else {
-            p = body;
-            len = brem < budget ? (size_t)brem : budget;
+            p = s.p;
+            len = s.len < budget ? s.len : budget;
         }
         /* Partial-write mode: each call sends at most one record. */
         n = SSL_write(t->ssl, p, (int)len);
         he_tls_guard_lo = NULL;
         if (he_tls_guard_hit) {
             he_tls_guard_hit = 0;
-            he_log_warn("worker %u: /%s shrank while sending over TLS, closing", w->id,
-                        c->file->path);
-            he_fcache_invalidate(w->fcache, c->file);
-            if (c->file->ssd) he__rcache_file_error(w, c, -EBADMSG);
+            he_log_warn("worker %u: %s shrank while sending over TLS, closing", w->id,
+                        b->name ? b->name : "a file");
+            if (b->ops && b->ops->error) b->ops->error(b, w, -EBADMSG);
             t->fatal = true;
             ERR_clear_error();
             return -EIO;
@@ -467,7 +460,7 @@ int he__tls_write_response(he_worker_t *w, he_conn_t *c)
         c->bytes_sent += (uint64_t)n;
         h = (size_t)n < hrem ? (size_t)n : hrem;
         c->hdr_sent += (uint32_t)h;
-        c->body_off += (uint64_t)n - h;
+        if ((size_t)n > h) he__body_advance(b, (size_t)n - h);
         he__conn_timer_set(w, c, HE_TIMER_SEND);
         if ((size_t)n >= budget) return HE_TLS_AGAIN;
         budget -= (size_t)n;

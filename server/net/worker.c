@@ -15,28 +15,13 @@
 #include <unistd.h>
 
 #include "server/base/log.h"
-#include "server/server.h"
+#include "server/net/net.h"
 #include "server/net/tls.h"
-#include "server/handler/cache_glue.h"
 
 #define HE_RING_ENTRIES 1024
 #define HE_RING_CQ_ENTRIES 16384
 #define HE_BUF_COUNT 1024
 #define HE_BUF_SIZE 4096
-#define HE_TICK_MS 100
-
-uint64_t he__now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Read once per batch of completions: every event in a batch happened by
- * then, and clock reads were 2.5% of the playlist profile (read_tsc is
- * slow on this paravirtualized clock). */
-__thread uint64_t he__batch_ns;
-
 struct io_uring_sqe *he__worker_sqe(he_worker_t *w)
 {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
@@ -45,7 +30,7 @@ struct io_uring_sqe *he__worker_sqe(he_worker_t *w)
         io_uring_submit(&w->ring);
         sqe = io_uring_get_sqe(&w->ring);
     }
-    return sqe;
+    return sqe; /* NULL: the submit failed, nothing was freed */
 }
 
 void he__worker_sqe_conn(he_worker_t *w, struct io_uring_sqe *sqe, he_conn_t *c, enum he_op op)
@@ -197,19 +182,21 @@ static int he_worker_setup(he_worker_t *w)
 
     w->conn_cap = (s->conf->max_connections + s->nworkers - 1) / s->nworkers;
     if (w->conn_cap > 0xffffff) w->conn_cap = 0xffffff;
+    w->proto = s->proto;
+    /* 16-byte aligned, for whatever the protocol keeps there */
+    w->proto_size = (w->proto->conn_size(s->conf) + 15) & ~(size_t)15;
     w->conns = he_worker_alloc(w, sizeof(he_conn_t) * w->conn_cap);
     w->free_slots = he_worker_alloc(w, sizeof(uint32_t) * w->conn_cap);
     w->hdr_slab = he_worker_alloc(w, (size_t)HE_CONN_HDR_CAP * w->conn_cap);
-    w->url_cap = s->conf->max_uri_bytes + 1;
-    w->url_slab = he_worker_alloc(w, (size_t)w->url_cap * w->conn_cap);
-    if (!w->conns || !w->free_slots || !w->hdr_slab || !w->url_slab) {
+    w->proto_slab = he_worker_alloc(w, w->proto_size * w->conn_cap);
+    if (!w->conns || !w->free_slots || !w->hdr_slab || !w->proto_slab) {
         he_log_error("worker %u: cannot allocate %u connection slots", w->id, w->conn_cap);
         return -ENOMEM;
     }
     for (uint32_t i = 0; i < w->conn_cap; i++) {
         w->conns[i].slot = i;
         w->conns[i].hdr = w->hdr_slab + (size_t)i * HE_CONN_HDR_CAP;
-        w->conns[i].url = w->url_slab + (size_t)i * w->url_cap;
+        w->conns[i].proto = w->proto_slab + (size_t)i * w->proto_size;
         w->free_slots[i] = w->conn_cap - 1 - i;
     }
     w->nfree = w->conn_cap;
@@ -226,12 +213,12 @@ static int he_worker_setup(he_worker_t *w)
         w->br = NULL;
     }
 
-    w->fcache = he_fcache_new(s->root_fd, s->conf->fd_cache_entries, s->conf->fd_cache_valid_ms,
-                              f->openat2_beneath);
     /* wake_fd is the server's (he_server_init): the control thread may
      * write to it at any time, so it lives until after the join. */
-    if (!w->fcache || w->wake_fd < 0) return -ENOMEM;
-    if ((rc = he__cache_worker_setup(w)) < 0) return rc; /* origins, fills: cache_glue.c */
+    if (w->wake_fd < 0) return -ENOMEM;
+    w->now_ms = he__now_ns() / 1000000;
+    for (unsigned i = 0; i < s->nhooks; i++) /* the open-file cache, the edge cache ... */
+        if (s->hooks[i]->setup && (rc = s->hooks[i]->setup(w)) < 0) return rc;
 
     n = s->nlisten; /* plain, then TLS */
     for (unsigned li = 0; li < n; li++) {
@@ -242,7 +229,6 @@ static int he_worker_setup(he_worker_t *w)
     }
     w->nlisteners = (unsigned)n;
     w->now_ms = he__now_ns() / 1000000;
-    he__worker_refresh_date(w);
     he_worker_arm_tick(w);
     he_worker_arm_wake(w);
     return 0;
@@ -379,10 +365,10 @@ static void he_worker_on_recv(he_worker_t *w, he_conn_t *c, struct io_uring_cqe 
 static void he_worker_on_tick(he_worker_t *w)
 {
     w->now_ms = he__now_ns() / 1000000;
-    he__worker_refresh_date(w);
     he__conn_timers_expire(w);
     he__worker_accept_resume(w);
-    he__cache_tick(w);
+    for (unsigned i = 0; i < w->server->nhooks; i++)
+        if (w->server->hooks[i]->tick) w->server->hooks[i]->tick(w);
     if ((w->draining || w->soft_drain) && w->now_ms >= w->drain_deadline_ms && w->nconns) {
         he_log_warn("worker %u: drain timeout, closing %u connections", w->id, w->nconns);
         for (uint32_t i = 0; i < w->conn_cap; i++)
@@ -397,7 +383,7 @@ static void he_worker_on_tick(he_worker_t *w)
  * keep-alive connection races with a request the client may be sending,
  * so instead every connection answers one more request, announcing
  * Connection: close, then closes. A response already under way when the
- * drain began did not announce it; he_respond_finish marks that
+ * drain began did not announce it; the protocol's sent() marks that
  * connection after it. The drain timeout bounds both. */
 static void he_worker_start_drain(he_worker_t *w, bool hard)
 {
@@ -412,18 +398,13 @@ static void he_worker_start_drain(he_worker_t *w, bool hard)
             }
         }
     }
-    if (hard) {
+    if (hard)
         w->draining = true;
-        for (uint32_t i = 0; i < w->conn_cap; i++) {
-            he_conn_t *c = &w->conns[i];
-            if (c->in_use && !c->busy) he__conn_close(w, c);
-        }
-    } else {
+    else
         w->soft_drain = true;
-        for (uint32_t i = 0; i < w->conn_cap; i++) {
-            he_conn_t *c = &w->conns[i];
-            if (c->in_use && !c->busy) c->close_after = true;
-        }
+    for (uint32_t i = 0; i < w->conn_cap; i++) {
+        he_conn_t *c = &w->conns[i];
+        if (c->in_use && !c->busy && !c->closing) w->proto->idle(w, c, hard);
     }
 }
 
@@ -457,8 +438,12 @@ static void he_worker_dispatch(he_worker_t *w, struct io_uring_cqe *cqe)
     case HE_OP_WAKE:
         he_worker_on_wake(w, cqe);
         return;
-    case HE_OP_ORIGIN: /* origin fetch, SSD write or unlink: origin_io.c */
-        he__oio_on_cqe(w, cqe);
+    case HE_OP_JOB: /* the layers above: origin fetches, SSD writes ... */
+        for (unsigned i = 0; i < w->server->nhooks; i++)
+            if (w->server->hooks[i]->job) {
+                w->server->hooks[i]->job(w, cqe);
+                break;
+            }
         return;
     case HE_OP_CANCEL:
     case HE_OP_NONE:
@@ -480,16 +465,12 @@ static void he_worker_dispatch(he_worker_t *w, struct io_uring_cqe *cqe)
     case HE_OP_RECV:
         he_worker_on_recv(w, c, cqe);
         break;
-    case HE_OP_SEND:
-        if (!c->closing) he__respond_continue(w, c, cqe->res);
+    case HE_OP_SEND: /* send, send_zc result or its notification */
+        he__send_on_cqe(w, c, cqe);
         he__conn_op_done(w, c);
         break;
     case HE_OP_POLLOUT:
-        if (!c->closing) he__respond_pollout(w, c, cqe->res);
-        he__conn_op_done(w, c);
-        break;
-    case HE_OP_CSEND: /* cache body: send, send_zc result or notification, POLLOUT */
-        he__rcache_on_cqe(w, c, cqe);
+        he__send_on_pollout(w, c, cqe->res);
         he__conn_op_done(w, c);
         break;
     case HE_OP_TLS_POLL:
@@ -505,20 +486,22 @@ static void he_worker_dispatch(he_worker_t *w, struct io_uring_cqe *cqe)
     }
 }
 
-/* Promotions read SSD files into RAM chunks of the process-wide arena,
- * and io_uring_queue_exit does not wait for a read in io-wq: a chunk freed
- * at cleanup and reused by a new generation's worker would be overwritten.
- * So their reads are cancelled and reaped first, for a bounded time (the
- * tick wakes the loop); past it cleanup leaks what is still in flight. */
+/* io_uring_queue_exit does not wait for a read in io-wq: memory a hook's
+ * read still targets (an SSD promotion into the RAM arena) could be reused
+ * by a new generation's worker. So hooks cancel and reap such operations
+ * first, for a bounded time (the tick wakes the loop); past it cleanup
+ * leaks what is still in flight. */
 #define HE_STOP_WAIT_MS 2000
 
 static bool he_worker_may_stop(he_worker_t *w)
 {
-    unsigned n = he__oio_quiesce(w);
+    unsigned n = 0;
+    for (unsigned i = 0; i < w->server->nhooks; i++)
+        if (w->server->hooks[i]->quiesce) n += w->server->hooks[i]->quiesce(w);
     if (n == 0) return true;
     if (!w->stop_deadline_ms) w->stop_deadline_ms = w->now_ms + HE_STOP_WAIT_MS;
     if (w->now_ms < w->stop_deadline_ms) return false;
-    he_log_warn("worker %u: %u promotion reads still in flight; stopping anyway", w->id, n);
+    he_log_warn("worker %u: %u reads still in flight; stopping anyway", w->id, n);
     return true;
 }
 
@@ -552,26 +535,33 @@ static void he_worker_loop(he_worker_t *w)
 
 static void he_worker_cleanup(he_worker_t *w)
 {
+    he_server_t *s = w->server;
     size_t cap = w->conn_cap;
     if (w->ring_ok) io_uring_queue_exit(&w->ring);
     w->ring_ok = false;
-    he__cache_worker_cleanup(w); /* nothing is in flight any more */
+    w->exiting = true; /* nothing is in flight any more */
+    for (size_t i = 0; w->conns && i < cap; i++) {
+        he_conn_t *c = &w->conns[i];
+        if (!c->in_use) continue;
+        he__send_dispose(w, c);
+        for (unsigned k = 0; k < s->nhooks; k++)
+            if (s->hooks[k]->conn_dispose) s->hooks[k]->conn_dispose(w, c);
+    }
+    for (unsigned k = s->nhooks; k-- > 0;)
+        if (s->hooks[k]->cleanup) s->hooks[k]->cleanup(w);
     for (size_t i = 0; w->conns && i < cap; i++) {
         he_conn_t *c = &w->conns[i];
         if (c->in_use) {
             if (c->tls) he__tls_conn_free(w, c);
             close(c->fd);
-            if (c->file) he_fcache_put(w->fcache, c->file);
             free(c->in);
             free(c->rbuf);
         }
     }
-    he_fcache_free(w->fcache);
-    w->fcache = NULL;
     he_worker_free_mem(w, w->conns, sizeof(he_conn_t) * cap);
     he_worker_free_mem(w, w->free_slots, sizeof(uint32_t) * cap);
     he_worker_free_mem(w, w->hdr_slab, (size_t)HE_CONN_HDR_CAP * cap);
-    he_worker_free_mem(w, w->url_slab, (size_t)w->url_cap * cap);
+    he_worker_free_mem(w, w->proto_slab, w->proto_size * cap);
     he_worker_free_mem(w, w->bufs, (size_t)w->nbufs * w->buf_size);
     if (w->br) munmap(w->br, HE_BUF_COUNT * sizeof(struct io_uring_buf));
     w->conns = NULL;

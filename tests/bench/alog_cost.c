@@ -1,7 +1,7 @@
 /* What the access log costs per record, through the real server/accesslog.c:
  *
  *   stats        the worker's latency histograms: two he_hist_record
- *   push         the worker's side: he_alog_push (reserve, fill, commit)
+ *   push         the worker's side: he__http_alog_push (reserve, fill, commit)
  *   format       he_alog_format alone, line after line into a buffer
  *   drain        he_alog_drain: the ring walk and the formatting into the
  *                batch buffer (and any write when that fills up)
@@ -88,6 +88,7 @@ static void best(cost_t *b, cost_t c)
 
 static he_worker_t *bench_w;
 static he_conn_t *bench_c[NCONN];
+static he_req_t *bench_r[NCONN];
 static uint64_t bench_t0; /* monotonic time of the first record */
 
 /* Sixteen connections of one client: per rendition a playlist and three
@@ -111,15 +112,18 @@ static void bench_setup(void)
             n = snprintf(url, 64, "/%s/index.m3u8", rend[i / 4]);
         else
             n = snprintf(url, 64, "/%s/seg_%05u.ts", rend[i / 4], 10 + i * 7);
-        c->url = url;
-        c->req.url_len = (uint32_t)n;
-        c->req.method = HTTP_GET;
-        c->req.http_major = 1;
-        c->req.http_minor = 1;
-        c->status = 200;
-        c->head_len = 230;
-        c->bytes_sent = c->head_len + (i % 4 == 0 ? 400 + i * 13 : 250000 + i * 110000);
-        c->cache_st = i % 3 == 0 ? HE_CST_HIT_RAM : HE_CST_NONE;
+        he_req_t *r = calloc(1, sizeof(*r));
+        r->conn = c;
+        r->url = url;
+        r->url_len = (uint32_t)n;
+        r->method = HTTP_GET;
+        r->http_major = 1;
+        r->http_minor = 1;
+        r->status = 200;
+        r->head_len = 230;
+        c->bytes_sent = r->head_len + (i % 4 == 0 ? 400 + i * 13 : 250000 + i * 110000);
+        r->cache_st = i % 3 == 0 ? HE_ALOG_CACHE_HIT_RAM : HE_ALOG_CACHE_NONE;
+        bench_r[i] = r;
         sa->sin_family = AF_INET;
         sa->sin_port = htons((uint16_t)(40000 + i));
         inet_pton(AF_INET, "127.0.0.1", &sa->sin_addr);
@@ -133,7 +137,7 @@ static void bench_push(uint64_t k)
 {
     he_conn_t *c = bench_c[k % NCONN];
     uint64_t us = 40 + (k * 7919) % 3000;
-    he_alog_push(bench_w, c, bench_t0 + k * 3000, us / 2, k % 97 == 0 ? us * 400 : us);
+    he__http_alog_push(bench_w, c, bench_r[k % NCONN], bench_t0 + k * 3000, us / 2, k % 97 == 0 ? us * 400 : us);
 }
 
 /* Pushes records [k, k + n) into an emptied ring. */

@@ -7,14 +7,15 @@
 #include <string.h>
 
 #include "conf/conf.h"
-#include "server/server.h"
+#include "server/http/http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static he_conf_t conf;
     static he_worker_t w;
     static he_conn_t c;
-    static char url[257];
+    static _Alignas(16) char state[sizeof(he_http1_conn_t) + 257];
+    he_req_t *r;
     size_t off = 0;
     unsigned split;
 
@@ -23,10 +24,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     conf.max_uri_bytes = 256;
     conf.max_header_bytes = 1024;
     w.conf = &conf;
-    w.url_cap = sizeof(url);
+    w.proto_size = sizeof(state);
     memset(&c, 0, sizeof(c));
-    c.url = url;
+    c.proto = state;
     he__http1_init(&c);
+    r = he_http_req(&c);
 
     /* first byte picks the chunk size, so the same request is parsed whole
      * and split at every kind of boundary */
@@ -44,8 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (used > n) abort();
         if (ready) {
-            if (c.req.url_len > conf.max_uri_bytes) abort();
-            if (c.req.range_len >= sizeof(c.req.range) || c.req.inm_len >= sizeof(c.req.inm))
+            if (r->url_len > conf.max_uri_bytes) abort();
+            if (r->range_len >= sizeof(r->range) || r->inm_len >= sizeof(r->inm))
                 abort();
             he__http1_next(&c);
         }

@@ -11,6 +11,7 @@
 
 #include "he_test.h"
 #include "server/control/accesslog.h"
+#include "server/http/http.h"
 #include "server/handler/cache_glue.h"
 #include "server/server.h"
 #include "tests/he_xorshift.h"
@@ -37,7 +38,7 @@ static void he_t_fill(he_alog_rec_t *r, const char *target)
     r->method = 1; /* HTTP_GET */
     r->http_major = 1;
     r->http_minor = 1;
-    r->cache = HE_CST_NONE;
+    r->cache = HE_ALOG_CACHE_NONE;
     r->target_len = (uint16_t)strlen(target);
     memcpy(r->target, target, r->target_len);
 }
@@ -71,7 +72,7 @@ static void test_format_combined(void)
     r->status = 404;
     r->method = 2; /* HTTP_HEAD */
     r->tls = HE_ALOG_TLS_KTLS;
-    r->cache = HE_CST_HIT_RAM;
+    r->cache = HE_ALOG_CACHE_HIT_RAM;
     r->family = AF_INET6;
     inet_pton(AF_INET6, "2001:db8::1", r->addr);
     r->duration_us = 12345678;
@@ -267,7 +268,7 @@ static void test_format_reference(void)
                                       : he_xorshift64(&he_t_rng) % 256); /* 0: no version read */
         r->http_minor =
             (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? 1 : he_xorshift64(&he_t_rng) % 256);
-        r->cache = (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? he_xorshift64(&he_t_rng) % HE_CST_COUNT
+        r->cache = (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? he_xorshift64(&he_t_rng) % HE_ALOG_CACHE_COUNT
                                                           : he_xorshift64(&he_t_rng) % 256);
         r->tls = (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? he_xorshift64(&he_t_rng) % 3
                                                         : he_xorshift64(&he_t_rng) % 256);
@@ -313,7 +314,7 @@ static void test_format_longest(void)
         r->duration_us = r->ttfb_us = UINT32_MAX;
         r->status = r->worker = UINT16_MAX;
         r->method = 41; /* GET_PARAMETER: the longest name */
-        r->cache = HE_CST_REVALIDATED;
+        r->cache = HE_ALOG_CACHE_REVALIDATED;
         r->tls = HE_ALOG_TLS_KTLS;
         r->family = AF_INET6;
         inet_pton(AF_INET6, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", r->addr);
@@ -467,18 +468,14 @@ static void test_push_drops_when_full(void)
     close(fd);
     w->alog = he_alog_ring_new(4096);
     atomic_store(&w->alog->enabled, 1);
-    c->url = url;
-    c->req.url_len = (uint32_t)strlen(url);
-    c->req.method = 1; /* HTTP_GET */
-    c->req.http_major = c->req.http_minor = 1;
-    c->status = 200;
-    c->head_len = 200;
+    he_req_t r = {.conn = c, .url = url, .url_len = (uint32_t)strlen(url), .method = 1 /* GET */,
+                  .http_major = 1, .http_minor = 1, .status = 200, .head_len = 200};
     c->bytes_sent = 700;
     sa->sin_family = AF_INET;
     inet_pton(AF_INET, "192.0.2.7", &sa->sin_addr);
 
     for (unsigned i = 0; i < pushes; i++)
-        he_alog_push(w, c, HE_T_MONO_NS + i * 1000, 10, 20);
+        he__http_alog_push(w, c, &r, HE_T_MONO_NS + i * 1000, 10, 20);
     kept = pushes - (unsigned)w->stats.log_dropped;
     HE_CHECK(w->stats.log_dropped > 0);
     HE_CHECK(kept > 10); /* 4 KiB holds dozens */
@@ -486,7 +483,7 @@ static void test_push_drops_when_full(void)
     HE_CHECK_INT(he_alog_open(&a, path, HE_ACCESS_LOG_COMBINED), 0);
     HE_CHECK_INT(he_alog_drain(&a, w->alog), kept);
     /* room again: the next record is kept, the count stays */
-    he_alog_push(w, c, HE_T_MONO_NS + pushes * 1000, 10, 20);
+    he__http_alog_push(w, c, &r, HE_T_MONO_NS + pushes * 1000, 10, 20);
     HE_CHECK_INT(w->stats.log_dropped, pushes - kept);
     HE_CHECK_INT(he_alog_drain(&a, w->alog), 1);
     he_alog_close(&a);

@@ -1,16 +1,18 @@
-/* server/http1.c: what the parser hands the responder, fed whole and a
+/* server/http/http1.c: what the parser hands the responder, fed whole and a
  * byte at a time: Upgrade and CONNECT, Host, absolute-form, list headers
  * over several lines, values cut to their buffers, the method of a request
  * cut short. */
 #include "he_test.h"
 
 #include "conf/conf.h"
-#include "server/server.h"
+#include "server/http/http.h"
 
 static he_conf_t conf;
 static he_worker_t w;
 static he_conn_t c;
-static char url[1025];
+/* the protocol's per-connection state, as the worker's slab gives it */
+static _Alignas(16) char state[sizeof(he_http1_conn_t) + 1025];
+#define REQ (he_http_req(&c))
 
 static void reset(void)
 {
@@ -18,9 +20,9 @@ static void reset(void)
     conf.max_uri_bytes = 1024;
     conf.max_header_bytes = 8192;
     w.conf = &conf;
-    w.url_cap = sizeof(url);
+    w.proto_size = sizeof(state);
     memset(&c, 0, sizeof(c));
-    c.url = url;
+    c.proto = state;
     he__http1_init(&c);
 }
 
@@ -51,8 +53,8 @@ static void target(const char *s, size_t step, int want_err, const char *want_ur
     reset();
     HE_CHECK_INT(parse(s, step, NULL), want_err);
     if (!want_err) {
-        HE_CHECK_INT(c.req.url_len, strlen(want_url));
-        HE_CHECK(memcmp(c.url, want_url, c.req.url_len) == 0);
+        HE_CHECK_INT(REQ->url_len, strlen(want_url));
+        HE_CHECK(memcmp(REQ->url, want_url, REQ->url_len) == 0);
     }
 }
 
@@ -64,11 +66,11 @@ static void test_upgrade_and_connect(size_t step)
     size_t used;
     reset();
     HE_CHECK_INT(parse(two, step, &used), 0);
-    HE_CHECK(c.req.keepalive);
-    HE_CHECK(c.req.url_len == 2 && memcmp(c.url, "/a", 2) == 0);
+    HE_CHECK(REQ->keepalive);
+    HE_CHECK(REQ->url_len == 2 && memcmp(REQ->url, "/a", 2) == 0);
     he__http1_next(&c);
     HE_CHECK_INT(parse(two + used, step, NULL), 0);
-    HE_CHECK(c.req.url_len == 2 && memcmp(c.url, "/b", 2) == 0);
+    HE_CHECK(REQ->url_len == 2 && memcmp(REQ->url, "/b", 2) == 0);
 
     reset();
     HE_CHECK_INT(
@@ -78,13 +80,13 @@ static void test_upgrade_and_connect(size_t step)
         0);
     he__http1_next(&c);
     HE_CHECK_INT(parse("GET /c HTTP/1.1\r\nHost: x\r\n\r\n", step, NULL), 0);
-    HE_CHECK(c.req.url_len == 2 && memcmp(c.url, "/c", 2) == 0);
+    HE_CHECK(REQ->url_len == 2 && memcmp(REQ->url, "/c", 2) == 0);
 
     /* CONNECT: a request like any other, the connection not kept */
     reset();
     HE_CHECK_INT(parse("CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n", step, NULL), 0);
-    HE_CHECK_INT(c.req.method, HTTP_CONNECT);
-    HE_CHECK(!c.req.keepalive);
+    HE_CHECK_INT(REQ->method, HTTP_CONNECT);
+    HE_CHECK(!REQ->keepalive);
 }
 
 static void test_host(size_t step)
@@ -145,20 +147,20 @@ static void test_lists_and_cuts(size_t step)
               "If-None-Match: \"d\"\r\nIf-None-Match: W/\"e\"\r\n\r\n",
               step, NULL),
         0);
-    HE_CHECK_STR(c.req.im, "\"a\",\"b\", \"c\"");
-    HE_CHECK_INT(c.req.im_len, strlen(c.req.im));
-    HE_CHECK_STR(c.req.inm, "\"d\",W/\"e\"");
+    HE_CHECK_STR(REQ->im, "\"a\",\"b\", \"c\"");
+    HE_CHECK_INT(REQ->im_len, strlen(REQ->im));
+    HE_CHECK_STR(REQ->inm, "\"d\",W/\"e\"");
     /* an empty line adds nothing */
     reset();
     HE_CHECK_INT(
         parse("GET / HTTP/1.1\r\nHost: h\r\nIf-Match:\r\nIf-Match: \"a\"\r\n\r\n", step, NULL), 0);
-    HE_CHECK_STR(c.req.im, "\"a\"");
+    HE_CHECK_STR(REQ->im, "\"a\"");
     /* single-valued fields on two lines: a value that will not parse */
     reset();
     HE_CHECK_INT(parse("GET / HTTP/1.1\r\nHost: h\r\nRange: bytes=0-1\r\nRange: bytes=2-3\r\n\r\n",
                        step, NULL),
                  0);
-    HE_CHECK_STR(c.req.range, "bytes=0-1,bytes=2-3");
+    HE_CHECK_STR(REQ->range, "bytes=0-1,bytes=2-3");
 
     /* cut to the buffer: absent (a cut Range or If-Range drops the range) */
     while (m < 300)
@@ -171,28 +173,28 @@ static void test_lists_and_cuts(size_t step)
              many, many, 20, "", 20, "", 200, "");
     reset();
     HE_CHECK_INT(parse(req, step, NULL), 0);
-    HE_CHECK_INT(c.req.im_len, 0);
-    HE_CHECK_INT(c.req.inm_len, 0);
-    HE_CHECK_INT(c.req.ius_len, 0);
-    HE_CHECK_INT(c.req.ims_len, 0);
-    HE_CHECK_INT(c.req.range_len, 0);
-    HE_CHECK_INT(c.req.if_range_len, 0);
+    HE_CHECK_INT(REQ->im_len, 0);
+    HE_CHECK_INT(REQ->inm_len, 0);
+    HE_CHECK_INT(REQ->ius_len, 0);
+    HE_CHECK_INT(REQ->ims_len, 0);
+    HE_CHECK_INT(REQ->range_len, 0);
+    HE_CHECK_INT(REQ->if_range_len, 0);
     /* a second line that does not fit cuts the first's list */
     snprintf(req, sizeof(req),
              "GET / HTTP/1.1\r\nHost: h\r\nIf-Match: %s\"x\"\r\nIf-Match: \"y\"\r\n\r\n", many);
     reset();
     HE_CHECK_INT(parse(req, step, NULL), 0);
-    HE_CHECK_INT(c.req.im_len, 0);
+    HE_CHECK_INT(REQ->im_len, 0);
     /* what fits stays, and the next request starts clean */
     reset();
     HE_CHECK_INT(parse("GET / HTTP/1.1\r\nHost: h\r\nIf-Match: \"x\"\r\nRange: bytes=0-1\r\n\r\n",
                        step, NULL),
                  0);
-    HE_CHECK_STR(c.req.im, "\"x\"");
-    HE_CHECK_STR(c.req.range, "bytes=0-1");
+    HE_CHECK_STR(REQ->im, "\"x\"");
+    HE_CHECK_STR(REQ->range, "bytes=0-1");
     he__http1_next(&c);
     HE_CHECK_INT(parse("GET / HTTP/1.1\r\nHost: h\r\n\r\n", step, NULL), 0);
-    HE_CHECK_INT(c.req.im_len + c.req.range_len + c.req.hdr_cut, 0);
+    HE_CHECK_INT(REQ->im_len + REQ->range_len + REQ->hdr_cut, 0);
 }
 
 static void test_method_of_a_cut_request(size_t step)
@@ -201,13 +203,13 @@ static void test_method_of_a_cut_request(size_t step)
     snprintf(req, sizeof(req), "HEAD /%01100d HTTP/1.1\r\nHost: h\r\n\r\n", 0);
     reset();
     HE_CHECK_INT(parse(req, step, NULL), 414);
-    HE_CHECK_INT(c.req.method, HTTP_HEAD);
+    HE_CHECK_INT(REQ->method, HTTP_HEAD);
     reset();
     HE_CHECK_INT(parse("HEAD / HTTP/1.1\r\nBad Header: 1\r\n\r\n", step, NULL), 400);
-    HE_CHECK_INT(c.req.method, HTTP_HEAD);
+    HE_CHECK_INT(REQ->method, HTTP_HEAD);
     reset();
     HE_CHECK_INT(parse("HEAD / HTTP/1.1\r\n\r\n", step, NULL), 400);
-    HE_CHECK_INT(c.req.method, HTTP_HEAD);
+    HE_CHECK_INT(REQ->method, HTTP_HEAD);
 }
 
 int main(void)

@@ -1,0 +1,176 @@
+/* The file handler: the library under root, through the per-worker
+ * open-file cache (fcache.c). Small bodies (playlists, keys) are in
+ * memory and leave in one send with the head; others are a file range,
+ * sent zero-copy by sendfile (or, under userspace TLS, from a mapping). */
+#include <errno.h>
+#include <string.h>
+
+#include "server/base/log.h"
+#include "server/handler/handler.h"
+
+static inline he_fcache_t *he_file_fc(he_worker_t *w)
+{
+    return w->hook_data[HE_HOOK_FILE];
+}
+
+/* ---------------------------------------------------------------- body sources */
+
+static ssize_t he_file_body_peek(he_body_t *b, uint64_t off, he_body_span_t *s, bool need_mem)
+{
+    he_file_t *f = b->ctx;
+    s->len = (size_t)(b->end - off);
+    s->fixed_off = -1;
+    s->mapped = false;
+    s->fd = -1;
+    s->file_off = 0;
+    if (f->body) {
+        s->p = f->body + off;
+    } else if (!need_mem) {
+        s->p = NULL;
+        s->fd = f->fd;
+        s->file_off = off;
+    } else {
+        int err = 0;
+        const char *m = he_fcache_map(NULL, f, &err);
+        if (!m) {
+            he_log_error("mmap /%s: %s", f->path, strerror(err ? -err : EIO));
+            return err ? err : -EIO;
+        }
+        s->p = m + off;
+        s->mapped = true;
+    }
+    return (ssize_t)s->len;
+}
+
+static void he_file_body_release(he_body_t *b)
+{
+    he_fcache_put(NULL, b->ctx);
+}
+
+/* The file changed under the response (it shrank): revalidation could not
+ * see it yet, so the entry goes now. */
+static void he_file_body_error(he_body_t *b, he_worker_t *w, int err)
+{
+    (void)err;
+    he_fcache_invalidate(he_file_fc(w), b->ctx);
+}
+
+static const he_body_ops_t he_file_body_ops = {
+    .peek = he_file_body_peek,
+    .release = he_file_body_release,
+    .error = he_file_body_error,
+};
+
+/* ---------------------------------------------------------------- the handler */
+
+static void he_file_validators(he_worker_t *w, he_http_head_t *h, const he_file_t *f)
+{
+    h->last_modified = he_file_mtime(w, f->mtime) != f->mtime ? w->date : f->last_modified;
+    h->last_modified_len = 29;
+    h->etag = f->etag;
+    h->etag_len = f->etag_len;
+    h->cache_control = true;
+    h->type = f->type;
+}
+
+he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path, size_t len)
+{
+    he_fcache_t *fc = he_file_fc(w);
+    he_http_head_t h;
+    he_body_t body;
+    he_file_t *f;
+    uint64_t first, last;
+    int err = 0, status;
+    bool hit;
+
+    f = he_fcache_get(fc, path, len, w->now_ms, &err, &hit);
+    if (hit)
+        w->stats.fcache_hits++;
+    else
+        w->stats.fcache_misses++;
+    if (!f) {
+        if (err == -ENOENT) return HE_HANDLER_DECLINED; /* the edge cache may have it */
+        if (err == -EXDEV || err == -EACCES || err == -EPERM) {
+            he_log_info("worker %u: refused /%s: %s", w->id, path,
+                        err == -EXDEV ? "resolves outside root" : strerror(-err));
+            he_http_respond_error(w, r, 403);
+        } else if (err == -EISDIR) {
+            he_http_respond_error(w, r, 404);
+        } else {
+            he_log_error("worker %u: open /%s: %s", w->id, path, strerror(-err));
+            he_http_respond_error(w, r, 500);
+        }
+        return HE_HANDLER_DONE;
+    }
+    r->kind = f->kind;
+    memset(&h, 0, sizeof(h));
+    /* the file's own mtime for If-Range: a Last-Modified sent as the Date
+     * is no strong validator (RFC 9110 8.8.2.2), so a date never matches it */
+    status = he_http_evaluate(r, f->etag, f->etag_len, he_file_mtime(w, f->mtime), f->mtime,
+                              f->size, &first, &last);
+    switch (status) {
+    case 412:
+        he_fcache_put(fc, f);
+        he_http_respond_error(w, r, 412);
+        return HE_HANDLER_DONE;
+    case 304:
+        h.status = 304;
+        he_file_validators(w, &h, f);
+        he_fcache_put(fc, f);
+        he_http_respond(w, r, &h, NULL);
+        return HE_HANDLER_DONE;
+    case 416:
+        h.status = 416;
+        h.no_ctype = true;
+        h.unsatisfied = true;
+        h.size = f->size;
+        h.has_clen = true;
+        he_fcache_put(fc, f);
+        he_http_respond(w, r, &h, NULL);
+        return HE_HANDLER_DONE;
+    default:
+        break;
+    }
+    h.status = status;
+    h.has_clen = true;
+    h.clen = f->size ? last - first + 1 : 0;
+    h.accept_ranges = true;
+    h.range = status == 206;
+    h.first = first;
+    h.last = last;
+    h.size = f->size;
+    h.expose_headers = true;
+    he_file_validators(w, &h, f);
+    memset(&body, 0, sizeof(body));
+    body.ops = &he_file_body_ops;
+    body.ctx = f;
+    body.off = first;
+    body.end = f->size ? last + 1 : 0;
+    body.name = f->path;
+    he_http_respond(w, r, &h, &body); /* the body holds f's reference now */
+    return HE_HANDLER_DONE;
+}
+
+/* ---------------------------------------------------------------- worker hooks */
+
+static int he_file_worker_setup(he_worker_t *w)
+{
+    he_server_t *s = w->server;
+    he_fcache_t *fc = he_fcache_new(s->root_fd, s->conf->fd_cache_entries,
+                                    s->conf->fd_cache_valid_ms, s->features.openat2_beneath);
+    if (!fc) return -ENOMEM;
+    w->hook_data[HE_HOOK_FILE] = fc;
+    return 0;
+}
+
+static void he_file_worker_cleanup(he_worker_t *w)
+{
+    he_fcache_free(he_file_fc(w));
+    w->hook_data[HE_HOOK_FILE] = NULL;
+}
+
+const he_worker_hooks_t he_file_worker_hooks = {
+    .name = "file",
+    .setup = he_file_worker_setup,
+    .cleanup = he_file_worker_cleanup,
+};

@@ -1,0 +1,116 @@
+/* handler: who answers a request. The router (route.c) takes each parsed
+ * request, checks its method and path, and asks the handlers in the
+ * configured source order; each answers it (done) or declines it, and the
+ * next one gets a declined request, as nginx's NGX_DECLINED.
+ *
+ *   route.c          method, normalization, source order, OPTIONS, PURGE
+ *   file.c           the library under root: the file handler and its body sources
+ *   fcache.c         per-worker cache of open files, stat results, small bodies
+ *   respond_cache.c  the edge cache: RAM and SSD hits, fills (cache_glue.h)
+ *   origin_io.c      origin fetches, SSD writes and unlinks on the ring
+ *   cache_glue.c     the edge cache's start-up, worker hooks, purge */
+#ifndef HE_HANDLER_H
+#define HE_HANDLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "segment/segment.h"
+#include "server/http/http.h"
+
+/* Flow results of a handler (not errors). */
+typedef enum he_handler_result {
+    HE_HANDLER_DONE = 0,  /* it answers (now or later) */
+    HE_HANDLER_DECLINED,  /* not its request: ask the next */
+} he_handler_result_t;
+
+/* Where each handler keeps its per-worker state (he_worker_t.hook_data):
+ * the order he_route_server_init registers the hooks in. */
+enum { HE_HOOK_HTTP = 0, HE_HOOK_FILE, HE_HOOK_CACHE };
+
+/* path: the normalized path (relative to root, NUL-terminated). A handler
+ * that declines later, once an answer it waited for did not come (the
+ * origin failed), calls he_route_next. */
+typedef he_handler_result_t (*he_handler_fn)(he_worker_t *w, he_req_t *r, const char *path,
+                                             size_t len);
+
+/* route.c */
+/* Registers the router with http/ and the handlers' worker hooks with s,
+ * in source order (origin-first or root-first). */
+int he_route_server_init(he_server_t *s);
+void he_route_server_free(he_server_t *s);
+/* The request handler (he_http_handler_fn). */
+void he_route_request(he_worker_t *w, he_req_t *r);
+/* A handler declined r after answering it was under way: the next one
+ * gets it. */
+void he_route_next(he_worker_t *w, he_req_t *r);
+
+/* file.c */
+he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path, size_t len);
+extern const he_worker_hooks_t he_file_worker_hooks;
+/* RFC 9110 8.8.2.1: a Last-Modified later than Date (a file stamped in the
+ * future) is sent as the Date. Conditionals compare the same time. */
+static inline time_t he_file_mtime(const he_worker_t *w, time_t mtime)
+{
+    return mtime > w->date_sec ? w->date_sec : mtime;
+}
+
+/* respond_cache.c */
+he_handler_result_t he_cache_handle(he_worker_t *w, he_req_t *r, const char *path, size_t len);
+/* PURGE from a loopback client (the request method). */
+void he_cache_handle_purge(he_worker_t *w, he_req_t *r);
+extern const he_worker_hooks_t he_cache_worker_hooks;
+/* cache_glue.c: the edge cache of a generation, when origin.urls is set. */
+int he__cache_server_init(he_server_t *s, char *err, size_t errlen);
+void he__cache_server_free(he_server_t *s);
+bool he__cache_enabled(void);
+/* Removes target's key from both tiers; how many entries went. */
+int he__cache_purge(const he_conf_t *conf, const char *target, size_t len);
+
+/* ---------------------------------------------------------------- file cache */
+
+typedef struct he_file {
+    struct he_file *hnext;         /* hash chain */
+    struct he_file *lprev, *lnext; /* LRU */
+    char *path;                    /* normalized, relative to root */
+    uint32_t hash;
+    uint32_t refs; /* responses using it; evicted entries close when 0 */
+    bool cached;   /* still in the table */
+    int fd;        /* -1 for a negative entry */
+    int err;       /* negative errno for a negative entry (-ENOENT, ...) */
+    uint64_t size;
+    time_t mtime;
+    long mtime_ns; /* rewrites in place within one second differ only here */
+    ino_t ino;
+    dev_t dev;
+    uint64_t validated_ms; /* monotonic ms of the last stat */
+    he_seg_type_t type;
+    he_seg_kind_t kind;
+    char etag[48]; /* nginx's "mtime-size", then "-nanoseconds" when nonzero */
+    uint8_t etag_len;
+    char last_modified[30]; /* IMF-fixdate of mtime, formatted once */
+    char *body;             /* whole body in memory for small playlists/keys, or NULL */
+    char *map;              /* whole file mapped read-only (userspace TLS sends from it), or NULL */
+} he_file_t;
+
+typedef struct he_fcache he_fcache_t;
+
+he_fcache_t *he_fcache_new(int root_fd, unsigned entries, unsigned valid_ms, bool beneath);
+void he_fcache_free(he_fcache_t *fc);
+/* Looks up (opening or revalidating as needed) a normalized path. Returns
+ * an entry with a reference held, or NULL with *err set (-ENOENT, -EACCES,
+ * -ELOOP for a symlink escaping root, -EISDIR, -ENOMEM). */
+he_file_t *he_fcache_get(he_fcache_t *fc, const char *path, size_t len, uint64_t now_ms, int *err,
+                         bool *hit);
+void he_fcache_put(he_fcache_t *fc, he_file_t *f);
+/* The file's bytes mapped read-only, mapped on first use and unmapped with
+ * the entry; NULL for an empty file or when mmap fails (*err set). */
+const char *he_fcache_map(he_fcache_t *fc, he_file_t *f, int *err);
+/* Takes f out of the table (it is destroyed when its last user puts it):
+ * for an entry whose file changed in a way revalidation cannot see yet. */
+void he_fcache_invalidate(he_fcache_t *fc, he_file_t *f);
+
+#endif

@@ -1,0 +1,57 @@
+/* The access-log record of one response: what the worker has at hand,
+ * stored into its own ring (base/); the control thread formats it. */
+#include <netinet/in.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "server/control/accesslog.h"
+#include "server/http/http.h"
+#include "server/net/tls.h"
+
+void he__http_alog_push(he_worker_t *w, const he_conn_t *c, const he_req_t *r, uint64_t end_ns,
+                        uint64_t ttfb_us, uint64_t total_us)
+{
+    size_t n = r->url_len > HE_ALOG_TARGET_MAX ? HE_ALOG_TARGET_MAX : r->url_len;
+    he_alog_rec_t *rec = he_alog_reserve(w->alog, n);
+    uint64_t a0 = 0, a1 = 0;
+
+    if (!rec) {
+        w->stats.log_dropped++;
+        return;
+    }
+    rec->target_len = (uint16_t)n;
+    rec->status = (uint16_t)r->status;
+    rec->end_ns = end_ns;
+    rec->bytes_sent = c->bytes_sent;
+    rec->duration_us = total_us > UINT32_MAX ? UINT32_MAX : (uint32_t)total_us;
+    rec->ttfb_us = ttfb_us > UINT32_MAX ? UINT32_MAX : (uint32_t)ttfb_us;
+    rec->head_len = r->head_len;
+    rec->worker = (uint16_t)w->id;
+    rec->method = r->method;
+    rec->http_major = r->http_major;
+    rec->http_minor = r->http_minor;
+    rec->tls = !c->tls           ? HE_ALOG_TLS_NONE
+               : c->tls->ktls_tx ? HE_ALOG_TLS_KTLS
+                                 : HE_ALOG_TLS_USERSPACE;
+    rec->cache = r->cache_st; /* a number here; the control thread names it */
+    rec->truncated = r->url_len > HE_ALOG_TARGET_MAX;
+    rec->family = (uint8_t)c->peer.ss_family;
+    if (c->peer.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&c->peer;
+        uint32_t v4;
+        __builtin_memcpy(&v4, &a->sin_addr, 4);
+        a0 = v4;
+    } else if (c->peer.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&c->peer;
+        __builtin_memcpy(&a0, &a->sin6_addr, 8);
+        __builtin_memcpy(&a1, (const char *)&a->sin6_addr + 8, 8);
+    } else {
+        rec->family = 0;
+    }
+    /* all 16 bytes, zeros after an IPv4 address: the formatter's address
+     * cache compares them as two words */
+    __builtin_memcpy(rec->addr, &a0, 8);
+    __builtin_memcpy(rec->addr + 8, &a1, 8);
+    memcpy(rec->target, r->url, n);
+    he_alog_commit(w->alog, rec);
+}

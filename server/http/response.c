@@ -1,0 +1,230 @@
+/* Responses, whatever answers them: the one head builder, error pages,
+ * conditionals and ranges against a representation, and the end of a
+ * response (counters, latency histograms, the access log). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "server/base/hbuf.h"
+#include "server/base/log.h"
+#include "server/control/accesslog.h"
+#include "server/http/http.h"
+#include "server/http/http_util.h"
+
+/* ---------------------------------------------------------------- heads */
+
+static void he_http_head_line(he_hbuf_t *b, const char *name, size_t nlen, const char *v,
+                              size_t vlen)
+{
+    he_hb_mem(b, name, nlen);
+    he_hb_mem(b, v, vlen);
+    he_hb_lit(b, "\r\n");
+}
+
+/* HTTP/1.1's spelling of h into c->hdr; false when it does not fit. */
+static bool he_http1_head(he_worker_t *w, he_conn_t *c, const he_req_t *r, const he_http_head_t *h)
+{
+    he_hbuf_t b = {c->hdr, 0, HE_CONN_HDR_CAP, false};
+    const char *cors = w->conf->cors_allow_origin;
+
+    he_hb_lit(&b, "HTTP/1.1 ");
+    he_hb_u64(&b, (uint64_t)h->status);
+    he_hb_lit(&b, " ");
+    he_hb_str(&b, he_http_reason(h->status));
+    he_hb_lit(&b, "\r\nServer: hlsedge\r\nDate: ");
+    he_hb_mem(&b, w->date, 29);
+    he_hb_lit(&b, "\r\n");
+    if (cors[0]) {
+        he_http_head_line(&b, "Access-Control-Allow-Origin: ", 29, cors, strlen(cors));
+        if (h->expose_headers)
+            he_hb_lit(&b, "Access-Control-Expose-Headers: Content-Length, Content-Range, ETag\r\n");
+    }
+    if (h->extra) he_hb_str(&b, h->extra);
+    if (h->status != 304 && !h->no_ctype) {
+        const char *ct = h->ctype && h->ctype[0] ? h->ctype : he_seg_type_mime(h->type);
+        he_http_head_line(&b, "Content-Type: ", 14, ct, strlen(ct));
+    }
+    if (h->has_clen) {
+        he_hb_lit(&b, "Content-Length: ");
+        he_hb_u64(&b, h->clen);
+        he_hb_lit(&b, "\r\n");
+    }
+    if (h->cenc && h->cenc[0]) {
+        if (h->status != 416 && h->status != 304)
+            he_http_head_line(&b, "Content-Encoding: ", 18, h->cenc, strlen(h->cenc));
+        /* the origin chose the encoding, not the client's Accept-Encoding:
+         * shared caches downstream must not hand it to one that cannot
+         * decode it */
+        he_hb_lit(&b, "Vary: Accept-Encoding\r\n");
+    }
+    if (h->accept_ranges) he_hb_lit(&b, "Accept-Ranges: bytes\r\n");
+    if (h->range) {
+        he_hb_lit(&b, "Content-Range: bytes ");
+        he_hb_u64(&b, h->first);
+        he_hb_lit(&b, "-");
+        he_hb_u64(&b, h->last);
+        he_hb_lit(&b, "/");
+        he_hb_u64(&b, h->size);
+        he_hb_lit(&b, "\r\n");
+    } else if (h->unsatisfied) {
+        he_hb_lit(&b, "Content-Range: bytes */");
+        he_hb_u64(&b, h->size);
+        he_hb_lit(&b, "\r\n");
+    }
+    if (h->last_modified) he_http_head_line(&b, "Last-Modified: ", 15, h->last_modified, h->last_modified_len);
+    if (h->etag) he_http_head_line(&b, "ETag: ", 6, h->etag, h->etag_len);
+    if (h->cache_control && w->conf->cache_control[h->type][0]) {
+        const char *cc = w->conf->cache_control[h->type];
+        he_http_head_line(&b, "Cache-Control: ", 15, cc, strlen(cc));
+    }
+    if (c->close_after || w->draining) {
+        c->close_after = true;
+        he_hb_lit(&b, "Connection: close\r\n\r\n");
+    } else if (r->http_major == 1 && r->http_minor == 0) {
+        he_hb_lit(&b, "Connection: keep-alive\r\n\r\n");
+    } else {
+        he_hb_lit(&b, "\r\n");
+    }
+    c->hdr_len = (uint32_t)b.len;
+    c->hdr_sent = 0;
+    return !b.overflow;
+}
+
+void he_http_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *h, he_body_t *body)
+{
+    he_conn_t *c = r->conn;
+
+    r->status = h->status;
+    if (body && body->ops && r->method != HTTP_HEAD && body->end > body->off) {
+        c->body = *body;
+    } else {
+        if (body) he__body_release(body); /* HEAD, 304, 416, empty: no body */
+        memset(&c->body, 0, sizeof(c->body));
+    }
+    if (body) memset(body, 0, sizeof(*body)); /* the response's now */
+    if (!he_http1_head(w, c, r, h)) {
+        he_log_error("worker %u: response head for %.*s over %d bytes", w->id,
+                     (int)(r->url_len > 200 ? 200 : r->url_len), r->url, HE_CONN_HDR_CAP);
+        he__body_release(&c->body);
+        he__conn_close(w, c);
+        return;
+    }
+    r->head_len = (uint16_t)c->hdr_len; /* for the access log's body bytes */
+    he__send_start(w, c);
+}
+
+void he_http_respond_error(he_worker_t *w, he_req_t *r, int status)
+{
+    he_conn_t *c = r->conn;
+    he_http_head_t h;
+    char body[128];
+    int blen = snprintf(body, sizeof(body), "%d %s\n", status, he_http_reason(status));
+
+    if (status == 400 || status == 414 || status == 431) c->close_after = true;
+    memset(&h, 0, sizeof(h));
+    h.status = status;
+    h.ctype = "text/plain";
+    h.has_clen = true;
+    h.clen = (uint64_t)blen;
+    if (status == 405) h.extra = "Allow: GET, HEAD, OPTIONS\r\n";
+    r->status = status;
+    memset(&c->body, 0, sizeof(c->body));
+    if (!he_http1_head(w, c, r, &h)) {
+        he__conn_close(w, c);
+        return;
+    }
+    r->head_len = (uint16_t)c->hdr_len;
+    /* the parser records the method first thing, so even a request cut
+     * short by a 400, 414 or 431 is known to be HEAD */
+    if (r->method != HTTP_HEAD && c->hdr_len + (uint32_t)blen <= HE_CONN_HDR_CAP) {
+        memcpy(c->hdr + c->hdr_len, body, (size_t)blen);
+        c->hdr_len += (uint32_t)blen;
+    }
+    he__send_start(w, c);
+}
+
+/* ---------------------------------------------------------------- conditionals */
+
+int he_http_evaluate(const he_req_t *r, const char *etag, size_t etag_len, time_t mtime,
+                     time_t range_mtime, uint64_t size, uint64_t *first, uint64_t *last)
+{
+    he_http_cond_t cond;
+    he_http_range_result_t range = HE_HTTP_RANGE_NONE;
+
+    *first = 0;
+    *last = size ? size - 1 : 0;
+    memset(&cond, 0, sizeof(cond));
+    if (r->inm_len) cond.if_none_match = r->inm, cond.if_none_match_len = r->inm_len;
+    if (r->ims_len && mtime) cond.if_modified_since = r->ims, cond.if_modified_since_len = r->ims_len;
+    if (r->im_len) cond.if_match = r->im, cond.if_match_len = r->im_len;
+    if (r->ius_len && mtime)
+        cond.if_unmodified_since = r->ius, cond.if_unmodified_since_len = r->ius_len;
+    switch (he_http_cond_eval(&cond, etag, etag_len, mtime)) {
+    case HE_HTTP_COND_NOT_MODIFIED:
+        return 304;
+    case HE_HTTP_COND_PRECONDITION_FAILED:
+        return 412;
+    default:
+        break;
+    }
+    if (r->range_len && (!r->if_range_len || he_http_if_range_ok(r->if_range, r->if_range_len, etag,
+                                                                 etag_len, range_mtime)))
+        range = he_http_range_parse(r->range, r->range_len, size, first, last);
+    if (range == HE_HTTP_RANGE_UNSATISFIABLE) return 416;
+    if (range == HE_HTTP_RANGE_OK) return 206;
+    *first = 0;
+    *last = size ? size - 1 : 0;
+    return 200;
+}
+
+/* ---------------------------------------------------------------- the end */
+
+/* The last byte of a response went to the kernel: the counters, both
+ * latency histograms, the access log record. */
+void he__http_response_end(he_worker_t *w, he_conn_t *c, he_req_t *r)
+{
+    he_stats_t *st = &w->stats;
+    if (r->status >= 100 && r->status < 600) st->status_class[r->status / 100]++;
+    st->bytes_out += c->bytes_sent;
+    st->kind[r->kind < HE_SEG_KIND_COUNT ? r->kind : HE_SEG_KIND_OTHER]++;
+    if (!w->stats_off || he_alog_ring_on(w->alog)) {
+        /* The batch's clock, like t_start_ns and t_first_byte_ns: one clock
+         * read per batch of completions, not per request. */
+        uint64_t now = he__batch_ns, t0 = r->t_start_ns;
+        uint64_t fb = c->t_first_byte_ns && c->t_first_byte_ns < now ? c->t_first_byte_ns : now;
+        uint64_t ttfb_us = 0, total_us = 0;
+        if (t0 && now >= t0) {
+            total_us = (now - t0) / 1000;
+            ttfb_us = fb >= t0 ? (fb - t0) / 1000 : 0;
+        }
+        if (!w->stats_off) {
+            he_hist_record(&st->ttfb, ttfb_us);
+            he_hist_record(&st->total, total_us);
+        }
+        if (he_alog_ring_on(w->alog)) he__http_alog_push(w, c, r, now, ttfb_us, total_us);
+    }
+    c->bytes_sent = 0;
+}
+
+/* ---------------------------------------------------------------- the date */
+
+static void he_http_refresh_date(he_worker_t *w)
+{
+    time_t now = time(NULL);
+    if (now != w->date_sec) {
+        w->date_sec = now;
+        he_http_date_format(now, w->date);
+    }
+}
+
+static int he_http_worker_setup(he_worker_t *w)
+{
+    he_http_refresh_date(w);
+    return 0;
+}
+
+const he_worker_hooks_t he_http_worker_hooks = {
+    .name = "http",
+    .setup = he_http_worker_setup,
+    .tick = he_http_refresh_date,
+};

@@ -1,0 +1,408 @@
+/* The one send path: a response head in c->hdr, then a body source
+ * (net.h), whatever the body is made of and whatever the connection is.
+ *
+ *   file range, plain or kTLS  head by send(MSG_MORE), then sendfile(2) in
+ *                              chunks, both directly on the non-blocking
+ *                              socket (the kernel encrypts under kTLS)
+ *   memory, plain or kTLS      head and spans gathered into one send or
+ *                              sendmsg on the ring; a large span of
+ *                              registered buffer 0 by IORING_OP_SEND_ZC
+ *   userspace TLS              SSL_write from memory spans (files mapped),
+ *                              tls_conn.c
+ *
+ * One operation is in flight per connection (send_op). A zero-copy send
+ * posts a result and, later, a notification: both count in c->inflight,
+ * and the response ends (the source is released, the protocol's sent()
+ * runs) only after the last notification, so neither the connection nor
+ * the memory goes while the kernel may still read it. */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/base/log.h"
+#include "server/net/net.h"
+#include "server/net/tls.h"
+
+/* Most a single sendfile may move before the worker looks at its other
+ * connections again (like nginx's sendfile_max_chunk). Smaller chunks keep
+ * each socket's queue, and so the pages and skbs in flight, small enough to
+ * stay in cache. Measured here (HLS line rate, 100 viewers, loadgen with
+ * MSG_TRUNC, one worker; server CPU-s per GB, 2 runs each): 4 MiB
+ * 0.44-0.47, 1 MiB 0.33, 512 KiB 0.24-0.26, 256 KiB 0.13-0.16, 128 KiB
+ * 0.13-0.14, 64 KiB 0.15-0.16. TCP_CORK around the body helped at 4 MiB
+ * (0.39-0.40) but not at 256 KiB (0.14-0.17), so it is not used. */
+#define HE_SENDFILE_CHUNK (256u << 10)
+/* Most bytes one ring send moves before the worker looks at other
+ * connections again. */
+#define HE_SEND_MAX (1u << 20)
+
+enum he_send_op { HE_SEND_OP_NONE = 0, HE_SEND_OP_SEND, HE_SEND_OP_ZC, HE_SEND_OP_POLL };
+
+static void he_send_pump(he_worker_t *w, he_conn_t *c);
+
+/* The last byte went to the kernel and no notification is outstanding. */
+static void he_send_finish(he_worker_t *w, he_conn_t *c)
+{
+    if (c->zc_pending) { /* the kernel may still read the body's memory */
+        c->finish_wait = true;
+        return;
+    }
+    c->finish_wait = false;
+    c->sending = false;
+    he__body_release(&c->body);
+    if (c->tls) he__tls_account(w, c);
+    w->proto->sent(w, c);
+}
+
+static void he_send_fail(he_worker_t *w, he_conn_t *c, int err)
+{
+    if (err == -ECONNRESET || err == -EPIPE) w->stats.errors[HE_STATS_ERR_RESET]++;
+    he__conn_close(w, c);
+}
+
+static void he_send_arm_pollout(he_worker_t *w, he_conn_t *c)
+{
+    struct io_uring_sqe *sqe = he__worker_sqe(w);
+    if (!sqe) {
+        he__conn_close(w, c);
+        return;
+    }
+    io_uring_prep_poll_add(sqe, c->fd, POLLOUT);
+    he__worker_sqe_conn(w, sqe, c, HE_OP_POLLOUT);
+    c->send_op = HE_SEND_OP_POLL;
+}
+
+/* Bytes the kernel took: the head's first, then the body's. */
+static void he_send_took(he_worker_t *w, he_conn_t *c, size_t n, uint64_t now_ns)
+{
+    size_t h = c->hdr_len - c->hdr_sent;
+    if (!c->t_first_byte_ns) c->t_first_byte_ns = now_ns;
+    c->bytes_sent += n;
+    if (n) he__conn_timer_set(w, c, HE_TIMER_SEND);
+    if (n < h) h = n;
+    c->hdr_sent += (uint32_t)h;
+    if (n > h) he__body_advance(&c->body, n - h);
+}
+
+/* A read error of the file behind a failed sendfile, or 0 when the socket
+ * failed. The errno alone cannot tell: a kTLS socket that received a
+ * corrupt record fails the next send with EBADMSG, which any client can
+ * cause. So one byte is read where the send failed; on an error path
+ * only, so the possible disk wait is no concern. */
+bool he__disk_errno(int err)
+{
+    switch (-err) {
+    case EIO:
+    case ENODATA:
+    case ESTALE:
+    case ENXIO:
+    case EOVERFLOW:
+    case EBADMSG:
+        return true;
+    default:
+        return false; /* the socket's (EPIPE, ECONNRESET, ...) or ours */
+    }
+}
+
+int he__send_file_error(int fd, uint64_t off, int err)
+{
+    char b;
+    ssize_t n;
+    if (!he__disk_errno(err)) return 0;
+    n = pread(fd, &b, 1, (off_t)off);
+    if (n == 1) return 0;
+    return n == 0 ? -EBADMSG : -errno; /* 0: short of the promised length */
+}
+
+static void he_send_source_error(he_worker_t *w, he_conn_t *c, int err)
+{
+    if (c->body.ops && c->body.ops->error) c->body.ops->error(&c->body, w, err);
+}
+
+/* sendfile(2) on the worker: the socket is non-blocking, and the file's
+ * pages are in the page cache for any segment worth caching. io_uring has
+ * no sendfile; IORING_OP_SPLICE needs a pipe and two linked operations per
+ * chunk. Measured here (tests/bench/splice_cost.c, 4.6 MB segment over
+ * loopback, sender CPU per GB, 3 runs): sendfile 0.28-0.37 s, io_uring
+ * splice 0.43-0.55 s. */
+static void he_send_file(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
+{
+    off_t off = (off_t)s->file_off;
+    size_t want = s->len < HE_SENDFILE_CHUNK ? s->len : HE_SENDFILE_CHUNK;
+    ssize_t n;
+    int err, derr;
+
+    /* Head first, directly: it is small and the socket has room in all
+     * but pipelined cases; MSG_MORE holds it for the file's first bytes. */
+    while (c->hdr_sent < c->hdr_len) {
+        n = send(c->fd, c->hdr + c->hdr_sent, c->hdr_len - c->hdr_sent,
+                 MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE);
+        if (n < 0) {
+            if (errno == EAGAIN) {
+                he_send_arm_pollout(w, c);
+                return;
+            }
+            he_send_fail(w, c, -errno);
+            return;
+        }
+        c->hdr_sent += (uint32_t)n;
+        c->bytes_sent += (uint64_t)n;
+    }
+    n = sendfile(c->fd, s->fd, &off, want);
+    if (n > 0) {
+        /* Often the same batch that parsed the request: the batch clock
+         * would say 0 us. One clock read per file response is nothing next
+         * to its sendfile. */
+        he_send_took(w, c, (size_t)n, he__now_ns());
+        if (!he__body_left(&c->body)) {
+            he_send_finish(w, c);
+            return;
+        }
+        /* Short or chunk-limited: wait until the socket has room again (a
+         * poll on a writable socket completes at once). */
+        he_send_arm_pollout(w, c);
+        return;
+    }
+    if (n == 0) { /* the file shrank under us: the length we promised is a lie */
+        he_log_warn("worker %u: %s shrank while sending, closing", w->id,
+                    c->body.name ? c->body.name : "a file");
+        he_send_source_error(w, c, -EBADMSG);
+        he__conn_close(w, c);
+        return;
+    }
+    err = -errno; /* before anything that may clobber it (malloc, logging) */
+    if (err == -EAGAIN) {
+        he_send_arm_pollout(w, c);
+        return;
+    }
+    if (c->body.ops->error && (derr = he__send_file_error(s->fd, s->file_off, err)))
+        he_send_source_error(w, c, derr);
+    he_send_fail(w, c, err);
+}
+
+/* Memory spans: zero-copy for a large span of the registered buffer, else
+ * the head and as many spans as fit gathered into one send. */
+static void he_send_mem(he_worker_t *w, he_conn_t *c, he_body_span_t *s)
+{
+    he_body_t *b = &c->body;
+    uint32_t hrem = c->hdr_len - c->hdr_sent;
+    uint64_t off = b->off, total = hrem;
+    struct io_uring_sqe *sqe;
+    unsigned niov = 0;
+
+    if (w->zc && !c->tls && !c->zc_copies && s && s->fixed_off >= 0) {
+        he_body_span_t q;
+        size_t n = s->len;
+        ssize_t m;
+        /* adjacent pieces of the registered buffer make one span */
+        while (n < HE_SEND_MAX && off + n < b->end &&
+               (m = b->ops->peek(b, off + n, &q, false)) > 0 && q.p == s->p + n &&
+               q.fixed_off == s->fixed_off + (int64_t)n)
+            n += (size_t)m;
+        if (n > HE_SEND_MAX) n = HE_SEND_MAX;
+        if (n >= w->zc_min && hrem) {
+            /* the head alone first: gathered with the body it would take
+             * the first MiB along as a copy */
+            if (!(sqe = he__worker_sqe(w))) goto fail;
+            io_uring_prep_send(sqe, c->fd, c->hdr + c->hdr_sent, hrem, MSG_NOSIGNAL | MSG_MORE);
+            he__worker_sqe_conn(w, sqe, c, HE_OP_SEND);
+            c->send_op = HE_SEND_OP_SEND;
+            return;
+        }
+        if (n >= w->zc_min) {
+            if (!(sqe = he__worker_sqe(w))) goto fail;
+            io_uring_prep_send_zc_fixed(sqe, c->fd, (void *)s->p, n, MSG_NOSIGNAL, 0, 0);
+            /* the notification says whether the kernel copied after all:
+             * counted, so an operator sees whether zero-copy happens */
+            if (w->zc_usage) sqe->ioprio |= HE_SEND_ZC_REPORT_USAGE;
+            he__worker_sqe_conn(w, sqe, c, HE_OP_SEND);
+            c->inflight++; /* the notification */
+            c->zc_pending++;
+            c->send_op = HE_SEND_OP_ZC;
+            return;
+        }
+    }
+    if (hrem) {
+        c->iov[0].iov_base = c->hdr + c->hdr_sent;
+        c->iov[0].iov_len = hrem;
+        niov = 1;
+    }
+    while (s && niov < HE_SEND_IOV && total < HE_SEND_MAX) {
+        if (niov > (hrem ? 1u : 0u) &&
+            (const char *)c->iov[niov - 1].iov_base + c->iov[niov - 1].iov_len == s->p) {
+            c->iov[niov - 1].iov_len += s->len;
+        } else {
+            c->iov[niov].iov_base = (void *)s->p;
+            c->iov[niov].iov_len = s->len;
+            niov++;
+        }
+        off += s->len;
+        total += s->len;
+        if (off >= b->end || b->ops->peek(b, off, s, false) <= 0 || !s->p) break;
+    }
+    if (!(sqe = he__worker_sqe(w))) goto fail;
+    if (niov == 1) {
+        io_uring_prep_send(sqe, c->fd, c->iov[0].iov_base, c->iov[0].iov_len, MSG_NOSIGNAL);
+    } else {
+        memset(&c->msg, 0, sizeof(c->msg));
+        c->msg.msg_iov = c->iov;
+        c->msg.msg_iovlen = niov;
+        io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
+    }
+    he__worker_sqe_conn(w, sqe, c, HE_OP_SEND);
+    c->send_op = HE_SEND_OP_SEND;
+    return;
+fail:
+    he__conn_close(w, c);
+}
+
+/* TLS without kTLS: SSL_write (tls_conn.c). With kTLS the plain paths run
+ * as they are: the kernel encrypts what send and sendfile hand it. */
+static void he_send_tls(he_worker_t *w, he_conn_t *c)
+{
+    int rc = he__tls_send(w, c);
+    if (rc == HE_TLS_DONE)
+        he_send_finish(w, c);
+    else if (rc == HE_TLS_AGAIN)
+        he_send_arm_pollout(w, c);
+    else if (rc == HE_TLS_WAIT)
+        c->send_wait = true;
+    else if (rc < 0)
+        he_send_fail(w, c, rc);
+    /* HE_TLS_AGAIN_READ: the connection's read poll resumes it */
+}
+
+static void he_send_pump(he_worker_t *w, he_conn_t *c)
+{
+    he_body_t *b = &c->body;
+    he_body_span_t s;
+    ssize_t n = 0;
+
+    if (c->send_op != HE_SEND_OP_NONE || c->closing || !c->sending || c->finish_wait) return;
+    c->send_wait = false;
+    if (he__tls_userspace(c)) {
+        he_send_tls(w, c);
+        return;
+    }
+    if (he__body_left(b)) n = b->ops->peek(b, b->off, &s, false);
+    if (n < 0) {
+        /* the source failed after the head went: the client sees a short
+         * body once what was sent is out */
+        if (c->hdr_sent == c->hdr_len) {
+            he__conn_close(w, c);
+            return;
+        }
+        n = 0;
+    }
+    if (n > 0 && !s.p) {
+        he_send_file(w, c, &s);
+        return;
+    }
+    if (n == 0 && c->hdr_sent == c->hdr_len) {
+        if (he__body_left(b))
+            c->send_wait = true; /* more comes with he__send_resume */
+        else
+            he_send_finish(w, c);
+        return;
+    }
+    he_send_mem(w, c, n > 0 ? &s : NULL);
+}
+
+void he__send_start(he_worker_t *w, he_conn_t *c)
+{
+    he_body_t *b = &c->body;
+    he_body_span_t s;
+
+    c->sending = true;
+    c->send_wait = c->finish_wait = false;
+    c->send_op = HE_SEND_OP_NONE;
+    /* A small body all there costs less copied behind the head than
+     * described by a second iovec: one plain send, no msghdr to import. */
+    if (he__body_left(b) && c->hdr_sent == 0 && c->hdr_len + (b->end - b->off) <= HE_CONN_HDR_CAP) {
+        while (b->off < b->end && b->ops->peek(b, b->off, &s, true) > 0 && s.p) {
+            memcpy(c->hdr + c->hdr_len, s.p, s.len);
+            c->hdr_len += (uint32_t)s.len;
+            he__body_advance(b, s.len);
+        }
+    }
+    he_send_pump(w, c);
+}
+
+void he__send_resume(he_worker_t *w, he_conn_t *c)
+{
+    if (c->send_wait) he_send_pump(w, c);
+}
+
+void he__send_on_cqe(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe)
+{
+    int res = cqe->res;
+    uint8_t op;
+
+    if (cqe->flags & IORING_CQE_F_NOTIF) {
+        bool copied = (uint32_t)res & HE_NOTIF_USAGE_ZC_COPIED;
+        if (c->zc_nosend && (copied || !w->zc_usage)) {
+            /* a send that sent nothing (reset, EAGAIN ...) is reported
+             * "copied" too: not a send, and no reason to stop zero-copy.
+             * Notifications may come out of order, but every nothing-sent
+             * one has the copied bit, and those all count alike, so taking
+             * any copied one for it keeps the totals. */
+            c->zc_nosend--;
+        } else {
+            w->stats.cache.zc_sends++;
+            if (copied) {
+                w->stats.cache.zc_copied++;
+                c->zc_copies = w->zc_adapt;
+            }
+        }
+        c->zc_pending--;
+        if (!c->zc_pending && c->finish_wait && !c->closing && !w->exiting) he_send_finish(w, c);
+        return;
+    }
+    op = c->send_op;
+    c->send_op = HE_SEND_OP_NONE;
+    if (op == HE_SEND_OP_ZC && !(cqe->flags & IORING_CQE_F_MORE)) {
+        c->zc_pending--; /* no notification will follow */
+        c->inflight--;
+    } else if (op == HE_SEND_OP_ZC && res <= 0) {
+        c->zc_nosend++; /* its notification follows: see above */
+    }
+    if (c->closing || !c->sending || w->exiting) return;
+    if (res == -EAGAIN) { /* sockets are non-blocking for sendfile's sake */
+        he_send_arm_pollout(w, c);
+        return;
+    }
+    if (res < 0) {
+        he_send_fail(w, c, res);
+        return;
+    }
+    he_send_took(w, c, (size_t)res, he__batch_ns);
+    he_send_pump(w, c);
+}
+
+void he__send_on_pollout(he_worker_t *w, he_conn_t *c, int res)
+{
+    if (c->send_op == HE_SEND_OP_POLL) c->send_op = HE_SEND_OP_NONE;
+    if (c->closing || !c->sending) return;
+    if (res < 0 && res != -ECANCELED) {
+        he_send_fail(w, c, res);
+        return;
+    }
+    if (res >= 0 && (res & (POLLERR | POLLHUP)) && !(res & POLLOUT)) {
+        he_send_fail(w, c, -ECONNRESET);
+        return;
+    }
+    he_send_pump(w, c);
+}
+
+void he__send_dispose(he_worker_t *w, he_conn_t *c)
+{
+    (void)w;
+    he__body_release(&c->body);
+    c->sending = c->send_wait = c->finish_wait = false;
+    c->send_op = HE_SEND_OP_NONE;
+    c->zc_pending = c->zc_nosend = 0;
+    c->zc_copies = false; /* the next connection may take another route */
+}
