@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include "cache/internal.h"
+#include "cache/obj.h"
+#include "cache/stats.h"
 
 #define HE__CACHE_GHOST_PROBE 8
 

@@ -30,7 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache/obj.h"
+#include "cache/origin.h"
 #include "cache/origin_internal.h"
+#include "cache/stats.h"
 
 enum he_cache_fetch_state {
     HE_FS_START = 0,

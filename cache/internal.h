@@ -2,11 +2,15 @@
 #ifndef HE_CACHE_INTERNAL_H
 #define HE_CACHE_INTERNAL_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
-#include "cache/cache.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/stats.h"
+#include "cache/store.h"
 
 /* ---------------------------------------------------------------- RAM tier */
 

@@ -22,7 +22,11 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "cache/fresh.h"
 #include "cache/internal.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/stats.h"
 
 #define HE__CACHE_CHAIN_MAX 256
 #define HE__CACHE_LOOKUP_TRIES 4

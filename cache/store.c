@@ -23,7 +23,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache/fresh.h"
 #include "cache/internal.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/result.h"
+#include "cache/stats.h"
+#include "cache/store.h"
 
 uint64_t he__cache_store_blocks(uint64_t bytes)
 {

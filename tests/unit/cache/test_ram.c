@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "cache/internal.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/stats.h"
 #include "he_test.h"
 
 #define CS 64 /* chunk size in these tests */
