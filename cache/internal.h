@@ -169,14 +169,16 @@ int he__cache_evict_init(he__cache_node_t *n);
 void he__cache_evict_free(he__cache_node_t *n);
 void he__cache_evict_insert(he__cache_node_t *n, he_cache_obj_t *o, he_cache_stats_t *st);
 void he__cache_evict_remove(he__cache_node_t *n, he_cache_obj_t *o);
-/* Evicts one object; false when nothing is left to evict. */
-bool he__cache_evict_one(he__cache_node_t *n, he_cache_stats_t *st);
+/* Takes the next victim off the queues (one from the small queue leaves
+ * its ghost); the caller unindexes and drops it. NULL when nothing is
+ * left to evict. */
+he_cache_obj_t *he__cache_evict_victim(he__cache_node_t *n);
 bool he__cache_ghost_contains(const he__cache_ghost_t *g, uint64_t hash);
 void he__cache_ghost_add(he__cache_ghost_t *g, uint64_t hash, uint32_t chunks);
 
-/* ram.c (node lock held) */
-void he__cache_ram_unindex(he__cache_node_t *n, he_cache_obj_t *o);
-void he__cache_obj_drop_locked(he__cache_node_t *n, he_cache_obj_t *o);
+/* ram.c (node lock held): evicts one object, as chosen by evict.c, and
+ * drops it; false when nothing is left to evict. */
+bool he__cache_ram_evict_one(he__cache_node_t *n, he_cache_stats_t *st);
 
 /* ram.c: a fill of key begins in node's partition (p is the fill's). */
 void he__cache_ram_fill_add(he_cache_ram_t *ram, int node, he__cache_rfill_t *p,

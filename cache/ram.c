@@ -203,7 +203,7 @@ static void he_cache_obj_free_locked(he__cache_node_t *n, he_cache_obj_t *o)
     n->free_objs = o;
 }
 
-void he__cache_obj_drop_locked(he__cache_node_t *n, he_cache_obj_t *o)
+static void he_cache_obj_drop_locked(he__cache_node_t *n, he_cache_obj_t *o)
 {
     if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
         he_cache_obj_free_locked(n, o);
@@ -260,7 +260,7 @@ static he_cache_obj_t *he_cache_ram_walk(he__cache_node_t *n, const he_cache_key
         if (he_cache_obj_is(o, key)) return o;
         /* someone else's object now, or no longer indexed */
         if (locked)
-            he__cache_obj_drop_locked(n, o);
+            he_cache_obj_drop_locked(n, o);
         else
             he_cache_obj_unref(o);
     }
@@ -328,7 +328,7 @@ bool he_cache_ram_contains(he_cache_ram_t *ram, int node, const he_cache_key_t *
     return o != NULL; /* "unsure" says no: at worst a duplicate prefetch */
 }
 
-void he__cache_ram_unindex(he__cache_node_t *n, he_cache_obj_t *o)
+static void he_cache_ram_unindex(he__cache_node_t *n, he_cache_obj_t *o)
 {
     _Atomic(he_cache_obj_t *) *pp =
         &n->buckets[atomic_load_explicit(&o->hash, memory_order_relaxed) & n->mask];
@@ -416,13 +416,27 @@ he_cache_obj_t *he_cache_obj_new(he_cache_ram_t *ram, int node, const he_cache_k
     return o;
 }
 
+bool he__cache_ram_evict_one(he__cache_node_t *n, he_cache_stats_t *st)
+{
+    he_cache_obj_t *o = he__cache_evict_victim(n);
+    if (!o) return false;
+    he_cache_ram_unindex(n, o);
+    if (st) {
+        st->evictions[HE_CACHE_TIER_RAM]++;
+        if (atomic_exchange_explicit(&o->pf_pending, 0, memory_order_relaxed))
+            st->prefetch_wasted++;
+    }
+    he_cache_obj_drop_locked(n, o); /* the index's reference */
+    return true;
+}
+
 /* One more chunk for o: the free list, else evict, else malloc (the arena
  * is full of objects still being sent: counted as overflow). */
 static char *he_cache_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st)
 {
     char *c = NULL;
     pthread_mutex_lock(&n->lock);
-    while (n->nfree == 0 && he__cache_evict_one(n, st))
+    while (n->nfree == 0 && he__cache_ram_evict_one(n, st))
         ;
     if (n->nfree) c = n->arena + (size_t)n->free_chunks[--n->nfree] * n->ram->chunk_size;
     pthread_mutex_unlock(&n->lock);
@@ -593,9 +607,9 @@ static int he_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_
         return old ? -EEXIST : -ESTALE;
     }
     if (old) {
-        he__cache_ram_unindex(n, old);
+        he_cache_ram_unindex(n, old);
         he__cache_evict_remove(n, old);
-        he__cache_obj_drop_locked(n, old);
+        he_cache_obj_drop_locked(n, old);
     }
     atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed); /* the index's */
     he_cache_seq_begin(n);
@@ -645,9 +659,9 @@ int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key)
              o = atomic_load_explicit(&o->hnext, memory_order_relaxed))
             if (he_cache_obj_is(o, key)) break;
         if (o) {
-            he__cache_ram_unindex(n, o);
+            he_cache_ram_unindex(n, o);
             he__cache_evict_remove(n, o);
-            he__cache_obj_drop_locked(n, o);
+            he_cache_obj_drop_locked(n, o);
             removed++;
         }
         /* fills of the key in flight: they publish nothing */
