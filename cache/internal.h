@@ -176,9 +176,19 @@ he_cache_obj_t *he__cache_evict_victim(he__cache_node_t *n);
 bool he__cache_ghost_contains(const he__cache_ghost_t *g, uint64_t hash);
 void he__cache_ghost_add(he__cache_ghost_t *g, uint64_t hash, uint32_t chunks);
 
+/* The partition a worker on node uses (an unknown node, -1: the first). */
+static inline he__cache_node_t *he__cache_ram_node(he_cache_ram_t *ram, int node)
+{
+    if (node < 0) node = 0;
+    return &ram->nodes[node % ram->nnodes];
+}
+
 /* ram.c (node lock held): evicts one object, as chosen by evict.c, and
  * drops it; false when nothing is left to evict. */
 bool he__cache_ram_evict_one(he__cache_node_t *n, he_cache_stats_t *st);
+/* ram.c: one more chunk of node n's memory (takes the lock): the free
+ * list, else evicting, else malloc (counted as overflow). NULL on ENOMEM. */
+char *he__cache_ram_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st);
 
 /* ram.c: a fill of key begins in node's partition (p is the fill's). */
 void he__cache_ram_fill_add(he_cache_ram_t *ram, int node, he__cache_rfill_t *p,

@@ -31,12 +31,6 @@
 #define HE__CACHE_CHAIN_MAX 256
 #define HE__CACHE_LOOKUP_TRIES 4
 
-static he__cache_node_t *he_cache_ram_node(he_cache_ram_t *ram, int node)
-{
-    if (node < 0) node = 0;
-    return &ram->nodes[node % ram->nnodes];
-}
-
 static int he_cache_ram_node_init(he_cache_ram_t *ram, he__cache_node_t *n, int id, uint64_t bytes,
                                   bool numa)
 {
@@ -165,14 +159,14 @@ int he_cache_ram_nodes(const he_cache_ram_t *ram)
 
 void he_cache_ram_arena(const he_cache_ram_t *ram, int node, void **base, size_t *len)
 {
-    he__cache_node_t *n = he_cache_ram_node((he_cache_ram_t *)ram, node);
+    he__cache_node_t *n = he__cache_ram_node((he_cache_ram_t *)ram, node);
     *base = n->arena;
     *len = n->arena_len;
 }
 
 uint64_t he_cache_ram_used(const he_cache_ram_t *ram, int node)
 {
-    he__cache_node_t *n = he_cache_ram_node((he_cache_ram_t *)ram, node);
+    he__cache_node_t *n = he__cache_ram_node((he_cache_ram_t *)ram, node);
     return atomic_load_explicit(&n->used_chunks, memory_order_relaxed) * ram->chunk_size;
 }
 
@@ -289,7 +283,7 @@ he_cache_obj_t *he_cache_ram_lookup(he_cache_ram_t *ram, int node, const he_cach
         if (st) st->misses[HE_CACHE_TIER_RAM]++;
         return NULL;
     }
-    n = he_cache_ram_node(ram, node);
+    n = he__cache_ram_node(ram, node);
     for (int t = 0; t < HE__CACHE_LOOKUP_TRIES; t++) {
         bool unsure = false;
         unsigned s1 = atomic_load_explicit(&n->seq, memory_order_acquire);
@@ -323,7 +317,7 @@ bool he_cache_ram_contains(he_cache_ram_t *ram, int node, const he_cache_key_t *
     bool unsure = false;
     he_cache_obj_t *o;
     if (!ram) return false;
-    o = he_cache_ram_walk(he_cache_ram_node(ram, node), key, false, &unsure);
+    o = he_cache_ram_walk(he__cache_ram_node(ram, node), key, false, &unsure);
     if (o) he_cache_obj_unref(o);
     return o != NULL; /* "unsure" says no: at worst a duplicate prefetch */
 }
@@ -371,7 +365,7 @@ static he_cache_obj_t *he_cache_obj_header(he__cache_node_t *n)
 he_cache_obj_t *he_cache_obj_new(he_cache_ram_t *ram, int node, const he_cache_key_t *key,
                                  uint64_t size_hint)
 {
-    he__cache_node_t *n = he_cache_ram_node(ram, node);
+    he__cache_node_t *n = he__cache_ram_node(ram, node);
     size_t ksz = offsetof(he_cache_key_t, s) + key->len + 1;
     he_cache_key_t *k = malloc(ksz);
     uint32_t cap = (uint32_t)((size_hint + ram->chunk_size - 1) / ram->chunk_size);
@@ -432,7 +426,7 @@ bool he__cache_ram_evict_one(he__cache_node_t *n, he_cache_stats_t *st)
 
 /* One more chunk for o: the free list, else evict, else malloc (the arena
  * is full of objects still being sent: counted as overflow). */
-static char *he_cache_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st)
+char *he__cache_ram_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st)
 {
     char *c = NULL;
     pthread_mutex_lock(&n->lock);
@@ -462,7 +456,7 @@ size_t he_cache_obj_space(he_cache_obj_t *o, void **p, he_cache_stats_t *st)
             o->chunks = t;
             o->chunk_cap *= 2;
         }
-        c = he_cache_chunk_alloc(o->node, st);
+        c = he__cache_ram_chunk_alloc(o->node, st);
         if (!c) return 0;
         o->chunks[o->nchunks++] = c;
     }
@@ -490,7 +484,7 @@ unsigned he_cache_obj_space_iov(he_cache_obj_t *o, struct iovec *iov, unsigned m
                 o->chunks = t;
                 o->chunk_cap *= 2;
             }
-            if (!(c = he_cache_chunk_alloc(o->node, st))) break;
+            if (!(c = he__cache_ram_chunk_alloc(o->node, st))) break;
             o->chunks[o->nchunks++] = c;
         }
         p = o->chunks[ci] + pos % cs;
@@ -553,7 +547,7 @@ void he_cache_obj_finish(he_cache_obj_t *o)
 void he__cache_ram_fill_add(he_cache_ram_t *ram, int node, he__cache_rfill_t *p,
                             const he_cache_key_t *key)
 {
-    he__cache_node_t *n = he_cache_ram_node(ram, node);
+    he__cache_node_t *n = he__cache_ram_node(ram, node);
     p->in.key = key;
     p->node = n;
     pthread_mutex_lock(&n->lock);
