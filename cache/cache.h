@@ -9,7 +9,8 @@
  * ("now_ms"), both supplied by the caller.
  *
  *   key.c      cache keys: normalized path + configured query parameters
- *   ram.c      RAM tier: node arenas, objects, lock-free index
+ *   ram.c      RAM tier: node arenas and memory, references, lock-free index
+ *   obj.c      RAM tier: creating, filling and reading objects
  *   evict.c    RAM tier: S3-FIFO queues, ghost, admission
  *   fresh.c    freshness: Cache-Control, Expires, overrides, live playlists
  *   crc32c.c   CRC32C for the SSD tier

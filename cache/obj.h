@@ -1,4 +1,4 @@
-/* cache: the RAM tier and its objects (ram.c, evict.c). */
+/* cache: the RAM tier and its objects (ram.c, obj.c, evict.c). */
 #ifndef HE_CACHE_OBJ_H
 #define HE_CACHE_OBJ_H
 

@@ -22,7 +22,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "cache/fresh.h"
 #include "cache/internal.h"
 #include "cache/key.h"
 #include "cache/obj.h"
@@ -341,7 +340,7 @@ static void he_cache_ram_unindex(he__cache_node_t *n, he_cache_obj_t *o)
     he_cache_seq_end(n);
 }
 
-/* ---------------------------------------------------------------- objects */
+/* ---------------------------------------------------------------- memory */
 
 bool he__cache_ram_evict_one(he__cache_node_t *n, he_cache_stats_t *st)
 {
