@@ -20,6 +20,7 @@
  *   origin.c   origin URLs, start-up resolution, a worker's origins + TLS context
  *   pool.c     keep-alive connections per worker per origin
  *   fetch.c    origin fetch state machine: connect, TLS, send, receive, failover
+ *   fetch_io.c a fetch's operations on an SQE or with blocking syscalls
  *   fill.c     coalesced fills, read-while-fill waiters, publishing
  *   prefetch.c next segments of a rendition, used/wasted accounting
  *

@@ -3,7 +3,8 @@
  * recv, close: he_cache_fetch_next) and consumes the result
  * (he_cache_fetch_complete); the worker turns each step into an SQE
  * (he_cache_io_prep), tests run them with blocking syscalls
- * (he_cache_fetch_run_sync). One operation is in flight at a time.
+ * (he_cache_fetch_run_sync); both are in fetch_io.c. One operation is in
+ * flight at a time.
  *
  *   START    a pooled connection (-> REQUEST) or a new one (-> SOCKET)
  *   SOCKET   -> CONNECT -> (https) TLS handshake -> REQUEST
@@ -23,12 +24,9 @@
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cache/obj.h"
 #include "cache/origin.h"

@@ -1,6 +1,6 @@
 /* cache: the origin client: the response head, its parser (httpc.c),
  * origins and their keep-alive pools (origin.c, pool.c) and the fetch
- * (fetch.c). */
+ * (fetch.c, fetch_io.c). */
 #ifndef HE_CACHE_ORIGIN_H
 #define HE_CACHE_ORIGIN_H
 
