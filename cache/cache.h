@@ -15,6 +15,7 @@
  *   fresh.c    freshness: Cache-Control, Expires, overrides, live playlists
  *   crc32c.c   CRC32C for the SSD tier
  *   store.c    SSD tier: directories, index, eviction, rebuild
+ *   store_hdr.c SSD tier: the header each object file starts with
  *   swrite.c   SSD tier: the write state machine (io_uring or syscalls)
  *   httpc.c    HTTP/1.1 response parser and request builder
  *   origin.c   origin URLs, start-up resolution, a worker's origins + TLS context
@@ -23,6 +24,7 @@
  *   fetch_io.c a fetch's operations on an SQE or with blocking syscalls
  *   fill.c     coalesced fills, read-while-fill waiters, publishing
  *   prefetch.c next segments of a rendition, used/wasted accounting
+ *   stats.c    names of the counters' causes, errno to disk error cause
  *
  * This header includes every section; a file that needs one includes it:
  *   result.h   HE_CACHE_OK / HE_CACHE_AGAIN

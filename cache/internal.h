@@ -209,7 +209,7 @@ int he__cache_ram_insert_fill(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_s
 #define HE__CACHE_HDR_MAX 4096
 #define HE__CACHE_BLOCK 4096 /* disk usage is counted in these */
 
-/* On-disk header, little-endian (see swrite.c for the layout):
+/* On-disk header, little-endian (store_hdr.c builds and checks it):
  *   0 magic u32 | 4 version u32 | 8 header_len u32 | 12 header_crc u32
  *  16 body_len u64 | 24 body_crc u32 | 28 status u16 | 30 kind u8 | 31 cenc_len u8
  *  32 stored_ms i64 | 40 expires_ms i64 | 48 swr_ms u32 | 52 sie_ms u32
@@ -282,7 +282,7 @@ void he__cache_store_pending_del(he__cache_sdir_t *d, he__cache_pending_t *p);
 int he__cache_store_add(he__cache_sdir_t *d, he__cache_pending_t *p, uint64_t gen, uint32_t hdr_len,
                         uint64_t body_len, const he_cache_meta_t *meta, uint64_t reserved,
                         he_cache_stats_t *st);
-/* Builds a header; returns its length or -ENAMETOOLONG. */
+/* store_hdr.c: builds a header; returns its length or -ENAMETOOLONG. */
 int he__cache_hdr_build(char *out, const he_cache_key_t *key, const he_cache_meta_t *m,
                         uint64_t body_len, uint32_t body_crc);
 /* Checks a header read from disk; fills key and meta. 0, -EBADMSG, or
