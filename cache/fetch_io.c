@@ -38,7 +38,7 @@ void he_cache_io_prep(const he_cache_io_t *io, struct io_uring_sqe *sqe)
 }
 
 /* Waits for ev on fd until the deadline: 0, or -ETIME. */
-static int he_io_wait(int fd, short ev, uint64_t deadline_ms, uint64_t now_ms)
+static int he_cache_io_wait(int fd, short ev, uint64_t deadline_ms, uint64_t now_ms)
 {
     struct pollfd p = {.fd = fd, .events = ev};
     int ms = !deadline_ms ? -1 : deadline_ms > now_ms ? (int)(deadline_ms - now_ms) : 0;
@@ -62,7 +62,7 @@ int he_cache_io_run_sync(const he_cache_io_t *io, uint64_t now_ms)
     case HE_CACHE_IO_CONNECT:
         if (connect(io->fd, io->addr, io->addrlen) == 0) return 0;
         if (errno != EINPROGRESS) return -errno;
-        if ((rc = he_io_wait(io->fd, POLLOUT, io->deadline_ms, now_ms)) < 0) return rc;
+        if ((rc = he_cache_io_wait(io->fd, POLLOUT, io->deadline_ms, now_ms)) < 0) return rc;
         if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0) return -errno;
         return -err;
     case HE_CACHE_IO_SEND:
@@ -70,14 +70,14 @@ int he_cache_io_run_sync(const he_cache_io_t *io, uint64_t now_ms)
             n = send(io->fd, io->buf, io->len, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n >= 0) return (int)n;
             if (errno != EAGAIN && errno != EINTR) return -errno;
-            if ((rc = he_io_wait(io->fd, POLLOUT, io->deadline_ms, now_ms)) < 0) return rc;
+            if ((rc = he_cache_io_wait(io->fd, POLLOUT, io->deadline_ms, now_ms)) < 0) return rc;
         }
     case HE_CACHE_IO_RECV:
         for (;;) {
             n = recv(io->fd, io->buf, io->len, MSG_DONTWAIT);
             if (n >= 0) return (int)n;
             if (errno != EAGAIN && errno != EINTR) return -errno;
-            if ((rc = he_io_wait(io->fd, POLLIN, io->deadline_ms, now_ms)) < 0) return rc;
+            if ((rc = he_cache_io_wait(io->fd, POLLIN, io->deadline_ms, now_ms)) < 0) return rc;
         }
     case HE_CACHE_IO_CLOSE:
         close(io->fd);
@@ -87,7 +87,7 @@ int he_cache_io_run_sync(const he_cache_io_t *io, uint64_t now_ms)
     }
 }
 
-static uint64_t he_fetch_clock(void)
+static uint64_t he_cache_io_clock(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -97,7 +97,7 @@ static uint64_t he_fetch_clock(void)
 int he_cache_fetch_run_sync(he_cache_fetch_t *f, uint64_t (*clock_ms)(void))
 {
     he_cache_io_t io;
-    if (!clock_ms) clock_ms = he_fetch_clock;
+    if (!clock_ms) clock_ms = he_cache_io_clock;
     while (he_cache_fetch_next(f, clock_ms(), &io) != HE_CACHE_IO_DONE) {
         int res = he_cache_io_run_sync(&io, clock_ms());
         he_cache_fetch_complete(f, res, clock_ms());

@@ -403,8 +403,8 @@ bool he__cache_ram_fill_del(he__cache_rfill_t *p)
 
 /* cond: insert-if-absent, and only if no removal began since epoch.
  * fill: the fill that made o, ended here (see he__cache_ram_insert_fill). */
-static int he_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st, bool cond,
-                         uint64_t epoch, he__cache_rfill_t *fill)
+static int he_cache_ram_publish(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st,
+                                bool cond, uint64_t epoch, he__cache_rfill_t *fill)
 {
     he__cache_node_t *n = o->node;
     uint64_t len = atomic_load_explicit(&o->len, memory_order_relaxed);
@@ -456,19 +456,19 @@ static int he_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_
 
 int he_cache_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st)
 {
-    return he_ram_insert(ram, o, st, false, 0, NULL);
+    return he_cache_ram_publish(ram, o, st, false, 0, NULL);
 }
 
 int he_cache_ram_insert_if_absent(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st,
                                   uint64_t epoch)
 {
-    return he_ram_insert(ram, o, st, true, epoch, NULL);
+    return he_cache_ram_publish(ram, o, st, true, epoch, NULL);
 }
 
 int he__cache_ram_insert_fill(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st,
                               he__cache_rfill_t *p)
 {
-    return he_ram_insert(ram, o, st, false, 0, p);
+    return he_cache_ram_publish(ram, o, st, false, 0, p);
 }
 
 uint64_t he_cache_ram_epoch(const he_cache_ram_t *ram)
@@ -480,7 +480,7 @@ int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key)
 {
     int removed = 0;
     if (!ram) return 0;
-    atomic_fetch_add(&ram->epoch, 1); /* before the locks: see he_ram_insert */
+    atomic_fetch_add(&ram->epoch, 1); /* before the locks: see he_cache_ram_publish */
     for (int i = 0; i < ram->nnodes; i++) {
         he__cache_node_t *n = &ram->nodes[i];
         he_cache_obj_t *o;
