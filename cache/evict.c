@@ -16,11 +16,15 @@
  *           main's head (CLOCK-like reinsertion), else evict it.
  *
  * Sizes are counted in chunks, the unit memory is handed out in. Every
- * function here runs with the node lock held. */
+ * function here runs with the node lock held. This file knows the queues
+ * only: it hands victims to ram.c, which unindexes and drops them, and
+ * calls nothing there. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache/internal.h"
+#include "cache/obj.h"
+#include "cache/stats.h"
 
 #define HE__CACHE_GHOST_PROBE 8
 
@@ -145,19 +149,7 @@ void he__cache_evict_remove(he__cache_node_t *n, he_cache_obj_t *o)
     o->queue = HE__CACHE_Q_NONE;
 }
 
-static void he_cache_evict_victim(he__cache_node_t *n, he_cache_obj_t *o, he_cache_stats_t *st)
-{
-    o->queue = HE__CACHE_Q_NONE;
-    he__cache_ram_unindex(n, o);
-    if (st) {
-        st->evictions[HE_CACHE_TIER_RAM]++;
-        if (atomic_exchange_explicit(&o->pf_pending, 0, memory_order_relaxed))
-            st->prefetch_wasted++;
-    }
-    he__cache_obj_drop_locked(n, o);
-}
-
-bool he__cache_evict_one(he__cache_node_t *n, he_cache_stats_t *st)
+he_cache_obj_t *he__cache_evict_victim(he__cache_node_t *n)
 {
     uint64_t small_cap = n->nchunks / 10 ? n->nchunks / 10 : 1;
     /* each pass moves an object or lowers a frequency, so this ends; the
@@ -176,10 +168,10 @@ bool he__cache_evict_one(he__cache_node_t *n, he_cache_stats_t *st)
             }
             he__cache_ghost_add(&n->ghost, atomic_load_explicit(&t->hash, memory_order_relaxed),
                                 t->nchunks);
-            he_cache_evict_victim(n, t, st);
-            return true;
+            t->queue = HE__CACHE_Q_NONE;
+            return t;
         }
-        if (!n->main.count) return false;
+        if (!n->main.count) return NULL;
         t = n->main.tail;
         he_cache_fifo_unlink(&n->main, t);
         {
@@ -190,8 +182,8 @@ bool he__cache_evict_one(he__cache_node_t *n, he_cache_stats_t *st)
                 continue;
             }
         }
-        he_cache_evict_victim(n, t, st);
-        return true;
+        t->queue = HE__CACHE_Q_NONE;
+        return t;
     }
-    return false;
+    return NULL;
 }

@@ -41,7 +41,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/fill.h"
+#include "cache/fresh.h"
 #include "cache/internal.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/origin.h"
+#include "cache/stats.h"
+#include "cache/store.h"
 
 #define HE__CACHE_FILL_BUCKETS 256
 

@@ -26,7 +26,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "cache/cache.h"
+#include "cache/fresh.h"
+#include "cache/origin.h"
 
 #define HE__CACHE_HEURISTIC_MAX_MS (24ll * 3600 * 1000)
 #define HE__CACHE_LIVE_FRACTION_DEFAULT 50

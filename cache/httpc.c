@@ -10,7 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cache/cache.h"
+#include "cache/fresh.h"
+#include "cache/origin.h"
 
 enum {
     HE_HC_STATUS = 0,

@@ -2,11 +2,15 @@
 #ifndef HE_CACHE_INTERNAL_H
 #define HE_CACHE_INTERNAL_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
-#include "cache/cache.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/stats.h"
+#include "cache/store.h"
 
 /* ---------------------------------------------------------------- RAM tier */
 
@@ -165,14 +169,26 @@ int he__cache_evict_init(he__cache_node_t *n);
 void he__cache_evict_free(he__cache_node_t *n);
 void he__cache_evict_insert(he__cache_node_t *n, he_cache_obj_t *o, he_cache_stats_t *st);
 void he__cache_evict_remove(he__cache_node_t *n, he_cache_obj_t *o);
-/* Evicts one object; false when nothing is left to evict. */
-bool he__cache_evict_one(he__cache_node_t *n, he_cache_stats_t *st);
+/* Takes the next victim off the queues (one from the small queue leaves
+ * its ghost); the caller unindexes and drops it. NULL when nothing is
+ * left to evict. */
+he_cache_obj_t *he__cache_evict_victim(he__cache_node_t *n);
 bool he__cache_ghost_contains(const he__cache_ghost_t *g, uint64_t hash);
 void he__cache_ghost_add(he__cache_ghost_t *g, uint64_t hash, uint32_t chunks);
 
-/* ram.c (node lock held) */
-void he__cache_ram_unindex(he__cache_node_t *n, he_cache_obj_t *o);
-void he__cache_obj_drop_locked(he__cache_node_t *n, he_cache_obj_t *o);
+/* The partition a worker on node uses (an unknown node, -1: the first). */
+static inline he__cache_node_t *he__cache_ram_node(he_cache_ram_t *ram, int node)
+{
+    if (node < 0) node = 0;
+    return &ram->nodes[node % ram->nnodes];
+}
+
+/* ram.c (node lock held): evicts one object, as chosen by evict.c, and
+ * drops it; false when nothing is left to evict. */
+bool he__cache_ram_evict_one(he__cache_node_t *n, he_cache_stats_t *st);
+/* ram.c: one more chunk of node n's memory (takes the lock): the free
+ * list, else evicting, else malloc (counted as overflow). NULL on ENOMEM. */
+char *he__cache_ram_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st);
 
 /* ram.c: a fill of key begins in node's partition (p is the fill's). */
 void he__cache_ram_fill_add(he_cache_ram_t *ram, int node, he__cache_rfill_t *p,
@@ -193,7 +209,7 @@ int he__cache_ram_insert_fill(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_s
 #define HE__CACHE_HDR_MAX 4096
 #define HE__CACHE_BLOCK 4096 /* disk usage is counted in these */
 
-/* On-disk header, little-endian (see swrite.c for the layout):
+/* On-disk header, little-endian (store_hdr.c builds and checks it):
  *   0 magic u32 | 4 version u32 | 8 header_len u32 | 12 header_crc u32
  *  16 body_len u64 | 24 body_crc u32 | 28 status u16 | 30 kind u8 | 31 cenc_len u8
  *  32 stored_ms i64 | 40 expires_ms i64 | 48 swr_ms u32 | 52 sie_ms u32
@@ -266,7 +282,7 @@ void he__cache_store_pending_del(he__cache_sdir_t *d, he__cache_pending_t *p);
 int he__cache_store_add(he__cache_sdir_t *d, he__cache_pending_t *p, uint64_t gen, uint32_t hdr_len,
                         uint64_t body_len, const he_cache_meta_t *meta, uint64_t reserved,
                         he_cache_stats_t *st);
-/* Builds a header; returns its length or -ENAMETOOLONG. */
+/* store_hdr.c: builds a header; returns its length or -ENAMETOOLONG. */
 int he__cache_hdr_build(char *out, const he_cache_key_t *key, const he_cache_meta_t *m,
                         uint64_t body_len, uint32_t body_crc);
 /* Checks a header read from disk; fills key and meta. 0, -EBADMSG, or

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cache/cache.h"
+#include "cache/key.h"
 
 #define HE_CACHE_KEY_MAX_PARAMS 32
 

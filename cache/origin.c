@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cache/origin.h"
 #include "cache/origin_internal.h"
 
 static int he_cache_origin_err(char *err, size_t errlen, const char *url, const char *why)

@@ -4,7 +4,7 @@
 
 #include <openssl/ssl.h>
 
-#include "cache/cache.h"
+#include "cache/origin.h"
 
 typedef struct he__cache_pool {
     he_cache_conn_t *conns; /* idle, oldest first */

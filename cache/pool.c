@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cache/origin.h"
 #include "cache/origin_internal.h"
 
 void he_cache_conn_close(he_cache_conn_t *c)

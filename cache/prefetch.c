@@ -14,7 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/cache.h"
+#include "cache/fill.h"
+#include "cache/fresh.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/prefetch.h"
+#include "cache/store.h"
 
 #define HE__PF_BUCKETS 4096
 

@@ -23,15 +23,12 @@
 #include <sys/mman.h>
 
 #include "cache/internal.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/stats.h"
 
 #define HE__CACHE_CHAIN_MAX 256
 #define HE__CACHE_LOOKUP_TRIES 4
-
-static he__cache_node_t *he_cache_ram_node(he_cache_ram_t *ram, int node)
-{
-    if (node < 0) node = 0;
-    return &ram->nodes[node % ram->nnodes];
-}
 
 static int he_cache_ram_node_init(he_cache_ram_t *ram, he__cache_node_t *n, int id, uint64_t bytes,
                                   bool numa)
@@ -161,14 +158,14 @@ int he_cache_ram_nodes(const he_cache_ram_t *ram)
 
 void he_cache_ram_arena(const he_cache_ram_t *ram, int node, void **base, size_t *len)
 {
-    he__cache_node_t *n = he_cache_ram_node((he_cache_ram_t *)ram, node);
+    he__cache_node_t *n = he__cache_ram_node((he_cache_ram_t *)ram, node);
     *base = n->arena;
     *len = n->arena_len;
 }
 
 uint64_t he_cache_ram_used(const he_cache_ram_t *ram, int node)
 {
-    he__cache_node_t *n = he_cache_ram_node((he_cache_ram_t *)ram, node);
+    he__cache_node_t *n = he__cache_ram_node((he_cache_ram_t *)ram, node);
     return atomic_load_explicit(&n->used_chunks, memory_order_relaxed) * ram->chunk_size;
 }
 
@@ -199,7 +196,7 @@ static void he_cache_obj_free_locked(he__cache_node_t *n, he_cache_obj_t *o)
     n->free_objs = o;
 }
 
-void he__cache_obj_drop_locked(he__cache_node_t *n, he_cache_obj_t *o)
+static void he_cache_obj_drop_locked(he__cache_node_t *n, he_cache_obj_t *o)
 {
     if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
         he_cache_obj_free_locked(n, o);
@@ -256,7 +253,7 @@ static he_cache_obj_t *he_cache_ram_walk(he__cache_node_t *n, const he_cache_key
         if (he_cache_obj_is(o, key)) return o;
         /* someone else's object now, or no longer indexed */
         if (locked)
-            he__cache_obj_drop_locked(n, o);
+            he_cache_obj_drop_locked(n, o);
         else
             he_cache_obj_unref(o);
     }
@@ -285,7 +282,7 @@ he_cache_obj_t *he_cache_ram_lookup(he_cache_ram_t *ram, int node, const he_cach
         if (st) st->misses[HE_CACHE_TIER_RAM]++;
         return NULL;
     }
-    n = he_cache_ram_node(ram, node);
+    n = he__cache_ram_node(ram, node);
     for (int t = 0; t < HE__CACHE_LOOKUP_TRIES; t++) {
         bool unsure = false;
         unsigned s1 = atomic_load_explicit(&n->seq, memory_order_acquire);
@@ -319,12 +316,12 @@ bool he_cache_ram_contains(he_cache_ram_t *ram, int node, const he_cache_key_t *
     bool unsure = false;
     he_cache_obj_t *o;
     if (!ram) return false;
-    o = he_cache_ram_walk(he_cache_ram_node(ram, node), key, false, &unsure);
+    o = he_cache_ram_walk(he__cache_ram_node(ram, node), key, false, &unsure);
     if (o) he_cache_obj_unref(o);
     return o != NULL; /* "unsure" says no: at worst a duplicate prefetch */
 }
 
-void he__cache_ram_unindex(he__cache_node_t *n, he_cache_obj_t *o)
+static void he_cache_ram_unindex(he__cache_node_t *n, he_cache_obj_t *o)
 {
     _Atomic(he_cache_obj_t *) *pp =
         &n->buckets[atomic_load_explicit(&o->hash, memory_order_relaxed) & n->mask];
@@ -343,82 +340,29 @@ void he__cache_ram_unindex(he__cache_node_t *n, he_cache_obj_t *o)
     he_cache_seq_end(n);
 }
 
-/* ---------------------------------------------------------------- objects */
+/* ---------------------------------------------------------------- memory */
 
-static he_cache_obj_t *he_cache_obj_header(he__cache_node_t *n)
+bool he__cache_ram_evict_one(he__cache_node_t *n, he_cache_stats_t *st)
 {
-    he_cache_obj_t *o = n->free_objs;
-    if (!o) {
-        he__cache_objblock_t *b = calloc(1, sizeof(*b));
-        if (!b) return NULL;
-        b->next = n->blocks;
-        n->blocks = b;
-        for (int i = 63; i >= 0; i--) {
-            b->objs[i].node = n;
-            b->objs[i].free_next = n->free_objs;
-            n->free_objs = &b->objs[i];
-        }
-        o = n->free_objs;
+    he_cache_obj_t *o = he__cache_evict_victim(n);
+    if (!o) return false;
+    he_cache_ram_unindex(n, o);
+    if (st) {
+        st->evictions[HE_CACHE_TIER_RAM]++;
+        if (atomic_exchange_explicit(&o->pf_pending, 0, memory_order_relaxed))
+            st->prefetch_wasted++;
     }
-    n->free_objs = o->free_next;
-    return o;
-}
-
-he_cache_obj_t *he_cache_obj_new(he_cache_ram_t *ram, int node, const he_cache_key_t *key,
-                                 uint64_t size_hint)
-{
-    he__cache_node_t *n = he_cache_ram_node(ram, node);
-    size_t ksz = offsetof(he_cache_key_t, s) + key->len + 1;
-    he_cache_key_t *k = malloc(ksz);
-    uint32_t cap = (uint32_t)((size_hint + ram->chunk_size - 1) / ram->chunk_size);
-    char **chunks;
-    he_cache_obj_t *o;
-
-    if (cap == 0) cap = 4;
-    chunks = malloc(sizeof(char *) * cap);
-    if (!k || !chunks) {
-        free(k);
-        free(chunks);
-        return NULL;
-    }
-    memcpy(k, key, ksz);
-    pthread_mutex_lock(&n->lock);
-    o = he_cache_obj_header(n);
-    pthread_mutex_unlock(&n->lock);
-    if (!o) {
-        free(k);
-        free(chunks);
-        return NULL;
-    }
-    o->node = n;
-    o->key = k;
-    o->serial = atomic_fetch_add_explicit(&ram->serials, 1, memory_order_relaxed) + 1;
-    memset(&o->meta, 0, sizeof(o->meta));
-    atomic_store_explicit(&o->stored_ms, 0, memory_order_relaxed);
-    atomic_store_explicit(&o->expires_ms, 0, memory_order_relaxed);
-    atomic_store_explicit(&o->len, 0, memory_order_relaxed);
-    o->chunks = chunks;
-    o->nchunks = 0;
-    o->chunk_cap = cap;
-    o->qprev = o->qnext = NULL;
-    o->queue = HE__CACHE_Q_NONE;
-    atomic_store_explicit(&o->freq, 0, memory_order_relaxed);
-    atomic_store_explicit(&o->pf_pending, 0, memory_order_relaxed);
-    atomic_store_explicit(&o->indexed, 0, memory_order_relaxed);
-    atomic_store_explicit(&o->state, HE__CACHE_OBJ_FILLING, memory_order_relaxed);
-    atomic_store_explicit(&o->hash, key->hash, memory_order_relaxed);
-    /* publishes everything above to whoever CASes the count from here on */
-    atomic_store_explicit(&o->refs, 1, memory_order_release);
-    return o;
+    he_cache_obj_drop_locked(n, o); /* the index's reference */
+    return true;
 }
 
 /* One more chunk for o: the free list, else evict, else malloc (the arena
  * is full of objects still being sent: counted as overflow). */
-static char *he_cache_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st)
+char *he__cache_ram_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st)
 {
     char *c = NULL;
     pthread_mutex_lock(&n->lock);
-    while (n->nfree == 0 && he__cache_evict_one(n, st))
+    while (n->nfree == 0 && he__cache_ram_evict_one(n, st))
         ;
     if (n->nfree) c = n->arena + (size_t)n->free_chunks[--n->nfree] * n->ram->chunk_size;
     pthread_mutex_unlock(&n->lock);
@@ -430,112 +374,16 @@ static char *he_cache_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st)
     return c;
 }
 
-size_t he_cache_obj_space(he_cache_obj_t *o, void **p, he_cache_stats_t *st)
-{
-    uint32_t cs = o->node->ram->chunk_size;
-    uint64_t have = atomic_load_explicit(&o->len, memory_order_relaxed);
-    if (have % cs == 0 && have / cs == o->nchunks) {
-        char *c;
-        if (o->nchunks == o->chunk_cap) {
-            /* only the filling worker reads a FILLING object, so the
-             * table may move */
-            char **t = realloc(o->chunks, sizeof(char *) * o->chunk_cap * 2);
-            if (!t) return 0;
-            o->chunks = t;
-            o->chunk_cap *= 2;
-        }
-        c = he_cache_chunk_alloc(o->node, st);
-        if (!c) return 0;
-        o->chunks[o->nchunks++] = c;
-    }
-    *p = o->chunks[have / cs] + have % cs;
-    return cs - have % cs;
-}
-
-unsigned he_cache_obj_space_iov(he_cache_obj_t *o, struct iovec *iov, unsigned max, uint64_t want,
-                                he_cache_stats_t *st)
-{
-    uint32_t cs = o->node->ram->chunk_size;
-    uint64_t pos = atomic_load_explicit(&o->len, memory_order_relaxed), end = pos + want;
-    unsigned n = 0;
-    /* chunks allocated ahead of len are simply reused by _space/_commit:
-     * they take over from the chunk at len / chunk_size */
-    while (pos < end) {
-        uint64_t ci = pos / cs;
-        size_t k;
-        char *p;
-        if (ci == o->nchunks) {
-            char *c;
-            if (o->nchunks == o->chunk_cap) {
-                char **t = realloc(o->chunks, sizeof(char *) * o->chunk_cap * 2);
-                if (!t) break;
-                o->chunks = t;
-                o->chunk_cap *= 2;
-            }
-            if (!(c = he_cache_chunk_alloc(o->node, st))) break;
-            o->chunks[o->nchunks++] = c;
-        }
-        p = o->chunks[ci] + pos % cs;
-        k = cs - pos % cs;
-        if (k > end - pos) k = (size_t)(end - pos);
-        if (n && (char *)iov[n - 1].iov_base + iov[n - 1].iov_len == p) {
-            iov[n - 1].iov_len += k; /* adjacent arena chunks: one span */
-        } else {
-            if (n == max) break;
-            iov[n].iov_base = p;
-            iov[n].iov_len = k;
-            n++;
-        }
-        pos += k;
-    }
-    return n;
-}
-
 uint64_t he_cache_ram_object_max(const he_cache_ram_t *ram)
 {
     uint64_t node = (uint64_t)(ram->nodes[0].nchunks / 2) * ram->chunk_size;
     return ram->opts.object_max < node ? ram->opts.object_max : node;
 }
 
-void he_cache_obj_commit(he_cache_obj_t *o, size_t n)
-{
-    uint64_t have = atomic_load_explicit(&o->len, memory_order_relaxed);
-    atomic_store_explicit(&o->len, have + n, memory_order_release);
-}
-
-int he_cache_obj_append(he_cache_obj_t *o, const void *p, size_t len, he_cache_stats_t *st)
-{
-    const char *s = p;
-    while (len) {
-        void *dst;
-        size_t n = he_cache_obj_space(o, &dst, st);
-        if (!n) return -ENOMEM;
-        if (n > len) n = len;
-        memcpy(dst, s, n);
-        he_cache_obj_commit(o, n);
-        s += n;
-        len -= n;
-    }
-    return 0;
-}
-
-void he_cache_obj_set_meta(he_cache_obj_t *o, const he_cache_meta_t *m)
-{
-    o->meta = *m;
-    atomic_store_explicit(&o->stored_ms, m->fresh.stored_ms, memory_order_relaxed);
-    atomic_store_explicit(&o->expires_ms, m->fresh.expires_ms, memory_order_relaxed);
-    atomic_store_explicit(&o->pf_pending, m->prefetched, memory_order_relaxed);
-}
-
-void he_cache_obj_finish(he_cache_obj_t *o)
-{
-    atomic_store_explicit(&o->state, HE__CACHE_OBJ_COMPLETE, memory_order_release);
-}
-
 void he__cache_ram_fill_add(he_cache_ram_t *ram, int node, he__cache_rfill_t *p,
                             const he_cache_key_t *key)
 {
-    he__cache_node_t *n = he_cache_ram_node(ram, node);
+    he__cache_node_t *n = he__cache_ram_node(ram, node);
     p->in.key = key;
     p->node = n;
     pthread_mutex_lock(&n->lock);
@@ -555,8 +403,8 @@ bool he__cache_ram_fill_del(he__cache_rfill_t *p)
 
 /* cond: insert-if-absent, and only if no removal began since epoch.
  * fill: the fill that made o, ended here (see he__cache_ram_insert_fill). */
-static int he_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st, bool cond,
-                         uint64_t epoch, he__cache_rfill_t *fill)
+static int he_cache_ram_publish(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st,
+                                bool cond, uint64_t epoch, he__cache_rfill_t *fill)
 {
     he__cache_node_t *n = o->node;
     uint64_t len = atomic_load_explicit(&o->len, memory_order_relaxed);
@@ -589,9 +437,9 @@ static int he_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_
         return old ? -EEXIST : -ESTALE;
     }
     if (old) {
-        he__cache_ram_unindex(n, old);
+        he_cache_ram_unindex(n, old);
         he__cache_evict_remove(n, old);
-        he__cache_obj_drop_locked(n, old);
+        he_cache_obj_drop_locked(n, old);
     }
     atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed); /* the index's */
     he_cache_seq_begin(n);
@@ -608,19 +456,19 @@ static int he_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_
 
 int he_cache_ram_insert(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st)
 {
-    return he_ram_insert(ram, o, st, false, 0, NULL);
+    return he_cache_ram_publish(ram, o, st, false, 0, NULL);
 }
 
 int he_cache_ram_insert_if_absent(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st,
                                   uint64_t epoch)
 {
-    return he_ram_insert(ram, o, st, true, epoch, NULL);
+    return he_cache_ram_publish(ram, o, st, true, epoch, NULL);
 }
 
 int he__cache_ram_insert_fill(he_cache_ram_t *ram, he_cache_obj_t *o, he_cache_stats_t *st,
                               he__cache_rfill_t *p)
 {
-    return he_ram_insert(ram, o, st, false, 0, p);
+    return he_cache_ram_publish(ram, o, st, false, 0, p);
 }
 
 uint64_t he_cache_ram_epoch(const he_cache_ram_t *ram)
@@ -632,7 +480,7 @@ int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key)
 {
     int removed = 0;
     if (!ram) return 0;
-    atomic_fetch_add(&ram->epoch, 1); /* before the locks: see he_ram_insert */
+    atomic_fetch_add(&ram->epoch, 1); /* before the locks: see he_cache_ram_publish */
     for (int i = 0; i < ram->nnodes; i++) {
         he__cache_node_t *n = &ram->nodes[i];
         he_cache_obj_t *o;
@@ -641,9 +489,9 @@ int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key)
              o = atomic_load_explicit(&o->hnext, memory_order_relaxed))
             if (he_cache_obj_is(o, key)) break;
         if (o) {
-            he__cache_ram_unindex(n, o);
+            he_cache_ram_unindex(n, o);
             he__cache_evict_remove(n, o);
-            he__cache_obj_drop_locked(n, o);
+            he_cache_obj_drop_locked(n, o);
             removed++;
         }
         /* fills of the key in flight: they publish nothing */
@@ -651,89 +499,4 @@ int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key)
         pthread_mutex_unlock(&n->lock);
     }
     return removed;
-}
-
-/* ---------------------------------------------------------------- reading */
-
-uint64_t he_cache_obj_serial(const he_cache_obj_t *o)
-{
-    return o->serial;
-}
-
-uint64_t he_cache_obj_len(const he_cache_obj_t *o)
-{
-    return atomic_load_explicit(&o->len, memory_order_acquire);
-}
-
-bool he_cache_obj_complete(const he_cache_obj_t *o)
-{
-    return atomic_load_explicit(&o->state, memory_order_acquire) == HE__CACHE_OBJ_COMPLETE;
-}
-
-const he_cache_meta_t *he_cache_obj_meta(const he_cache_obj_t *o)
-{
-    return &o->meta;
-}
-
-const he_cache_key_t *he_cache_obj_key(const he_cache_obj_t *o)
-{
-    return o->key;
-}
-
-int he_cache_obj_node(const he_cache_obj_t *o)
-{
-    return o->node->id;
-}
-
-size_t he_cache_obj_flat(const he_cache_obj_t *o, const void **p, char **copy)
-{
-    uint64_t len = he_cache_obj_len(o), off = 0;
-    *copy = NULL;
-    *p = "";
-    if (len == 0 || he_cache_obj_peek(o, 0, p, NULL) >= len) return (size_t)len;
-    if (!(*copy = malloc(len))) {
-        *p = NULL;
-        return 0;
-    }
-    while (off < len) {
-        const void *c;
-        size_t n = he_cache_obj_peek(o, off, &c, NULL);
-        if (!n) break;
-        memcpy(*copy + off, c, n);
-        off += n;
-    }
-    *p = *copy;
-    return (size_t)off;
-}
-
-size_t he_cache_obj_peek(const he_cache_obj_t *o, uint64_t off, const void **p, int64_t *fixed_off)
-{
-    uint32_t cs = o->node->ram->chunk_size;
-    uint64_t len = atomic_load_explicit(&o->len, memory_order_acquire);
-    const char *c;
-    size_t n;
-    if (off >= len) return 0;
-    c = o->chunks[off / cs] + off % cs;
-    n = cs - off % cs;
-    if (n > len - off) n = (size_t)(len - off);
-    *p = c;
-    if (fixed_off) {
-        const he__cache_node_t *nd = o->node;
-        *fixed_off =
-            c >= nd->arena && c < nd->arena + nd->arena_len ? (int64_t)(c - nd->arena) : -1;
-    }
-    return n;
-}
-
-void he_cache_obj_fresh(const he_cache_obj_t *o, he_cache_fresh_t *f)
-{
-    *f = o->meta.fresh;
-    f->stored_ms = atomic_load_explicit(&o->stored_ms, memory_order_relaxed);
-    f->expires_ms = atomic_load_explicit(&o->expires_ms, memory_order_relaxed);
-}
-
-void he_cache_obj_refresh(he_cache_obj_t *o, const he_cache_fresh_t *f)
-{
-    atomic_store_explicit(&o->stored_ms, f->stored_ms, memory_order_relaxed);
-    atomic_store_explicit(&o->expires_ms, f->expires_ms, memory_order_relaxed);
 }

@@ -2,7 +2,7 @@
  * mapping from errno to a disk error cause. */
 #include <errno.h>
 
-#include "cache/cache.h"
+#include "cache/stats.h"
 
 const char *he_cache_oerr_name(he_cache_oerr_t e)
 {

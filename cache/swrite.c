@@ -24,6 +24,11 @@
 #include <unistd.h>
 
 #include "cache/internal.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/result.h"
+#include "cache/stats.h"
+#include "cache/store.h"
 
 enum he_cache_sw_state {
     HE_SW_OPEN = 0,

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/cache.h"
+#include "cache/origin.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

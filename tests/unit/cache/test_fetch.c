@@ -17,7 +17,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cache/cache.h"
+#include "cache/origin.h"
+#include "cache/stats.h"
 #include "he_test.h"
 
 #define REQ_MAX (4u << 20)

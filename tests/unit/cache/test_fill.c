@@ -14,7 +14,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache/fill.h"
+#include "cache/fresh.h"
 #include "cache/internal.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/origin.h"
+#include "cache/stats.h"
+#include "cache/store.h"
 #include "he_test.h"
 
 #define NOW 1700000000000ll

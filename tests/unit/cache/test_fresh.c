@@ -3,7 +3,8 @@
  * stale windows and negative caching; and the state at each instant. */
 #include <string.h>
 
-#include "cache/cache.h"
+#include "cache/fresh.h"
+#include "cache/origin.h"
 #include "he_test.h"
 
 #define T0 1700000000000ll /* 2023-11-14T22:13:20Z */

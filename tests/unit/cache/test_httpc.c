@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cache/cache.h"
+#include "cache/origin.h"
 #include "he_test.h"
 
 /* Feeds s in pieces of at most step bytes; collects the body. Returns the

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cache/cache.h"
+#include "cache/key.h"
 #include "he_test.h"
 
 int main(void)

@@ -14,7 +14,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "cache/cache.h"
+#include "cache/fill.h"
+#include "cache/fresh.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/origin.h"
+#include "cache/stats.h"
 #include "cache/origin_srv.h"
 #include "he_test.h"
 

@@ -9,7 +9,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cache/cache.h"
+#include "cache/fill.h"
+#include "cache/fresh.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/origin.h"
+#include "cache/prefetch.h"
+#include "cache/stats.h"
 #include "he_test.h"
 
 #define NOW 1700000000000ll

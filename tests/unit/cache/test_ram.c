@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "cache/internal.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/stats.h"
 #include "he_test.h"
 
 #define CS 64 /* chunk size in these tests */
@@ -124,19 +127,19 @@ static void test_s3fifo(void)
     /* main is only drained when small is below 10% (1 chunk here): flush
      * small with objects of main-pressure... evict until small is empty */
     while (n->small.count)
-        he__cache_evict_one(n, &st);
+        he__cache_ram_evict_one(n, &st);
     /* o0 hit once more (freq 1): main tail o0 is reinserted with freq 0,
      * then o1 (freq 0) is the victim */
     HE_CHECK(hit(ram, "o0", &st));
-    HE_CHECK(he__cache_evict_one(n, &st));
+    HE_CHECK(he__cache_ram_evict_one(n, &st));
     HE_CHECK(!present(ram, "o1"));
     queue_str(&n->main, q);
     HE_CHECK_STR(q, "o0 o2");
-    HE_CHECK(he__cache_evict_one(n, &st));
+    HE_CHECK(he__cache_ram_evict_one(n, &st));
     HE_CHECK(!present(ram, "o2"));
-    HE_CHECK(he__cache_evict_one(n, &st));
+    HE_CHECK(he__cache_ram_evict_one(n, &st));
     HE_CHECK(!present(ram, "o0"));
-    HE_CHECK(!he__cache_evict_one(n, &st));
+    HE_CHECK(!he__cache_ram_evict_one(n, &st));
     HE_CHECK_INT(he_cache_ram_used(ram, 0), 0);
     he_cache_ram_free(ram);
 }
@@ -289,7 +292,7 @@ static void test_object_max_and_prefetch(void)
     HE_CHECK(hit(ram, "pf0", &st));
     HE_CHECK(hit(ram, "pf0", &st));
     HE_CHECK_INT(st.prefetch_used, 1);
-    while (he__cache_evict_one(&ram->nodes[0], &st))
+    while (he__cache_ram_evict_one(&ram->nodes[0], &st))
         ;
     HE_CHECK_INT(st.prefetch_wasted, 1);
     he_cache_ram_free(ram);
@@ -363,7 +366,7 @@ static void test_stress(void)
         pthread_join(t[i], NULL);
     HE_CHECK_INT(stress_bad, 0);
     /* only the index's references remain: draining leaves nothing used */
-    while (he__cache_evict_one(&sram->nodes[0], NULL))
+    while (he__cache_ram_evict_one(&sram->nodes[0], NULL))
         ;
     HE_CHECK_INT(he_cache_ram_used(sram, 0), 0);
     he_cache_ram_free(sram);

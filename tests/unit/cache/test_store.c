@@ -17,6 +17,10 @@
 #include <unistd.h>
 
 #include "cache/internal.h"
+#include "cache/key.h"
+#include "cache/obj.h"
+#include "cache/stats.h"
+#include "cache/store.h"
 #include "he_test.h"
 
 #define NOW 1700000000000ll
