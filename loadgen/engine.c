@@ -60,11 +60,7 @@ void he_lg_buf_recycle(he_lg_thread_t *th, unsigned bid)
 void he_lg_on_result(he_lg_conn_t *c, const he_lg_result_t *r)
 {
     he_lg_thread_t *th = c->th;
-    he_lg_viewer_t *v = &th->viewers[c->slot];
-    if (th->cfg->mode == HE_LG_MODE_HLS)
-        he_lg_viewer_on_result(v, r);
-    else
-        he_lg_urls_on_result(v, r);
+    th->run->ops->on_result(&th->viewers[c->slot], r);
 }
 
 void he_lg_timer_arm(he_lg_viewer_t *v, uint64_t at_ns)
@@ -107,7 +103,7 @@ static void he_lg_tick(he_lg_thread_t *th)
         if (th->stopping && th->viewers[i].timer_armed) {
             th->viewers[i].timer_armed = false;
             th->viewers[i].timer_gen++;
-            he_lg_viewer_finish(&th->viewers[i]);
+            th->run->ops->finish(&th->viewers[i]);
         }
     }
     he_lg_tick_arm(th);
@@ -129,14 +125,10 @@ static void he_lg_dispatch(he_lg_thread_t *th, struct io_uring_cqe *cqe)
         he_lg_viewer_t *v = &th->viewers[slot];
         if (gen != (v->timer_gen & 0xffffff) || !v->timer_armed) break;
         v->timer_armed = false;
-        if (th->stopping) {
-            he_lg_viewer_finish(v);
-            break;
-        }
-        if (th->cfg->mode == HE_LG_MODE_HLS)
-            he_lg_viewer_on_timer(v);
+        if (th->stopping)
+            th->run->ops->finish(v);
         else
-            he_lg_urls_start(v);
+            th->run->ops->on_timer(v);
         break;
     }
     default:
@@ -199,11 +191,12 @@ static int he_lg_ring_setup(he_lg_thread_t *th)
 
 static void he_lg_thread_cleanup(he_lg_thread_t *th)
 {
+    const he_lg_client_ops_t *ops = th->run->ops;
     if (th->ring_ok) io_uring_queue_exit(&th->ring); /* cancels what is left */
     th->ring_ok = false;
     for (unsigned i = 0; i < th->n; i++) {
         he_lg_conn_destroy(&th->conns[i]);
-        he_lg_viewer_free(&th->viewers[i]);
+        if (ops->free) ops->free(&th->viewers[i]);
     }
     if (th->br) munmap(th->br, th->br_size);
     th->br = NULL;
@@ -237,26 +230,23 @@ void *he_lg_thread_main(void *arg)
         return NULL;
     }
     th->now = he_lg_now_ns();
-    bool hls = th->cfg->mode == HE_LG_MODE_HLS;
+    const he_lg_client_ops_t *ops = th->run->ops;
     /* players do not all press play in the same millisecond: spread the
      * starts of many viewers over up to a second */
-    uint64_t spread = hls && th->n > 64 ? 1000000000ull : 0;
+    uint64_t spread = ops->stagger && th->n > 64 ? 1000000000ull : 0;
     for (unsigned i = 0; i < th->n; i++) {
         he_lg_conn_init(&th->conns[i], th, i);
         he_lg_viewer_t *v = &th->viewers[i];
         memset(v, 0, sizeof(*v));
         v->conn = &th->conns[i];
-        v->rend = -1;
         HE_LG_STAT_ADD(th->stats.active, 1);
     }
     for (unsigned i = 0; i < th->n; i++) {
         he_lg_viewer_t *v = &th->viewers[i];
         if (spread)
             he_lg_timer_arm(v, th->now + spread * i / th->n);
-        else if (hls)
-            he_lg_viewer_start(v);
         else
-            he_lg_urls_start(v);
+            ops->start(v);
     }
     he_lg_tick_arm(th);
 
@@ -285,7 +275,7 @@ void *he_lg_thread_main(void *arg)
         }
     }
     for (unsigned i = 0; i < th->n; i++)
-        he_lg_viewer_finish(&th->viewers[i]);
+        ops->finish(&th->viewers[i]);
     he_lg_thread_cleanup(th);
     return NULL;
 }

@@ -1,6 +1,8 @@
 /* loadgen: the engine's types: per-thread statistics, a client connection
- * driven through the thread's io_uring, the viewer (HLS player) and URL-list
- * clients that own connections, and the run shared by all threads. */
+ * driven through the thread's io_uring, the client slots that own the
+ * connections and the table of operations through which the engine drives
+ * a client kind (viewer.c: HLS player, urls.c: URL list), and the run shared
+ * by all threads. */
 #ifndef HE_LG_ENGINE_H
 #define HE_LG_ENGINE_H
 
@@ -216,19 +218,37 @@ typedef struct he_lg_viewer {
     uint64_t urls_next; /* urls mode: position in the list */
 } he_lg_viewer_t;
 
-void he_lg_viewer_start(he_lg_viewer_t *v);
-void he_lg_viewer_on_result(he_lg_viewer_t *v, const he_lg_result_t *r);
-void he_lg_viewer_on_timer(he_lg_viewer_t *v);
-void he_lg_viewer_finish(he_lg_viewer_t *v);
-void he_lg_viewer_free(he_lg_viewer_t *v);
+/* What the engine and the connection code know of a client kind: each
+ * kind is one table, so a new kind needs no change to engine.c or conn.c.
+ * Every entry runs on the slot's thread; all but free are required. */
+typedef struct he_lg_client_ops {
+    const char *noun; /* plural, for the live line: "viewers" */
+    bool stagger;     /* spread the first starts of many clients over a second */
+    /* First request of the slot (zeroed, v->conn set). A staggered slot
+     * starts through on_timer instead, with stage still HE_LG_V_IDLE. */
+    void (*start)(he_lg_viewer_t *v);
+    /* The request on v->conn ended: a response, or r->err set for a failed
+     * connect, a timeout, a close, a bad response (already counted). */
+    void (*on_result)(he_lg_viewer_t *v, const he_lg_result_t *r);
+    /* The timer of he_lg_timer_arm fired while the run goes on. */
+    void (*on_timer)(he_lg_viewer_t *v);
+    /* The run is over for this slot: settle its statistics, leave
+     * stats.active, set stage HE_LG_V_DONE; a no-op once done (the engine
+     * calls it for every slot at the end, done or not). */
+    void (*finish)(he_lg_viewer_t *v);
+    /* Releases what the slot holds (the thread is ending); NULL: nothing. */
+    void (*free)(he_lg_viewer_t *v);
+} he_lg_client_ops_t;
 
-void he_lg_urls_start(he_lg_viewer_t *v);
-void he_lg_urls_on_result(he_lg_viewer_t *v, const he_lg_result_t *r);
+extern const he_lg_client_ops_t he_lg_viewer_ops;
+extern const he_lg_client_ops_t he_lg_urls_ops;
 
 /* ---------------------------------------------------------------- engine.c, run.c */
 
 typedef struct he_lg_run {
     const he_lg_config_t *cfg;
+    /* the client kind, chosen from cfg->mode */
+    const he_lg_client_ops_t *ops;
     unsigned clients; /* viewers or connections in this run */
     he_lg_pick_t pop; /* over cfg->urls */
     he_lg_pick_t mix; /* rendition mix */
@@ -282,6 +302,7 @@ struct io_uring_sqe *he_lg_sqe(he_lg_thread_t *th);
 /* Claims one request from the run's budget; false once the run is ending. */
 bool he_lg_take_request(he_lg_thread_t *th);
 void he_lg_buf_recycle(he_lg_thread_t *th, unsigned bid);
+/* Hands a connection's result to the client of its slot. */
 void he_lg_on_result(he_lg_conn_t *c, const he_lg_result_t *r);
 void he_lg_timer_arm(he_lg_viewer_t *v, uint64_t at_ns);
 void *he_lg_thread_main(void *arg);

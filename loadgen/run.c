@@ -32,9 +32,8 @@ static void he_lg_run_live_line(const he_lg_run_t *run, uint64_t now, uint64_t *
     if (dt <= 0) dt = 1;
     fprintf(stderr, "[%6.1fs] %8.3f Gbit/s %10.0f req/s  %s %llu  stalls %llu  errors %llu\n",
             (double)(now - run->start_ns) / 1e9, (double)(bytes - *last_bytes) * 8 / dt / 1e9,
-            (double)(reqs - *last_reqs) / dt,
-            run->cfg->mode == HE_LG_MODE_HLS ? "viewers" : "connections",
-            (unsigned long long)active, (unsigned long long)stalls, (unsigned long long)errors);
+            (double)(reqs - *last_reqs) / dt, run->ops->noun, (unsigned long long)active,
+            (unsigned long long)stalls, (unsigned long long)errors);
     *last_bytes = bytes;
     *last_reqs = reqs;
     *last_ns = now;
@@ -101,6 +100,8 @@ int he_lg_run(const he_lg_config_t *cfg, unsigned clients, he_lg_stats_t *out, d
     he_lg_run_t run;
     memset(&run, 0, sizeof(run));
     run.cfg = cfg;
+    /* the one place the client kind is chosen; args.c resolved auto */
+    run.ops = cfg->mode == HE_LG_MODE_HLS ? &he_lg_viewer_ops : &he_lg_urls_ops;
     run.clients = clients;
     int rc = he_lg_run_prepare(&run);
     if (rc < 0) goto done;

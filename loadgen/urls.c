@@ -5,12 +5,20 @@
 
 #define HE_LG_URLS_ERR_PAUSE_NS 10000000ull /* after a failed connect */
 
+/* No player to settle: the connection only leaves the active count. */
+static void he_lg_urls_finish(he_lg_viewer_t *v)
+{
+    if (v->stage == HE_LG_V_DONE) return;
+    v->stage = HE_LG_V_DONE;
+    HE_LG_STAT_ADD(v->conn->th->stats.active, (uint64_t)-1);
+}
+
 static void he_lg_urls_issue(he_lg_viewer_t *v)
 {
     he_lg_thread_t *th = v->conn->th;
     const he_lg_run_t *run = th->run;
     if (!he_lg_take_request(th)) {
-        he_lg_viewer_finish(v);
+        he_lg_urls_finish(v);
         return;
     }
     size_t n = th->cfg->nurls, i;
@@ -28,7 +36,8 @@ static void he_lg_urls_issue(he_lg_viewer_t *v)
     }
 }
 
-void he_lg_urls_start(he_lg_viewer_t *v)
+/* Also its on_timer: the pause after a failed request ends in the next one. */
+static void he_lg_urls_start(he_lg_viewer_t *v)
 {
     if (v->stage == HE_LG_V_DONE) return; /* done */
     if (!v->started) {
@@ -38,7 +47,7 @@ void he_lg_urls_start(he_lg_viewer_t *v)
     he_lg_urls_issue(v);
 }
 
-void he_lg_urls_on_result(he_lg_viewer_t *v, const he_lg_result_t *r)
+static void he_lg_urls_on_result(he_lg_viewer_t *v, const he_lg_result_t *r)
 {
     he_lg_thread_t *th = v->conn->th;
     if (v->stage == HE_LG_V_DONE) return;
@@ -46,7 +55,7 @@ void he_lg_urls_on_result(he_lg_viewer_t *v, const he_lg_result_t *r)
     if (r->status) he_lg_hist_record(&th->stats.download_us, r->total_ns / 1000);
     if (r->err == HE_LG_ERR_CONNECT || r->err == HE_LG_ERR_TIMEOUT) {
         if (th->stopping) {
-            he_lg_viewer_finish(v);
+            he_lg_urls_finish(v);
             return;
         }
         he_lg_timer_arm(v, th->now + HE_LG_URLS_ERR_PAUSE_NS);
@@ -54,3 +63,13 @@ void he_lg_urls_on_result(he_lg_viewer_t *v, const he_lg_result_t *r)
     }
     he_lg_urls_issue(v);
 }
+
+const he_lg_client_ops_t he_lg_urls_ops = {
+    .noun = "connections",
+    .stagger = false, /* wrk-style: every connection at once */
+    .start = he_lg_urls_start,
+    .on_result = he_lg_urls_on_result,
+    .on_timer = he_lg_urls_start,
+    .finish = he_lg_urls_finish,
+    .free = NULL, /* its state is all in the slot */
+};

@@ -25,7 +25,7 @@ static he_lg_thread_t *he_lg_viewer_th(he_lg_viewer_t *v)
     return v->conn->th;
 }
 
-void he_lg_viewer_free(he_lg_viewer_t *v)
+static void he_lg_viewer_free(he_lg_viewer_t *v)
 {
     if (v->have_master) he_seg_playlist_free(&v->master);
     if (v->have_media) he_seg_playlist_free(&v->media);
@@ -73,11 +73,11 @@ static void he_lg_player_segment(he_lg_viewer_t *v, uint64_t now, double dur)
     }
 }
 
-void he_lg_viewer_finish(he_lg_viewer_t *v)
+static void he_lg_viewer_finish(he_lg_viewer_t *v)
 {
     he_lg_thread_t *th = he_lg_viewer_th(v);
     if (v->stage == HE_LG_V_DONE) return;
-    if (th->cfg->pace == HE_LG_PACE_REALTIME && th->cfg->mode == HE_LG_MODE_HLS) {
+    if (th->cfg->pace == HE_LG_PACE_REALTIME) {
         he_lg_player_advance(v, th->now);
         if (v->stalled) th->stats.stall_ns += th->now - v->stall_start_ns;
         v->stalled = false;
@@ -162,12 +162,12 @@ static void he_lg_viewer_session(he_lg_viewer_t *v)
     he_lg_viewer_fetch(v, v->master_url, 0, -1, HE_LG_V_MASTER);
 }
 
-void he_lg_viewer_start(he_lg_viewer_t *v)
+static void he_lg_viewer_start(he_lg_viewer_t *v)
 {
     he_lg_viewer_session(v);
 }
 
-void he_lg_viewer_on_timer(he_lg_viewer_t *v)
+static void he_lg_viewer_on_timer(he_lg_viewer_t *v)
 {
     if (v->stage == HE_LG_V_DONE) return;
     if (v->stage == HE_LG_V_BACKOFF && !v->have_media) {
@@ -329,7 +329,7 @@ static void he_lg_viewer_on_segment(he_lg_viewer_t *v, const he_lg_result_t *r)
     }
 }
 
-void he_lg_viewer_on_result(he_lg_viewer_t *v, const he_lg_result_t *r)
+static void he_lg_viewer_on_result(he_lg_viewer_t *v, const he_lg_result_t *r)
 {
     int stage = v->stage;
     v->stage = HE_LG_V_IDLE;
@@ -420,3 +420,13 @@ static void he_lg_viewer_schedule(he_lg_viewer_t *v)
     int64_t rlen = seg->byterange_length;
     he_lg_viewer_fetch(v, url, rlen >= 0 ? seg->byterange_offset : 0, rlen, HE_LG_V_SEGMENT);
 }
+
+const he_lg_client_ops_t he_lg_viewer_ops = {
+    .noun = "viewers",
+    .stagger = true,
+    .start = he_lg_viewer_start,
+    .on_result = he_lg_viewer_on_result,
+    .on_timer = he_lg_viewer_on_timer,
+    .finish = he_lg_viewer_finish,
+    .free = he_lg_viewer_free,
+};
