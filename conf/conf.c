@@ -155,6 +155,14 @@ int he_conf_load(he_conf_t *c, const char *path, char *err, size_t errlen)
     return rc;
 }
 
+bool he_conf_feature_disabled(const he_conf_t *c, const char *name)
+{
+    for (unsigned i = 0; i < HE_CONF_FEATURE_COUNT; i++)
+        if (strcmp(he_conf_feature_names[i], name) == 0)
+            return (c->features_disabled & HE_CONF_FEATURE_BIT(i)) != 0;
+    return false;
+}
+
 const char *he_conf_log_level_name(he_log_level_t l)
 {
     if ((unsigned)l > HE_LOG_DEBUG) return "unknown";

@@ -33,6 +33,32 @@ typedef enum he_access_log_format {
     HE_ACCESS_LOG_JSON
 } he_access_log_format_t;
 
+/* Kernel features that features.disable can force off, so that tests run
+ * the fallbacks and an operator can step around a kernel that misbehaves.
+ * The names are those of the server's probe (he_features_t, /stats); bit
+ * HE_CONF_FEATURE_BIT(f) of he_conf_t.features_disabled is feature f. */
+typedef enum he_conf_feature {
+    HE_CONF_FEATURE_SINGLE_ISSUER = 0,
+    HE_CONF_FEATURE_DEFER_TASKRUN,
+    HE_CONF_FEATURE_COOP_TASKRUN,
+    HE_CONF_FEATURE_MULTISHOT_ACCEPT,
+    HE_CONF_FEATURE_RECV_MULTISHOT,
+    HE_CONF_FEATURE_BUF_RING,
+    HE_CONF_FEATURE_FIXED_FILES,
+    HE_CONF_FEATURE_SEND_ZC,
+    HE_CONF_FEATURE_ZC_REPORT_USAGE,
+    HE_CONF_FEATURE_OPENAT2_BENEATH,
+    HE_CONF_FEATURE_REUSEPORT_CBPF,
+    HE_CONF_FEATURE_KTLS,
+    HE_CONF_FEATURE_COUNT
+} he_conf_feature_t;
+
+#define HE_CONF_FEATURE_BIT(f) ((uint32_t)1 << (f))
+#define HE_CONF_FEATURES_ALL (HE_CONF_FEATURE_BIT(HE_CONF_FEATURE_COUNT) - 1)
+
+/* "single_issuer", ... indexed by he_conf_feature_t, then NULL. */
+extern const char *const he_conf_feature_names[];
+
 typedef struct he_conf_listen {
     struct sockaddr_storage addr; /* AF_INET or AF_INET6, port set */
     socklen_t addrlen;
@@ -125,6 +151,9 @@ typedef struct he_conf {
     char cache_key_params[HE_CONF_MAX_KEY_PARAMS][64]; /* query parameters in the cache key */
     unsigned ncache_key_params;
     unsigned prefetch_segments; /* cache.prefetch: segments N+1..N+k */
+
+    /* features.disable: HE_CONF_FEATURE_BIT()s the probe reports as absent */
+    uint32_t features_disabled;
 } he_conf_t;
 
 /* Fills c with the built-in defaults (valid on their own). */
@@ -149,5 +178,9 @@ int he_conf_parse_listen(const char *s, he_conf_listen_t *l);
 int he_conf_parse_duration_ms(const char *s, unsigned *ms);
 
 const char *he_conf_log_level_name(he_log_level_t l);
+
+/* Whether features.disable names the feature called name ("send_zc"); an
+ * unknown name is never disabled. */
+bool he_conf_feature_disabled(const he_conf_t *c, const char *name);
 
 #endif

@@ -26,11 +26,31 @@ _Static_assert(sizeof(((he_conf_t *)0)->ncache_stores) == sizeof(unsigned), "nca
 _Static_assert(sizeof(((he_conf_t *)0)->norigin_urls) == sizeof(unsigned), "norigin_urls");
 _Static_assert(sizeof(((he_conf_t *)0)->ncache_key_params) == sizeof(unsigned), "key_params");
 _Static_assert(sizeof(((he_conf_t *)0)->cache_store_bytes[0]) == sizeof(uint64_t), "stores");
+_Static_assert(sizeof(((he_conf_t *)0)->features_disabled) == sizeof(uint32_t), "flags");
+_Static_assert(HE_CONF_FEATURE_COUNT <= 32, "features_disabled holds one bit per feature");
 
 const char *const he__conf_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 static const char *const he_conf_access_format_names[] = {"combined", "json", NULL};
 /* Stored as the bool origin_first: index 1 is true. */
 static const char *const he_conf_sources_names[] = {"root-first", "origin-first", NULL};
+const char *const he_conf_feature_names[] = {
+    [HE_CONF_FEATURE_SINGLE_ISSUER] = "single_issuer",
+    [HE_CONF_FEATURE_DEFER_TASKRUN] = "defer_taskrun",
+    [HE_CONF_FEATURE_COOP_TASKRUN] = "coop_taskrun",
+    [HE_CONF_FEATURE_MULTISHOT_ACCEPT] = "multishot_accept",
+    [HE_CONF_FEATURE_RECV_MULTISHOT] = "recv_multishot",
+    [HE_CONF_FEATURE_BUF_RING] = "buf_ring",
+    [HE_CONF_FEATURE_FIXED_FILES] = "fixed_files",
+    [HE_CONF_FEATURE_SEND_ZC] = "send_zc",
+    [HE_CONF_FEATURE_ZC_REPORT_USAGE] = "zc_report_usage",
+    [HE_CONF_FEATURE_OPENAT2_BENEATH] = "openat2_beneath",
+    [HE_CONF_FEATURE_REUSEPORT_CBPF] = "reuseport_cbpf",
+    [HE_CONF_FEATURE_KTLS] = "ktls",
+    [HE_CONF_FEATURE_COUNT] = NULL,
+};
+_Static_assert(sizeof(he_conf_feature_names) / sizeof(he_conf_feature_names[0]) ==
+                   HE_CONF_FEATURE_COUNT + 1,
+               "a name per feature");
 
 #define HE_CONF_SECOND_MS 1000u
 #define HE_CONF_MINUTE_MS 60000u
@@ -242,6 +262,18 @@ const he__conf_key_t he__conf_keys[] = {
                    "further origins to try after a failure"),
     HE_CONF_K_UINT("origin.pool", origin_pool, 0, 1024, "16",
                    "keep-alive connections per worker per origin"),
+
+    HE_CONF_K_SECTION("features", "kernel features the server probes for at start"),
+    {.name = "features.disable",
+     .type = HE__CONF_FLAGS,
+     .flags = HE__CONF_F_EMPTY_OK,
+     .off = offsetof(he_conf_t, features_disabled),
+     .size = sizeof(uint32_t),
+     .names = he_conf_feature_names,
+     .item = "feature",
+     .items = "features",
+     .def = "",
+     .doc = "features to leave unused although the kernel has them; all = every one"},
 };
 #undef HE_CONF_K_SECTION
 #undef HE_CONF_K_UINT

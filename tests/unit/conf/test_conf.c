@@ -91,6 +91,7 @@ static void test_defaults(void)
     HE_CHECK_INT(conf.origin_total_timeout_ms, 60000);
     HE_CHECK_INT(conf.origin_retries, 1);
     HE_CHECK_INT(conf.origin_pool, 16);
+    HE_CHECK_INT(conf.features_disabled, 0);
 
     /* Defaults are deterministic to the byte and pass the cross-key rules. */
     unsigned char seen[HE__CONF_MAX_KEYS] = {0};
@@ -119,6 +120,12 @@ static void test_table(void)
             HE_CHECK(k->type == HE__CONF_LISTEN || k->size > 1);
         }
         if (k->type == HE__CONF_STORES) HE_CHECK(k->aux_off != 0);
+        if (k->type == HE__CONF_FLAGS) {
+            size_t n = 0;
+            while (k->names[n])
+                n++;
+            HE_CHECK(n > 0 && n <= 32 && k->size == sizeof(uint32_t) && k->item && k->items);
+        }
         if (k->type == HE__CONF_ENUM) {
             size_t n = 0;
             while (k->names[n])
@@ -216,6 +223,7 @@ static void test_doc_file_is_defaults(void)
              0);
     HE_CHECK_INT(conf.ncache_key_params, def.ncache_key_params);
     HE_CHECK_INT(conf.prefetch_segments, def.prefetch_segments);
+    HE_CHECK_INT(conf.features_disabled, def.features_disabled);
     /* Then all of it, so a field added to he_conf_t is covered too. */
     HE_CHECK(memcmp(&conf, &def, sizeof(conf)) == 0);
 }
