@@ -151,6 +151,9 @@ typedef struct he_conf {
     char cache_key_params[HE_CONF_MAX_KEY_PARAMS][64]; /* query parameters in the cache key */
     unsigned ncache_key_params;
     unsigned prefetch_segments; /* cache.prefetch: segments N+1..N+k */
+    /* RAM-tier spans at least cache.zero_copy_min bytes long go with SEND_ZC */
+    uint64_t cache_zero_copy_min;
+    bool cache_zero_copy_adapt; /* cache.zero_copy_adapt: plain sends once the kernel copied */
 
     /* features.disable: HE_CONF_FEATURE_BIT()s the probe reports as absent */
     uint32_t features_disabled;

@@ -246,6 +246,10 @@ const he__conf_key_t he__conf_keys[] = {
                    "query parameters kept in the cache key; others are ignored"),
     HE_CONF_K_UINT("cache.prefetch", prefetch_segments, 0, 32, "2",
                    "segments after a requested one to fetch ahead"),
+    HE_CONF_K_SIZE("cache.zero_copy_min", cache_zero_copy_min, 0, HE_CONF_TIB, "256k",
+                   "RAM-tier spans at least this long are sent zero-copy (SEND_ZC)"),
+    HE_CONF_K_BOOL("cache.zero_copy_adapt", cache_zero_copy_adapt, "true",
+                   "stop zero-copy on a connection once the kernel reports it copied"),
 
     HE_CONF_K_SECTION("origin", "where cache misses are fetched from"),
     HE_CONF_K_STRS("origin.urls", origin_urls, norigin_urls, HE__CONF_F_EMPTY_OK | HE__CONF_F_URL,

@@ -83,6 +83,8 @@ static void test_defaults(void)
         HE_CHECK_INT(conf.cache_ttl_ms[k], 0);
     HE_CHECK_INT(conf.ncache_key_params, 0);
     HE_CHECK_INT(conf.prefetch_segments, 2);
+    HE_CHECK_INT(conf.cache_zero_copy_min, 256 << 10);
+    HE_CHECK(conf.cache_zero_copy_adapt);
     HE_CHECK_INT(conf.norigin_urls, 0);
     HE_CHECK_STR(conf.origin_urls[0], "");
     HE_CHECK(!conf.origin_first);
@@ -223,6 +225,8 @@ static void test_doc_file_is_defaults(void)
              0);
     HE_CHECK_INT(conf.ncache_key_params, def.ncache_key_params);
     HE_CHECK_INT(conf.prefetch_segments, def.prefetch_segments);
+    HE_CHECK_INT(conf.cache_zero_copy_min, def.cache_zero_copy_min);
+    HE_CHECK_INT(conf.cache_zero_copy_adapt, def.cache_zero_copy_adapt);
     HE_CHECK_INT(conf.features_disabled, def.features_disabled);
     /* Then all of it, so a field added to he_conf_t is covered too. */
     HE_CHECK(memcmp(&conf, &def, sizeof(conf)) == 0);

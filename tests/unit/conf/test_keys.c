@@ -422,6 +422,8 @@ static void test_happy_new_scalars(void)
                                "    segment: 30d\n"
                                "    other: 2h\n"
                                "  prefetch: 32\n"
+                               "  zero_copy_min: 0\n"
+                               "  zero_copy_adapt: false\n"
                                "origin:\n"
                                "  urls: http://127.0.0.1:9000\n"
                                "  sources: origin-first\n"
@@ -450,6 +452,8 @@ static void test_happy_new_scalars(void)
     HE_CHECK_INT(conf.cache_ttl_ms[HE_SEG_KIND_SEGMENT], 2592000000u);
     HE_CHECK_INT(conf.cache_ttl_ms[HE_SEG_KIND_OTHER], 7200000);
     HE_CHECK_INT(conf.prefetch_segments, 32);
+    HE_CHECK_INT(conf.cache_zero_copy_min, 0);
+    HE_CHECK(!conf.cache_zero_copy_adapt);
     HE_CHECK_INT(conf.norigin_urls, 1);
     HE_CHECK_STR(conf.origin_urls[0], "http://127.0.0.1:9000");
     HE_CHECK(conf.origin_first);
@@ -478,6 +482,12 @@ static void test_happy_new_scalars(void)
     HE_CHECK_INT(conf.origin_connect_timeout_ms, 100);
     HE_CHECK_INT(conf.origin_total_timeout_ms, 1000);
     HE_CHECK_INT(conf.origin_pool, 1024);
+    /* zero_copy_min up to 1t: above every span, so no zero-copy at all. */
+    HE_CHECK_INT(load("cache: {zero_copy_min: 1t, zero_copy_adapt: on}\n"), 0);
+    HE_CHECK_INT(conf.cache_zero_copy_min, 1ull << 40);
+    HE_CHECK(conf.cache_zero_copy_adapt);
+    HE_CHECK_INT(load("cache:\n  zero_copy_min: 1048577\n"), 0);
+    HE_CHECK_INT(conf.cache_zero_copy_min, 1048577);
     static const struct {
         const char *v;
         unsigned long long bytes;
@@ -573,6 +583,14 @@ static void test_new_key_errors(void)
                "other, got a scalar");
     expect_err("cache:\n  prefetch: 33\n", -ERANGE,
                "t.yaml:2:13: cache.prefetch: expected an integer in 0..32, got \"33\"");
+    expect_err("cache:\n  zero_copy_min: 1025g\n", -ERANGE,
+               "t.yaml:2:18: cache.zero_copy_min: expected a size in 0..1t such as \"512m\" or "
+               "\"2g\", got \"1025g\"");
+    expect_err("cache:\n  zero_copy_min: 256KiB\n", -EINVAL,
+               "t.yaml:2:18: cache.zero_copy_min: expected a size in 0..1t such as \"512m\" or "
+               "\"2g\", got \"256KiB\"");
+    expect_err("cache:\n  zero_copy_adapt: 0\n", -EINVAL,
+               "t.yaml:2:20: cache.zero_copy_adapt: expected true or false, got \"0\"");
 
     expect_err("origin:\n  sources: origin\n", -EINVAL,
                "t.yaml:2:12: origin.sources: expected one of root-first, origin-first, got "
