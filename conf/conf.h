@@ -142,6 +142,7 @@ typedef struct he_conf {
     unsigned origin_total_timeout_ms;
     unsigned origin_retries;        /* further origins to try after a failure */
     unsigned origin_pool;           /* keep-alive connections per worker per origin */
+    char origin_tls_ca_file[PATH_MAX]; /* origin.tls_ca_file: PEM CAs; "" = system store */
     unsigned cache_negative_ttl_ms; /* cache.negative_ttl: 404s */
     unsigned cache_stale_while_revalidate_ms;
     unsigned cache_stale_if_error_ms;

@@ -266,6 +266,10 @@ const he__conf_key_t he__conf_keys[] = {
                    "further origins to try after a failure"),
     HE_CONF_K_UINT("origin.pool", origin_pool, 0, 1024, "16",
                    "keep-alive connections per worker per origin"),
+    /* Only the path, as for tls.certificates: the origin module loads it
+     * and reports OpenSSL's reasons. */
+    HE_CONF_K_STR("origin.tls_ca_file", origin_tls_ca_file, 0, "",
+                  "PEM file of CAs that https:// origins are verified against; \"\" = the system's"),
 
     HE_CONF_K_SECTION("features", "kernel features the server probes for at start"),
     {.name = "features.disable",

@@ -93,6 +93,7 @@ static void test_defaults(void)
     HE_CHECK_INT(conf.origin_total_timeout_ms, 60000);
     HE_CHECK_INT(conf.origin_retries, 1);
     HE_CHECK_INT(conf.origin_pool, 16);
+    HE_CHECK_STR(conf.origin_tls_ca_file, "");
     HE_CHECK_INT(conf.features_disabled, 0);
 
     /* Defaults are deterministic to the byte and pass the cross-key rules. */
@@ -215,6 +216,7 @@ static void test_doc_file_is_defaults(void)
     HE_CHECK_INT(conf.origin_total_timeout_ms, def.origin_total_timeout_ms);
     HE_CHECK_INT(conf.origin_retries, def.origin_retries);
     HE_CHECK_INT(conf.origin_pool, def.origin_pool);
+    HE_CHECK_STR(conf.origin_tls_ca_file, def.origin_tls_ca_file);
     HE_CHECK_INT(conf.cache_negative_ttl_ms, def.cache_negative_ttl_ms);
     HE_CHECK_INT(conf.cache_stale_while_revalidate_ms, def.cache_stale_while_revalidate_ms);
     HE_CHECK_INT(conf.cache_stale_if_error_ms, def.cache_stale_if_error_ms);

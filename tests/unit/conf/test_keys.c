@@ -431,7 +431,8 @@ static void test_happy_new_scalars(void)
                                "  read_timeout: 10m\n"
                                "  total_timeout: 1h\n"
                                "  retries: 8\n"
-                               "  pool: 0\n";
+                               "  pool: 0\n"
+                               "  tls_ca_file: /etc/hlsedge/origin-ca.pem\n";
 
     HE_CHECK_INT(load(yaml), 0);
     HE_CHECK_STR(err, "");
@@ -462,6 +463,7 @@ static void test_happy_new_scalars(void)
     HE_CHECK_INT(conf.origin_total_timeout_ms, 3600000);
     HE_CHECK_INT(conf.origin_retries, 8);
     HE_CHECK_INT(conf.origin_pool, 0);
+    HE_CHECK_STR(conf.origin_tls_ca_file, "/etc/hlsedge/origin-ca.pem");
 
     /* The other bounds, and every size suffix in both cases. */
     HE_CHECK_INT(load("tls: {ticket_rotate: 1m, session_cache: 10000000, handshake_timeout: 1h}\n"
@@ -488,6 +490,13 @@ static void test_happy_new_scalars(void)
     HE_CHECK(conf.cache_zero_copy_adapt);
     HE_CHECK_INT(load("cache:\n  zero_copy_min: 1048577\n"), 0);
     HE_CHECK_INT(conf.cache_zero_copy_min, 1048577);
+    /* origin.tls_ca_file: null and "" are the system store. */
+    HE_CHECK_INT(load("origin:\n  tls_ca_file: ca.pem\n"), 0);
+    HE_CHECK_STR(conf.origin_tls_ca_file, "ca.pem");
+    HE_CHECK_INT(load("origin:\n  tls_ca_file:\n"), 0);
+    HE_CHECK_STR(conf.origin_tls_ca_file, "");
+    HE_CHECK_INT(load("origin:\n  tls_ca_file: \"\"\n"), 0);
+    HE_CHECK_STR(conf.origin_tls_ca_file, "");
     static const struct {
         const char *v;
         unsigned long long bytes;
