@@ -107,6 +107,7 @@ typedef struct he_conf {
     he_access_log_format_t access_log_format;
 
     he_conf_listen_t admin_listen; /* admin.listen; port 0 = off */
+    bool stats_latency;            /* stats.latency: per-worker latency histograms */
 
     unsigned fd_cache_entries;  /* per worker */
     unsigned fd_cache_valid_ms; /* revalidate (stat) an open file after this */
@@ -140,9 +141,10 @@ typedef struct he_conf {
     unsigned origin_connect_timeout_ms;
     unsigned origin_read_timeout_ms;
     unsigned origin_total_timeout_ms;
-    unsigned origin_retries;        /* further origins to try after a failure */
-    unsigned origin_pool;           /* keep-alive connections per worker per origin */
-    char origin_tls_ca_file[PATH_MAX]; /* origin.tls_ca_file: PEM CAs; "" = system store */
+    unsigned origin_retries; /* further origins to try after a failure */
+    unsigned origin_pool;    /* keep-alive connections per worker per origin */
+    /* origin.tls_ca_file: CAs (PEM) for https:// origins; "" = the system's store */
+    char origin_tls_ca_file[PATH_MAX];
     unsigned cache_negative_ttl_ms; /* cache.negative_ttl: 404s */
     unsigned cache_stale_while_revalidate_ms;
     unsigned cache_stale_if_error_ms;

@@ -184,6 +184,10 @@ const he__conf_key_t he__conf_keys[] = {
      .def = "127.0.0.1:9090",
      .doc = "admin address; \"\" or off disables"},
 
+    HE_CONF_K_SECTION("stats", "what the workers measure for the admin endpoint"),
+    HE_CONF_K_BOOL("stats.latency", stats_latency, "true",
+                   "latency histograms (time to first and last byte); off only to measure them"),
+
     HE_CONF_K_SECTION("fd_cache", "open file descriptors kept per worker"),
     HE_CONF_K_UINT("fd_cache.entries", fd_cache_entries, 16, 1048576, "1024", "per worker"),
     HE_CONF_K_DURATION("fd_cache.valid", fd_cache_valid_ms, 0, HE_CONF_HOUR_MS, "5s",
@@ -269,7 +273,7 @@ const he__conf_key_t he__conf_keys[] = {
     /* Only the path, as for tls.certificates: the origin module loads it
      * and reports OpenSSL's reasons. */
     HE_CONF_K_STR("origin.tls_ca_file", origin_tls_ca_file, 0, "",
-                  "PEM file of CAs that https:// origins are verified against; \"\" = the system's"),
+                  "CA certificates (PEM) for https:// origins; \"\" = the system's store"),
 
     HE_CONF_K_SECTION("features", "kernel features the server probes for at start"),
     {.name = "features.disable",

@@ -58,6 +58,7 @@ static void test_defaults(void)
     HE_CHECK_STR(conf.access_log, "");
     HE_CHECK_INT(conf.access_log_format, HE_ACCESS_LOG_COMBINED);
     HE_CHECK_STR(conf.admin_listen.text, "127.0.0.1:9090");
+    HE_CHECK(conf.stats_latency);
     HE_CHECK_INT(conf.fd_cache_entries, 1024);
     HE_CHECK_INT(conf.fd_cache_valid_ms, 5000);
     HE_CHECK_INT(conf.ntls_listen, 0);
@@ -190,6 +191,7 @@ static void test_doc_file_is_defaults(void)
     HE_CHECK_STR(conf.access_log, def.access_log);
     HE_CHECK_INT(conf.access_log_format, def.access_log_format);
     HE_CHECK(memcmp(&conf.admin_listen, &def.admin_listen, sizeof(def.admin_listen)) == 0);
+    HE_CHECK_INT(conf.stats_latency, def.stats_latency);
     HE_CHECK_INT(conf.fd_cache_entries, def.fd_cache_entries);
     HE_CHECK_INT(conf.fd_cache_valid_ms, def.fd_cache_valid_ms);
     HE_CHECK(memcmp(conf.tls_listen, def.tls_listen, sizeof(def.tls_listen)) == 0);

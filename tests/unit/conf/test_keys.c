@@ -121,6 +121,8 @@ static void test_happy_all_keys(void)
                                "  access_format: json\n"
                                "admin:\n"
                                "  listen: \"[::1]:9191\"\n"
+                               "stats:\n"
+                               "  latency: false\n"
                                "fd_cache:\n"
                                "  entries: 16\n"
                                "  valid: 0\n";
@@ -168,6 +170,7 @@ static void test_happy_all_keys(void)
     a6 = (const struct sockaddr_in6 *)&conf.admin_listen.addr;
     HE_CHECK_INT(a6->sin6_family, AF_INET6);
     HE_CHECK_INT(ntohs(a6->sin6_port), 9191);
+    HE_CHECK(!conf.stats_latency);
     HE_CHECK_INT(conf.fd_cache_entries, 16);
     HE_CHECK_INT(conf.fd_cache_valid_ms, 0);
     HE_CHECK_STR(conf.file, "");
@@ -598,6 +601,10 @@ static void test_new_key_errors(void)
     expect_err("cache:\n  zero_copy_min: 256KiB\n", -EINVAL,
                "t.yaml:2:18: cache.zero_copy_min: expected a size in 0..1t such as \"512m\" or "
                "\"2g\", got \"256KiB\"");
+    expect_err("stats:\n  latency: 1\n", -EINVAL,
+               "t.yaml:2:12: stats.latency: expected true or false, got \"1\"");
+    expect_err("stats: false\n", -EINVAL,
+               "t.yaml:1:8: stats: expected a mapping with keys latency, got a scalar");
     expect_err("cache:\n  zero_copy_adapt: 0\n", -EINVAL,
                "t.yaml:2:20: cache.zero_copy_adapt: expected true or false, got \"0\"");
 

@@ -1,7 +1,8 @@
 /* The list setters of conf/set_list.c: tls.listen (the listen type at
  * another offset), tls.certificates, cache.key_params, origin.urls,
- * cache.ssd and features.disable (a set of names kept as bits). Part of it walks the table, so every list key gets the shape
- * checks (one string, [], null, too many entries). */
+ * cache.ssd and features.disable (a set of names kept as bits). Part of
+ * it walks the table, so every list key gets the shape checks (one
+ * string, [], null, too many entries). */
 #include <arpa/inet.h>
 #include <limits.h>
 
@@ -449,8 +450,8 @@ static void test_features_disable(void)
     expect_err("features:\n  disable: [send_zc, bogus]\n", -EINVAL, want);
     snprintf(want, sizeof(want), "t.yaml:3:7: features.disable: expected %s, got \"KTLS\"", names);
     expect_err("features:\n  disable:\n    - KTLS\n", -EINVAL, want);
-    snprintf(want, sizeof(want),
-             "t.yaml:2:12: features.disable: expected %s, got \"send_zc,ktls\"", names);
+    snprintf(want, sizeof(want), "t.yaml:2:12: features.disable: expected %s, got \"send_zc,ktls\"",
+             names);
     expect_err("features:\n  disable: send_zc,ktls\n", -EINVAL, want);
     snprintf(want, sizeof(want), "t.yaml:2:13: features.disable: expected %s, got \"\"", names);
     expect_err("features:\n  disable: [\"\"]\n", -EINVAL, want);
