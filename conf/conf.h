@@ -176,6 +176,16 @@ int he_conf_load(he_conf_t *c, const char *path, char *err, size_t errlen);
 int he_conf_load_string(he_conf_t *c, const char *name, const char *yaml, size_t len, char *err,
                         size_t errlen);
 
+/* Where loads report warnings: what a file may say and still be valid,
+ * but is most likely not what was meant, such as
+ *   "/etc/hlsedge.yaml is empty: running on built-in defaults".
+ * fn gets each one (msg lives for the call only) from a load that
+ * succeeded; with fn NULL (the default) warnings are dropped. One handler
+ * for the process, since any load may warn: set it before the first load,
+ * not while another thread loads. */
+typedef void (*he_conf_warn_fn)(void *arg, const char *msg);
+void he_conf_set_warn(he_conf_warn_fn fn, void *arg);
+
 /* Parses "host:port" / "[v6]:port" / ":port" / "port" into l. 0 or -EINVAL. */
 int he_conf_parse_listen(const char *s, he_conf_listen_t *l);
 

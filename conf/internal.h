@@ -103,6 +103,9 @@ void he__conf_cat(char *buf, size_t len, const char *s);
 #define HE__CONF_NAME_MAX 200
 const char *he__conf_msg_name(const char *name, char *buf, size_t len);
 
+/* Passes one warning, formatted, to the he_conf_set_warn handler. */
+void he__conf_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Walks the YAML in buf onto c (already holding defaults), then runs the
  * cross-key checks. Messages are prefixed with name. */
 int he__conf_yaml_load(he_conf_t *c, const char *name, const char *buf, size_t len, char *err,

@@ -328,6 +328,11 @@ static int he_conf_walk_doc(he_conf_walk_t *w, yaml_parser_t *parser, const char
          * break a rule, which the unit tests rule out), so point at it. */
         return he_conf_walk_fail(w, w->val_mark[bad], he__conf_keys[bad].name, rc, "%s", why);
     }
+    /* Valid, but a file that sets nothing is most likely the wrong file
+     * (a config management run that wrote it out empty, say). */
+    for (size_t i = 0; i < he__conf_nkeys; i++)
+        if (w->seen[i] && he__conf_keys[i].type != HE__CONF_SECTION) return 0;
+    he__conf_warn("%s is empty: running on built-in defaults", w->name);
     return 0;
 }
 

@@ -272,6 +272,70 @@ static void test_doc_file_lists_every_key(void)
     }
 }
 
+/* Warnings the loader reports, as the server's log would get them. */
+static char warned[4][HE_CONF_ERR_MAX + 64];
+static unsigned nwarned;
+
+static void record_warning(void *arg, const char *msg)
+{
+    HE_CHECK(arg == &nwarned);
+    if (nwarned < 4) snprintf(warned[nwarned], sizeof(warned[0]), "%s", msg);
+    nwarned++;
+}
+
+/* A file that sets no key loads (it is the defaults) but is most likely
+ * not the file that was meant: the loader says so, once, naming it. */
+static void test_empty_file_warns(void)
+{
+    static const char *const empty[] = {"",    "\n\n", "# only comments\n# here\n",   "---\n",
+                                        "~\n", "{}\n", "limits:\n  # commented out\n"};
+    char path[] = "/tmp/he_conf_test_XXXXXX", want[HE_CONF_ERR_MAX + 64];
+    int fd = mkstemp(path);
+    FILE *f;
+
+    HE_CHECK(fd >= 0);
+    if (fd < 0) return;
+    close(fd);
+    snprintf(want, sizeof(want), "%s is empty: running on built-in defaults", path);
+    he_conf_set_warn(record_warning, &nwarned);
+    for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
+        f = fopen(path, "w");
+        fputs(empty[i], f);
+        fclose(f);
+        nwarned = 0;
+        HE_CHECK_INT(he_conf_load(&conf, path, err, sizeof(err)), 0);
+        HE_CHECK_STR(err, "");
+        HE_CHECK_STR(conf.file, path);
+        HE_CHECK_INT(nwarned, 1);
+        HE_CHECK_STR(warned[0], want);
+    }
+    /* A file that sets a key, even to its default, says nothing; nor does
+     * one that fails (its error says enough). */
+    f = fopen(path, "w");
+    fputs("workers: auto\n", f);
+    fclose(f);
+    nwarned = 0;
+    HE_CHECK_INT(he_conf_load(&conf, path, err, sizeof(err)), 0);
+    HE_CHECK_INT(nwarned, 0);
+    f = fopen(path, "w");
+    fputs("workers: none\n", f);
+    fclose(f);
+    HE_CHECK_INT(he_conf_load(&conf, path, err, sizeof(err)), -EINVAL);
+    HE_CHECK_INT(nwarned, 0);
+    /* A string is named as the caller names it. */
+    HE_CHECK_INT(he_conf_load_string(&conf, "inline.yaml", "", 0, err, sizeof(err)), 0);
+    HE_CHECK_INT(nwarned, 1);
+    HE_CHECK_STR(warned[0], "inline.yaml is empty: running on built-in defaults");
+    /* Without a handler, warnings are dropped. */
+    he_conf_set_warn(NULL, NULL);
+    nwarned = 0;
+    f = fopen(path, "w");
+    fclose(f);
+    HE_CHECK_INT(he_conf_load(&conf, path, err, sizeof(err)), 0);
+    HE_CHECK_INT(nwarned, 0);
+    unlink(path);
+}
+
 static void test_load_file(void)
 {
     char path[] = "/tmp/he_conf_test_XXXXXX";
@@ -344,5 +408,6 @@ int main(void)
     test_doc_file_is_defaults();
     test_doc_file_lists_every_key();
     test_load_file();
+    test_empty_file_warns();
     HE_TEST_MAIN_END();
 }
