@@ -4,6 +4,7 @@
  * bad file leaves the caller with clean defaults, never half a config. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,27 @@
 
 /* A config is a few kilobytes; anything this big is the wrong file. */
 #define HE_CONF_MAX_FILE (1u << 20)
+
+static he_conf_warn_fn he_conf_warn_handler;
+static void *he_conf_warn_arg;
+
+void he_conf_set_warn(he_conf_warn_fn fn, void *arg)
+{
+    he_conf_warn_handler = fn;
+    he_conf_warn_arg = arg;
+}
+
+void he__conf_warn(const char *fmt, ...)
+{
+    char msg[HE_CONF_ERR_MAX];
+    va_list ap;
+
+    if (he_conf_warn_handler == NULL) return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    he_conf_warn_handler(he_conf_warn_arg, msg);
+}
 
 const char *he__conf_msg_name(const char *name, char *buf, size_t len)
 {
@@ -153,6 +175,14 @@ int he_conf_load(he_conf_t *c, const char *path, char *err, size_t errlen)
     free(buf);
     if (rc == 0) snprintf(c->file, sizeof(c->file), "%s", path);
     return rc;
+}
+
+bool he_conf_feature_disabled(const he_conf_t *c, const char *name)
+{
+    for (unsigned i = 0; i < HE_CONF_FEATURE_COUNT; i++)
+        if (strcmp(he_conf_feature_names[i], name) == 0)
+            return (c->features_disabled & HE_CONF_FEATURE_BIT(i)) != 0;
+    return false;
 }
 
 const char *he_conf_log_level_name(he_log_level_t l)

@@ -33,6 +33,32 @@ typedef enum he_access_log_format {
     HE_ACCESS_LOG_JSON
 } he_access_log_format_t;
 
+/* Kernel features that features.disable can force off, so that tests run
+ * the fallbacks and an operator can step around a kernel that misbehaves.
+ * The names are those of the server's probe (he_features_t, /stats); bit
+ * HE_CONF_FEATURE_BIT(f) of he_conf_t.features_disabled is feature f. */
+typedef enum he_conf_feature {
+    HE_CONF_FEATURE_SINGLE_ISSUER = 0,
+    HE_CONF_FEATURE_DEFER_TASKRUN,
+    HE_CONF_FEATURE_COOP_TASKRUN,
+    HE_CONF_FEATURE_MULTISHOT_ACCEPT,
+    HE_CONF_FEATURE_RECV_MULTISHOT,
+    HE_CONF_FEATURE_BUF_RING,
+    HE_CONF_FEATURE_FIXED_FILES,
+    HE_CONF_FEATURE_SEND_ZC,
+    HE_CONF_FEATURE_ZC_REPORT_USAGE,
+    HE_CONF_FEATURE_OPENAT2_BENEATH,
+    HE_CONF_FEATURE_REUSEPORT_CBPF,
+    HE_CONF_FEATURE_KTLS,
+    HE_CONF_FEATURE_COUNT
+} he_conf_feature_t;
+
+#define HE_CONF_FEATURE_BIT(f) ((uint32_t)1 << (f))
+#define HE_CONF_FEATURES_ALL (HE_CONF_FEATURE_BIT(HE_CONF_FEATURE_COUNT) - 1)
+
+/* "single_issuer", ... indexed by he_conf_feature_t, then NULL. */
+extern const char *const he_conf_feature_names[];
+
 typedef struct he_conf_listen {
     struct sockaddr_storage addr; /* AF_INET or AF_INET6, port set */
     socklen_t addrlen;
@@ -81,6 +107,7 @@ typedef struct he_conf {
     he_access_log_format_t access_log_format;
 
     he_conf_listen_t admin_listen; /* admin.listen; port 0 = off */
+    bool stats_latency;            /* stats.latency: per-worker latency histograms */
 
     unsigned fd_cache_entries;  /* per worker */
     unsigned fd_cache_valid_ms; /* revalidate (stat) an open file after this */
@@ -114,8 +141,10 @@ typedef struct he_conf {
     unsigned origin_connect_timeout_ms;
     unsigned origin_read_timeout_ms;
     unsigned origin_total_timeout_ms;
-    unsigned origin_retries;        /* further origins to try after a failure */
-    unsigned origin_pool;           /* keep-alive connections per worker per origin */
+    unsigned origin_retries; /* further origins to try after a failure */
+    unsigned origin_pool;    /* keep-alive connections per worker per origin */
+    /* origin.tls_ca_file: CAs (PEM) for https:// origins; "" = the system's store */
+    char origin_tls_ca_file[PATH_MAX];
     unsigned cache_negative_ttl_ms; /* cache.negative_ttl: 404s */
     unsigned cache_stale_while_revalidate_ms;
     unsigned cache_stale_if_error_ms;
@@ -125,6 +154,12 @@ typedef struct he_conf {
     char cache_key_params[HE_CONF_MAX_KEY_PARAMS][64]; /* query parameters in the cache key */
     unsigned ncache_key_params;
     unsigned prefetch_segments; /* cache.prefetch: segments N+1..N+k */
+    /* RAM-tier spans at least cache.zero_copy_min bytes long go with SEND_ZC */
+    uint64_t cache_zero_copy_min;
+    bool cache_zero_copy_adapt; /* cache.zero_copy_adapt: plain sends once the kernel copied */
+
+    /* features.disable: HE_CONF_FEATURE_BIT()s the probe reports as absent */
+    uint32_t features_disabled;
 } he_conf_t;
 
 /* Fills c with the built-in defaults (valid on their own). */
@@ -141,6 +176,16 @@ int he_conf_load(he_conf_t *c, const char *path, char *err, size_t errlen);
 int he_conf_load_string(he_conf_t *c, const char *name, const char *yaml, size_t len, char *err,
                         size_t errlen);
 
+/* Where loads report warnings: what a file may say and still be valid,
+ * but is most likely not what was meant, such as
+ *   "/etc/hlsedge.yaml is empty: running on built-in defaults".
+ * fn gets each one (msg lives for the call only) from a load that
+ * succeeded; with fn NULL (the default) warnings are dropped. One handler
+ * for the process, since any load may warn: set it before the first load,
+ * not while another thread loads. */
+typedef void (*he_conf_warn_fn)(void *arg, const char *msg);
+void he_conf_set_warn(he_conf_warn_fn fn, void *arg);
+
 /* Parses "host:port" / "[v6]:port" / ":port" / "port" into l. 0 or -EINVAL. */
 int he_conf_parse_listen(const char *s, he_conf_listen_t *l);
 
@@ -149,5 +194,9 @@ int he_conf_parse_listen(const char *s, he_conf_listen_t *l);
 int he_conf_parse_duration_ms(const char *s, unsigned *ms);
 
 const char *he_conf_log_level_name(he_log_level_t l);
+
+/* Whether features.disable names the feature called name ("send_zc"); an
+ * unknown name is never disabled. */
+bool he_conf_feature_disabled(const he_conf_t *c, const char *name);
 
 #endif

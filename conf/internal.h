@@ -22,6 +22,7 @@ typedef enum he__conf_type {
     HE__CONF_SIZE,        /* uint64_t bytes with a k/m/g/t suffix, min..max */
     HE__CONF_STRS,        /* one string or a list: char[nmax][size] + count */
     HE__CONF_STORES,      /* "DIR:SIZE" or a list: char[nmax][size], uint64_t[nmax], count */
+    HE__CONF_FLAGS,       /* names[] entries or "all", one or a list: uint32_t bit per name */
     HE__CONF_TYPE_COUNT
 } he__conf_type_t;
 
@@ -45,7 +46,7 @@ typedef struct he__conf_key {
     size_t aux_off;           /* stores: offset of the uint64_t sizes beside the directories */
     unsigned nmax;            /* lists: capacity of the array */
     uint64_t min, max;        /* integers, durations (ms) and sizes (bytes) */
-    const char *const *names; /* enums: names indexed by value, NULL-terminated */
+    const char *const *names; /* enums, flags: names indexed by value (bit), NULL-terminated */
     const char *item, *items; /* lists: what an entry is, for messages ("address(es)") */
     const char *def;          /* default, spelled as in YAML; NULL for sections */
     const char *doc;          /* one line for humans */
@@ -87,6 +88,8 @@ int he__conf_set_strs(he_conf_t *c, const he__conf_key_t *k, const char *v, size
                       char *why, size_t whylen);
 int he__conf_set_stores(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len, int idx,
                         char *why, size_t whylen);
+int he__conf_set_flags(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len, int idx,
+                       char *why, size_t whylen);
 
 /* Message helpers of set.c. he__conf_quote writes v as a message shows it:
  * quoted, printable, at most 40 bytes then "...". he__conf_cat appends s to
@@ -99,6 +102,9 @@ void he__conf_cat(char *buf, size_t len, const char *s);
  * caller's HE_CONF_ERR_MAX. buf holds at least HE__CONF_NAME_MAX + 4. */
 #define HE__CONF_NAME_MAX 200
 const char *he__conf_msg_name(const char *name, char *buf, size_t len);
+
+/* Passes one warning, formatted, to the he_conf_set_warn handler. */
+void he__conf_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Walks the YAML in buf onto c (already holding defaults), then runs the
  * cross-key checks. Messages are prefixed with name. */

@@ -26,11 +26,31 @@ _Static_assert(sizeof(((he_conf_t *)0)->ncache_stores) == sizeof(unsigned), "nca
 _Static_assert(sizeof(((he_conf_t *)0)->norigin_urls) == sizeof(unsigned), "norigin_urls");
 _Static_assert(sizeof(((he_conf_t *)0)->ncache_key_params) == sizeof(unsigned), "key_params");
 _Static_assert(sizeof(((he_conf_t *)0)->cache_store_bytes[0]) == sizeof(uint64_t), "stores");
+_Static_assert(sizeof(((he_conf_t *)0)->features_disabled) == sizeof(uint32_t), "flags");
+_Static_assert(HE_CONF_FEATURE_COUNT <= 32, "features_disabled holds one bit per feature");
 
 const char *const he__conf_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 static const char *const he_conf_access_format_names[] = {"combined", "json", NULL};
 /* Stored as the bool origin_first: index 1 is true. */
 static const char *const he_conf_sources_names[] = {"root-first", "origin-first", NULL};
+const char *const he_conf_feature_names[] = {
+    [HE_CONF_FEATURE_SINGLE_ISSUER] = "single_issuer",
+    [HE_CONF_FEATURE_DEFER_TASKRUN] = "defer_taskrun",
+    [HE_CONF_FEATURE_COOP_TASKRUN] = "coop_taskrun",
+    [HE_CONF_FEATURE_MULTISHOT_ACCEPT] = "multishot_accept",
+    [HE_CONF_FEATURE_RECV_MULTISHOT] = "recv_multishot",
+    [HE_CONF_FEATURE_BUF_RING] = "buf_ring",
+    [HE_CONF_FEATURE_FIXED_FILES] = "fixed_files",
+    [HE_CONF_FEATURE_SEND_ZC] = "send_zc",
+    [HE_CONF_FEATURE_ZC_REPORT_USAGE] = "zc_report_usage",
+    [HE_CONF_FEATURE_OPENAT2_BENEATH] = "openat2_beneath",
+    [HE_CONF_FEATURE_REUSEPORT_CBPF] = "reuseport_cbpf",
+    [HE_CONF_FEATURE_KTLS] = "ktls",
+    [HE_CONF_FEATURE_COUNT] = NULL,
+};
+_Static_assert(sizeof(he_conf_feature_names) / sizeof(he_conf_feature_names[0]) ==
+                   HE_CONF_FEATURE_COUNT + 1,
+               "a name per feature");
 
 #define HE_CONF_SECOND_MS 1000u
 #define HE_CONF_MINUTE_MS 60000u
@@ -164,6 +184,10 @@ const he__conf_key_t he__conf_keys[] = {
      .def = "127.0.0.1:9090",
      .doc = "admin address; \"\" or off disables"},
 
+    HE_CONF_K_SECTION("stats", "what the workers measure for the admin endpoint"),
+    HE_CONF_K_BOOL("stats.latency", stats_latency, "true",
+                   "latency histograms (time to first and last byte); off only to measure them"),
+
     HE_CONF_K_SECTION("fd_cache", "open file descriptors kept per worker"),
     HE_CONF_K_UINT("fd_cache.entries", fd_cache_entries, 16, 1048576, "1024", "per worker"),
     HE_CONF_K_DURATION("fd_cache.valid", fd_cache_valid_ms, 0, HE_CONF_HOUR_MS, "5s",
@@ -226,6 +250,10 @@ const he__conf_key_t he__conf_keys[] = {
                    "query parameters kept in the cache key; others are ignored"),
     HE_CONF_K_UINT("cache.prefetch", prefetch_segments, 0, 32, "2",
                    "segments after a requested one to fetch ahead"),
+    HE_CONF_K_SIZE("cache.zero_copy_min", cache_zero_copy_min, 0, HE_CONF_TIB, "256k",
+                   "RAM-tier spans at least this long are sent zero-copy (SEND_ZC)"),
+    HE_CONF_K_BOOL("cache.zero_copy_adapt", cache_zero_copy_adapt, "true",
+                   "stop zero-copy on a connection once the kernel reports it copied"),
 
     HE_CONF_K_SECTION("origin", "where cache misses are fetched from"),
     HE_CONF_K_STRS("origin.urls", origin_urls, norigin_urls, HE__CONF_F_EMPTY_OK | HE__CONF_F_URL,
@@ -242,6 +270,22 @@ const he__conf_key_t he__conf_keys[] = {
                    "further origins to try after a failure"),
     HE_CONF_K_UINT("origin.pool", origin_pool, 0, 1024, "16",
                    "keep-alive connections per worker per origin"),
+    /* Only the path, as for tls.certificates: the origin module loads it
+     * and reports OpenSSL's reasons. */
+    HE_CONF_K_STR("origin.tls_ca_file", origin_tls_ca_file, 0, "",
+                  "CA certificates (PEM) for https:// origins; \"\" = the system's store"),
+
+    HE_CONF_K_SECTION("features", "kernel features the server probes for at start"),
+    {.name = "features.disable",
+     .type = HE__CONF_FLAGS,
+     .flags = HE__CONF_F_EMPTY_OK,
+     .off = offsetof(he_conf_t, features_disabled),
+     .size = sizeof(uint32_t),
+     .names = he_conf_feature_names,
+     .item = "feature",
+     .items = "features",
+     .def = "",
+     .doc = "features to leave unused although the kernel has them; all = every one"},
 };
 #undef HE_CONF_K_SECTION
 #undef HE_CONF_K_UINT

@@ -174,6 +174,7 @@ static const struct {
     [HE__CONF_SIZE] = {he_conf_set_size, 0},
     [HE__CONF_STRS] = {he__conf_set_strs, 1},
     [HE__CONF_STORES] = {he__conf_set_stores, 1},
+    [HE__CONF_FLAGS] = {he__conf_set_flags, 1},
 };
 
 int he__conf_takes_list(const he__conf_key_t *k)
@@ -256,6 +257,14 @@ void he__conf_expect(const he__conf_key_t *k, char *buf, size_t len)
                  "\"DIR:SIZE\" such as \"/var/cache/hlsedge:100g\" (SIZE at least %s), or a list "
                  "of them",
                  lo);
+        break;
+    case HE__CONF_FLAGS:
+        he__conf_cat(buf, len, "one of ");
+        for (size_t i = 0; k->names[i] != NULL; i++) {
+            he__conf_cat(buf, len, k->names[i]);
+            he__conf_cat(buf, len, ", ");
+        }
+        he__conf_cat(buf, len, "or \"all\", or a list of them");
         break;
     default:
         snprintf(buf, len, "a value");

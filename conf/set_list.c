@@ -202,3 +202,41 @@ int he__conf_set_stores(he_conf_t *c, const he__conf_key_t *k, const char *v, si
     he_conf_set_count(c, k, n + 1);
     return 0;
 }
+
+/* A set of the row's names[] as bits of a uint32_t (features.disable).
+ * "all" sets every bit; it stands alone, since next to names it would say
+ * nothing more and most likely means the list was not what was meant. */
+int he__conf_set_flags(he_conf_t *c, const he__conf_key_t *k, const char *v, size_t len, int idx,
+                       char *why, size_t whylen)
+{
+    uint32_t mask = 0, bit = 0, all;
+    unsigned n = 0;
+    char got[64];
+
+    while (k->names[n] != NULL)
+        n++;
+    all = n >= 32 ? UINT32_MAX : ((uint32_t)1 << n) - 1;
+    if (idx > 0) memcpy(&mask, HE_CONF_FIELD(c, k), sizeof(mask));
+    memcpy(HE_CONF_FIELD(c, k), &mask, sizeof(mask));
+    if (idx < 0 && len == 0 && (k->flags & HE__CONF_F_EMPTY_OK)) return 0;
+    if (strcmp(v, "all") == 0) {
+        bit = all;
+    } else {
+        for (unsigned i = 0; i < n && bit == 0; i++)
+            if (strcmp(v, k->names[i]) == 0) bit = (uint32_t)1 << i;
+    }
+    if (bit == 0) return -EINVAL;
+    /* Fewer than n entries so far cover every bit only if one was "all". */
+    if (idx > 0 && (bit == all || (mask == all && (unsigned)idx < n))) {
+        snprintf(why, whylen, "expected \"all\" alone, not in a list with other %s", k->items);
+        return -EINVAL;
+    }
+    if (mask & bit) {
+        he__conf_quote(v, len, got, sizeof(got));
+        snprintf(why, whylen, "duplicate %s %s", k->item, got);
+        return -EEXIST;
+    }
+    mask |= bit;
+    memcpy(HE_CONF_FIELD(c, k), &mask, sizeof(mask));
+    return 0;
+}

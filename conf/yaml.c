@@ -1,8 +1,12 @@
 /* conf/yaml.c: walks a libyaml document against the key table. The walk is
  * driven by the table, never by the document, so its depth is bounded by
  * the schema (top level, sections as deep as the table nests them, e.g.
- * cache.ttl, then a list) whatever the input nests or aliases. Every error is "name:line:col: key:
- * ...", 1-based, pointing at the node at fault. */
+ * cache.ttl, then a list) whatever the input nests or aliases. libyaml
+ * itself is not: composing a document costs time that grows with the
+ * square of its nesting, so the events are read once first and a file
+ * nested past HE_CONF_MAX_DEPTH is refused before it is composed. Every
+ * error is "name:line:col: key: ...", 1-based, pointing at the node at
+ * fault. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +14,10 @@
 #include <yaml.h>
 
 #include "conf/internal.h"
+
+/* Levels of collections, the top mapping being 1. The schema needs 4
+ * (top, section, cache.ttl, a list); libyaml takes seconds at 64k. */
+#define HE_CONF_MAX_DEPTH 64
 
 typedef struct he_conf_walk {
     const char *name; /* file name for messages */
@@ -246,6 +254,47 @@ static int he_conf_yaml_error(he_conf_walk_t *w, const yaml_parser_t *p, const c
     return he_conf_walk_fail(w, mark, NULL, -EINVAL, "YAML syntax error: %s", problem);
 }
 
+/* Reads the events of the whole stream, counting nesting as they come, and
+ * stops at the first collection past HE_CONF_MAX_DEPTH. A syntax error
+ * ends the count: the load that follows reports it as it always has. */
+static int he_conf_check_depth(he_conf_walk_t *w, const char *buf, size_t len)
+{
+    yaml_parser_t parser;
+    yaml_event_t ev;
+    unsigned depth = 0;
+    int rc = 0, done = 0;
+
+    if (!yaml_parser_initialize(&parser)) {
+        if (w->err && w->errlen) snprintf(w->err, w->errlen, "%s: out of memory", w->name);
+        return -ENOMEM;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+    while (!done && yaml_parser_parse(&parser, &ev)) {
+        switch (ev.type) {
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            if (++depth > HE_CONF_MAX_DEPTH) {
+                rc = he_conf_walk_fail(w, ev.start_mark, NULL, -EINVAL,
+                                       "YAML nested deeper than %d levels", HE_CONF_MAX_DEPTH);
+                done = 1;
+            }
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            depth--;
+            break;
+        case YAML_STREAM_END_EVENT:
+            done = 1;
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
 static int he_conf_walk_doc(he_conf_walk_t *w, yaml_parser_t *parser, const char *buf, size_t len)
 {
     yaml_node_t *root = yaml_document_get_root_node(w->doc);
@@ -279,6 +328,11 @@ static int he_conf_walk_doc(he_conf_walk_t *w, yaml_parser_t *parser, const char
          * break a rule, which the unit tests rule out), so point at it. */
         return he_conf_walk_fail(w, w->val_mark[bad], he__conf_keys[bad].name, rc, "%s", why);
     }
+    /* Valid, but a file that sets nothing is most likely the wrong file
+     * (a config management run that wrote it out empty, say). */
+    for (size_t i = 0; i < he__conf_nkeys; i++)
+        if (w->seen[i] && he__conf_keys[i].type != HE__CONF_SECTION) return 0;
+    he__conf_warn("%s is empty: running on built-in defaults", w->name);
     return 0;
 }
 
@@ -297,6 +351,8 @@ int he__conf_yaml_load(he_conf_t *c, const char *name, const char *buf, size_t l
     w.errlen = errlen;
     w.doc = &doc;
 
+    rc = he_conf_check_depth(&w, buf, len);
+    if (rc < 0) return rc;
     if (!yaml_parser_initialize(&parser)) {
         if (err && errlen) snprintf(err, errlen, "%s: out of memory", w.name);
         return -ENOMEM;

@@ -11,8 +11,9 @@
 #   hlsedge also serves the files themselves from root (sendfile, no cache:
 #   the same mechanism as nginx), to tell the server from the path apart.
 #   RAM hits run twice for hlsedge: as configured (send_zc for spans of
-#   256 KiB and more) and with plain sends only (HE_CACHE_ZC_MIN above any
-#   object); /metrics says how many zero-copy sends the kernel copied.
+#   256 KiB and more) and with plain sends only (cache.zero_copy_min: 1t,
+#   above any span); /metrics says how many zero-copy sends the kernel
+#   copied.
 # Servers on SERVER_CPU, clients on CLIENT_CPU, all under chrt -r 10 when
 # allowed (round-robin: under chrt -f wrk's threads can starve each other).
 # RUNS runs each; the medians are printed.
@@ -55,7 +56,7 @@ $RT taskset -c "$CLIENT_CPU" python3 "$REPO/tests/integration/origin.py" --port 
 ORIGIN_PID=$!
 for ((i = 0; i < 50; i++)); do curl -sf "http://127.0.0.1:$OPORT/_stats" >/dev/null && break; sleep 0.1; done
 
-start_he() { # [ENV=VALUE ...] for hlsedge; HE_ROOT: serve that root, sendfile
+start_he() { # ["KEY: VALUE" ...] for hlsedge's cache:; HE_ROOT: serve that root, sendfile
     start_hlsedge_cache "${HE_ROOT:-$TMP/empty}" "$@"
 }
 
@@ -151,7 +152,7 @@ for ((r = 1; r <= RUNS; r++)); do
     HE_ROOT=$ROOT start_he # the same files as nginx, by sendfile (no cache)
     echo "he_file $(hit_run "$HPORT")" >>"$TMP/res"
     stop_pid "$SRV"
-    start_he HE_CACHE_ZC_MIN=$((1 << 40))
+    start_he "zero_copy_min: 1t"
     echo "he_hit_send $(hit_run "$HPORT")" >>"$TMP/res"
     stop_pid "$SRV"
     start_he

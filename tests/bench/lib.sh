@@ -45,13 +45,14 @@ he_zc_counts() { # he_zc_counts ADMIN_PORT: "SENT COPIED", hlsedge's zero-copy s
         END { printf "%d %d", s, c }'
 }
 
-# start_hlsedge_cache ROOT [ENV=VALUE ...]: hlsedge as an edge cache for
+# start_hlsedge_cache ROOT ["KEY: VALUE" ...]: hlsedge as an edge cache for
 # the cache benchmarks: one worker on SERVER_CPU, viewers on HPORT, admin
 # on APORT, misses from the origin on OPORT, a 512 MiB RAM tier that admits
-# everything and does not prefetch. RT is a scheduler prefix (chrt -r 10) or
-# empty. Sets SRV; its log is $TMP/he.log.
+# everything and does not prefetch; each further argument is one more line
+# of the cache: section ("zero_copy_min: 1t"). RT is a scheduler prefix
+# (chrt -r 10) or empty. Sets SRV; its log is $TMP/he.log.
 start_hlsedge_cache() {
-    local root=$1 i
+    local root=$1 i line
     shift
     cat >"$TMP/he.yaml" <<EOF
 listen: ["127.0.0.1:$HPORT"]
@@ -63,6 +64,9 @@ cache:
   ram_object_max: 64m
   admission: false
   prefetch: 0
+EOF
+    for line in "$@"; do echo "  $line"; done >>"$TMP/he.yaml"
+    cat >>"$TMP/he.yaml" <<EOF
 admin:
   listen: "127.0.0.1:$APORT"
 origin:
@@ -70,7 +74,7 @@ origin:
   read_timeout: 30s
   total_timeout: 120s
 EOF
-    env "$@" ${RT:-} taskset -c "$SERVER_CPU" "$HLSEDGE" -c "$TMP/he.yaml" >"$TMP/he.log" 2>&1 &
+    ${RT:-} taskset -c "$SERVER_CPU" "$HLSEDGE" -c "$TMP/he.yaml" >"$TMP/he.log" 2>&1 &
     SRV=$!
     for ((i = 0; i < 50; i++)); do curl -s -o /dev/null "http://127.0.0.1:$HPORT/" && return 0; sleep 0.1; done
     bench_die "hlsedge did not start: $(tail -3 "$TMP/he.log")"

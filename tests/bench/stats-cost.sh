@@ -5,7 +5,7 @@
 # log, is charged too), wrk pinned to another, requesting random playlists
 # (the cheapest requests, so fixed per-request costs show most); the
 # figure is CPU time per request. Modes:
-#   base   HE_STATS_DISABLE=1: no latency histograms, no access log
+#   base   stats.latency: false: no latency histograms, no access log
 #   stats  latency histograms (the default), no access log
 #   alog   histograms + access log, combined format, to a file
 #   json   histograms + access log, JSON lines, to a file
@@ -106,7 +106,7 @@ esac
 CLK_TCK=$(getconf CLK_TCK)
 
 start() { # start MODE PORT
-    local mode=$1 port=$2 conf="$TMP/$1.yaml" env=()
+    local mode=$1 port=$2 conf="$TMP/$1.yaml"
     # SO_REUSEPORT would let a leftover server share the port silently
     port_free "$port" || die "port $port is in use"
     {
@@ -126,9 +126,9 @@ start() { # start MODE PORT
             base | stats | live) echo "  access: \"\"" ;;
             *) die "unknown mode $mode" ;;
         esac
+        if [ "$mode" = base ]; then echo "stats:"; echo "  latency: false"; fi
     } >"$conf"
-    [ "$mode" = base ] && env=(HE_STATS_DISABLE=1)
-    env "${env[@]}" taskset -c "$PROC_CPUS" "$HLSEDGE" -c "$conf" >"$TMP/$mode.log" 2>&1 &
+    taskset -c "$PROC_CPUS" "$HLSEDGE" -c "$conf" >"$TMP/$mode.log" 2>&1 &
     PID[$mode]=$!
     PORTOF[$mode]=$port
     for _ in $(seq 100); do

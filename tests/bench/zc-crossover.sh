@@ -2,9 +2,9 @@
 # send vs send_zc for RAM-tier hits (docs/performance.md, "send vs
 # send_zc"): hlsedge serves warm RAM objects of each SIZES size to wrk, in
 # three modes:
-#   send  plain sends only (HE_CACHE_ZC_MIN above any object)
+#   send  plain sends only (cache.zero_copy_min: 1t, above any span)
 #   zc    SEND_ZC for every span, kept on even when the kernel reports it
-#         copied (HE_CACHE_ZC_MIN=0 HE_CACHE_ZC_ADAPT=0)
+#         copied (cache.zero_copy_min: 0, cache.zero_copy_adapt: false)
 #   auto  as shipped: SEND_ZC for spans of 256 KiB and more, dropped per
 #         connection at the first notification that says "copied"
 # For each: server bytes per CPU-second, p99, and how many zero-copy
@@ -50,14 +50,14 @@ ORIGIN_PID=$!
 for ((i = 0; i < 50; i++)); do curl -sf "http://127.0.0.1:$OPORT/_stats" >/dev/null && break; sleep 0.1; done
 
 start_he() { # MODE
-    local env=()
+    local keys=()
     case $1 in
-        send) env=(HE_CACHE_ZC_MIN=$((1 << 40))) ;;
-        zc) env=(HE_CACHE_ZC_MIN=0 HE_CACHE_ZC_ADAPT=0) ;;
+        send) keys=("zero_copy_min: 1t") ;;
+        zc) keys=("zero_copy_min: 0" "zero_copy_adapt: false") ;;
         auto) ;;
         *) bench_die "unknown mode $1" ;;
     esac
-    start_hlsedge_cache "$TMP/empty" ${env[@]+"${env[@]}"}
+    start_hlsedge_cache "$TMP/empty" ${keys[@]+"${keys[@]}"}
     for kb in $SIZES; do # fill, then hit once: all warm in RAM
         for p in $(cat "$TMP/paths-$kb") $(cat "$TMP/paths-$kb"); do
             curl -sf -o /dev/null "http://127.0.0.1:$HPORT$p" || bench_die "GET $p failed"

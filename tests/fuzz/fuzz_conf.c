@@ -63,6 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
                 strpbrk(c.origin_urls[i], "?# ") != NULL)
                 abort();
         if (c.origin_retries > 8 || c.origin_pool > 1024) abort();
+        /* Only features the table names. */
+        if (c.features_disabled & ~HE_CONF_FEATURES_ALL) abort();
     }
     return 0;
 }

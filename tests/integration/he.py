@@ -30,6 +30,10 @@ RENDITIONS = ["288p", "360p", "576p", "720p", "1080p"]
 # port (plus a plain listener elsewhere), and Conn() / connect() speak TLS.
 TLS = os.environ.get("HE_TLS") == "1"
 TLS_NAME = "hlsedge.test"  # in the default certificate, with localhost and 127.0.0.1
+# HE_TEST_DISABLE_FEATURES=all (or a comma list of kernel feature names)
+# reruns a suite on the fallback paths: every Server() then gets the
+# configuration key features.disable with those names (test_fallback.py).
+DISABLE_FEATURES = [f for f in os.environ.get("HE_TEST_DISABLE_FEATURES", "").split(",") if f]
 _CERTS = None
 
 
@@ -299,11 +303,12 @@ class Server:
     """Runs hlsedge on a generated config; stop() checks it exits 0."""
 
     def __init__(self, root, extra="", workers=1, env=None, listen=None, admin=False, tls=None, tls_extra="",
-                 certs=None):
+                 certs=None, disable_features=None):
         """tls (default: HE_TLS): the listen addresses (port) speak TLS and
         a plain listener goes on plain_port; tls_extra: more lines for the
         tls: section ("  ktls: false\n"); certs: PEM paths (default: the
-        make_certs() pair)."""
+        make_certs() pair); disable_features: kernel feature names for
+        features.disable (default: HE_TEST_DISABLE_FEATURES)."""
         self.dir = tempfile.mkdtemp(prefix="he-srv-")
         self.port = free_port()
         self.listen = listen or ["127.0.0.1:%d" % self.port]
@@ -328,6 +333,10 @@ class Server:
             f.write("workers: %d\n" % workers)
             f.write("root: %s\n" % root)
             f.write('admin:\n  listen: "%s"\n' % ("127.0.0.1:%d" % self.admin_port if admin else "off"))
+            if disable_features is None:
+                disable_features = DISABLE_FEATURES
+            if disable_features:
+                f.write("features:\n  disable: [%s]\n" % ", ".join(disable_features))
             f.write(extra)
         self.log_path = os.path.join(self.dir, "stderr.log")
         self.env = dict(os.environ)

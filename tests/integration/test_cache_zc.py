@@ -13,8 +13,8 @@ send_zc"). Checked here:
   - further large hits on the same keep-alive connection use plain sends
     (no new zero-copy sends), bodies still byte-identical;
   - a new connection tries zero-copy again (the route may differ);
-  - HE_CACHE_ZC_ADAPT=0 keeps zero-copy on;
-  - with send_zc disabled (HE_DISABLE_FEATURES=send_zc) nothing is sent
+  - cache.zero_copy_adapt: false keeps zero-copy on;
+  - with send_zc disabled (features.disable: [send_zc]) nothing is sent
     zero-copy and bodies are right.
 
 Skips (77) when the kernel lacks SEND_ZC or REPORT_USAGE."""
@@ -40,10 +40,11 @@ SIZE = 3 << 20  # three 1 MiB spans: zero-copy (threshold 256 KiB)
 DATA = {"/zc/a.ts": blob(SIZE, 1), "/zc/b.ts": blob(SIZE, 2)}
 
 
-def server(origin, env=None):
-    extra = ("cache:\n  ram_size: 64m\n  prefetch: 0\n  admission: false\n"
+def server(origin, cache_extra="", disable_features=None):
+    """cache_extra: more lines for the cache: section."""
+    extra = ("cache:\n  ram_size: 64m\n  prefetch: 0\n  admission: false\n" + cache_extra +
              'origin:\n  urls: ["%s"]\n  retries: 0\n' % origin.url)
-    return Server(ROOT, extra=extra, workers=1, admin=True, env=env)
+    return Server(ROOT, extra=extra, workers=1, admin=True, disable_features=disable_features)
 
 
 def zc(srv):
@@ -114,7 +115,7 @@ def test_copied_then_plain():
 
 
 def test_adapt_off_keeps_zero_copy():
-    with Origin(files=DATA) as o, server(o, env={"HE_CACHE_ZC_ADAPT": "0"}) as srv:
+    with Origin(files=DATA) as o, server(o, cache_extra="  zero_copy_adapt: false\n") as srv:
         f = features(srv)
         if not f.get("send_zc") or not f.get("zc_report_usage"):
             print("SKIP part: no send_zc or zc_report_usage")
@@ -134,7 +135,7 @@ def test_adapt_off_keeps_zero_copy():
 
 
 def test_send_zc_disabled():
-    with Origin(files=DATA) as o, server(o, env={"HE_DISABLE_FEATURES": "send_zc"}) as srv:
+    with Origin(files=DATA) as o, server(o, disable_features=["send_zc"]) as srv:
         expect(not features(srv).get("send_zc"), "send_zc reported off")
         expect(not features(srv).get("zc_report_usage"), "zc_report_usage off with send_zc")
         warm(srv)

@@ -195,7 +195,7 @@ def read_responses(c, n):
     return out
 
 
-def check_pipeline_behind_long_response(env=None):
+def check_pipeline_behind_long_response(disable_features=None):
     # The pipelined requests arrive while the 32 MiB body waits for a client
     # that reads nothing yet: the server keeps 64 KiB of them, stops
     # reading, and reads on as responses make room. 1.6 MB of them is past
@@ -205,7 +205,7 @@ def check_pipeline_behind_long_response(env=None):
     n = 1000 if TLS else 20000
     paths = ["/master.m3u8", "/360p/index.m3u8"] * n
     data = get_line("/misc/big.ts") + b"".join(get_line(p) for p in paths)
-    with Server(ROOT, env=env) as srv:
+    with Server(ROOT, disable_features=disable_features) as srv:
         c = srv.conn(timeout=20)
         if TLS:
             c.send(data)
@@ -231,7 +231,7 @@ def test_pipeline_past_64k_pauses_reading():
 
 
 def test_pipeline_past_64k_pauses_reading_on_fallback_paths():
-    check_pipeline_behind_long_response({"HE_DISABLE_FEATURES": "all"})
+    check_pipeline_behind_long_response(["all"])
 
 
 def test_fifo_is_refused_without_blocking():

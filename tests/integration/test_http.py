@@ -1,7 +1,8 @@
 """HTTP/1.1 features through the real binary: methods, keep-alive,
 pipelining, HTTP/1.0, ranges, conditionals, types and headers, and
-byte-identical bodies. HE_DISABLE_FEATURES in the environment reruns the
-same tests on the fallback paths (see test_fallback.py)."""
+byte-identical bodies. HE_TEST_DISABLE_FEATURES in the environment
+(features.disable, see he.py) reruns the same tests on the fallback paths
+(see test_fallback.py)."""
 
 import os
 import re

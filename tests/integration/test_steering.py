@@ -2,7 +2,7 @@
 CPU-steering BPF program, a connection is accepted by the worker pinned to
 the CPU that received it. On loopback the packet is received on the CPU
 the client sent it from, so a client pinned to CPU k must be served by the
-worker on CPU k. Without the program (HE_DISABLE_FEATURES=reuseport_cbpf)
+worker on CPU k. Without the program (features.disable: [reuseport_cbpf])
 the kernel's hash spreads connections instead."""
 
 import os
@@ -53,7 +53,7 @@ def test_without_program_both_workers_serve():
         return
     cpus = sorted(os.sched_getaffinity(0))[:2]
     with Server(ROOT, workers=2, admin=True, extra="cpus: [%d, %d]\n" % tuple(cpus),
-                env={"HE_DISABLE_FEATURES": "reuseport_cbpf"}) as srv:
+                disable_features=["reuseport_cbpf"]) as srv:
         expect(not stats(srv)["features"]["reuseport_cbpf"], "program disabled")
         base = accepted_by_cpu(srv)
         connect_from(cpus[0], srv, 4 * N)

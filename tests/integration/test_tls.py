@@ -88,13 +88,13 @@ def test_http_suites_over_tls():
 
 def test_http_suites_over_tls_without_kernel_features():
     """The same over TLS on the fallback paths (plain fds, one-shot accept)."""
-    env = dict(os.environ, HE_TLS="1", HE_DISABLE_FEATURES="all")
+    env = dict(os.environ, HE_TLS="1", HE_TEST_DISABLE_FEATURES="all")
     for suite in ("test_http.py", "test_badinput.py"):
         r = subprocess.run([sys.executable, os.path.join(HERE, suite)], env=env, timeout=600,
                            capture_output=True, text=True)
         if r.returncode != 0:
             print(r.stdout[-4000:], r.stderr[-4000:])
-        expect_eq(r.returncode, 0, "%s over TLS with HE_DISABLE_FEATURES=all" % suite)
+        expect_eq(r.returncode, 0, "%s over TLS with features.disable: all" % suite)
 
 
 # ---------------------------------------------------------------- handshake policy

@@ -58,6 +58,7 @@ static void test_defaults(void)
     HE_CHECK_STR(conf.access_log, "");
     HE_CHECK_INT(conf.access_log_format, HE_ACCESS_LOG_COMBINED);
     HE_CHECK_STR(conf.admin_listen.text, "127.0.0.1:9090");
+    HE_CHECK(conf.stats_latency);
     HE_CHECK_INT(conf.fd_cache_entries, 1024);
     HE_CHECK_INT(conf.fd_cache_valid_ms, 5000);
     HE_CHECK_INT(conf.ntls_listen, 0);
@@ -83,6 +84,8 @@ static void test_defaults(void)
         HE_CHECK_INT(conf.cache_ttl_ms[k], 0);
     HE_CHECK_INT(conf.ncache_key_params, 0);
     HE_CHECK_INT(conf.prefetch_segments, 2);
+    HE_CHECK_INT(conf.cache_zero_copy_min, 256 << 10);
+    HE_CHECK(conf.cache_zero_copy_adapt);
     HE_CHECK_INT(conf.norigin_urls, 0);
     HE_CHECK_STR(conf.origin_urls[0], "");
     HE_CHECK(!conf.origin_first);
@@ -91,6 +94,8 @@ static void test_defaults(void)
     HE_CHECK_INT(conf.origin_total_timeout_ms, 60000);
     HE_CHECK_INT(conf.origin_retries, 1);
     HE_CHECK_INT(conf.origin_pool, 16);
+    HE_CHECK_STR(conf.origin_tls_ca_file, "");
+    HE_CHECK_INT(conf.features_disabled, 0);
 
     /* Defaults are deterministic to the byte and pass the cross-key rules. */
     unsigned char seen[HE__CONF_MAX_KEYS] = {0};
@@ -119,6 +124,12 @@ static void test_table(void)
             HE_CHECK(k->type == HE__CONF_LISTEN || k->size > 1);
         }
         if (k->type == HE__CONF_STORES) HE_CHECK(k->aux_off != 0);
+        if (k->type == HE__CONF_FLAGS) {
+            size_t n = 0;
+            while (k->names[n])
+                n++;
+            HE_CHECK(n > 0 && n <= 32 && k->size == sizeof(uint32_t) && k->item && k->items);
+        }
         if (k->type == HE__CONF_ENUM) {
             size_t n = 0;
             while (k->names[n])
@@ -180,6 +191,7 @@ static void test_doc_file_is_defaults(void)
     HE_CHECK_STR(conf.access_log, def.access_log);
     HE_CHECK_INT(conf.access_log_format, def.access_log_format);
     HE_CHECK(memcmp(&conf.admin_listen, &def.admin_listen, sizeof(def.admin_listen)) == 0);
+    HE_CHECK_INT(conf.stats_latency, def.stats_latency);
     HE_CHECK_INT(conf.fd_cache_entries, def.fd_cache_entries);
     HE_CHECK_INT(conf.fd_cache_valid_ms, def.fd_cache_valid_ms);
     HE_CHECK(memcmp(conf.tls_listen, def.tls_listen, sizeof(def.tls_listen)) == 0);
@@ -206,6 +218,7 @@ static void test_doc_file_is_defaults(void)
     HE_CHECK_INT(conf.origin_total_timeout_ms, def.origin_total_timeout_ms);
     HE_CHECK_INT(conf.origin_retries, def.origin_retries);
     HE_CHECK_INT(conf.origin_pool, def.origin_pool);
+    HE_CHECK_STR(conf.origin_tls_ca_file, def.origin_tls_ca_file);
     HE_CHECK_INT(conf.cache_negative_ttl_ms, def.cache_negative_ttl_ms);
     HE_CHECK_INT(conf.cache_stale_while_revalidate_ms, def.cache_stale_while_revalidate_ms);
     HE_CHECK_INT(conf.cache_stale_if_error_ms, def.cache_stale_if_error_ms);
@@ -216,6 +229,9 @@ static void test_doc_file_is_defaults(void)
              0);
     HE_CHECK_INT(conf.ncache_key_params, def.ncache_key_params);
     HE_CHECK_INT(conf.prefetch_segments, def.prefetch_segments);
+    HE_CHECK_INT(conf.cache_zero_copy_min, def.cache_zero_copy_min);
+    HE_CHECK_INT(conf.cache_zero_copy_adapt, def.cache_zero_copy_adapt);
+    HE_CHECK_INT(conf.features_disabled, def.features_disabled);
     /* Then all of it, so a field added to he_conf_t is covered too. */
     HE_CHECK(memcmp(&conf, &def, sizeof(conf)) == 0);
 }
@@ -254,6 +270,70 @@ static void test_doc_file_lists_every_key(void)
         if (!found[i]) fprintf(stderr, "hlsedge.yaml lacks %s\n", he__conf_keys[i].name);
         HE_CHECK(found[i]);
     }
+}
+
+/* Warnings the loader reports, as the server's log would get them. */
+static char warned[4][HE_CONF_ERR_MAX + 64];
+static unsigned nwarned;
+
+static void record_warning(void *arg, const char *msg)
+{
+    HE_CHECK(arg == &nwarned);
+    if (nwarned < 4) snprintf(warned[nwarned], sizeof(warned[0]), "%s", msg);
+    nwarned++;
+}
+
+/* A file that sets no key loads (it is the defaults) but is most likely
+ * not the file that was meant: the loader says so, once, naming it. */
+static void test_empty_file_warns(void)
+{
+    static const char *const empty[] = {"",    "\n\n", "# only comments\n# here\n",   "---\n",
+                                        "~\n", "{}\n", "limits:\n  # commented out\n"};
+    char path[] = "/tmp/he_conf_test_XXXXXX", want[HE_CONF_ERR_MAX + 64];
+    int fd = mkstemp(path);
+    FILE *f;
+
+    HE_CHECK(fd >= 0);
+    if (fd < 0) return;
+    close(fd);
+    snprintf(want, sizeof(want), "%s is empty: running on built-in defaults", path);
+    he_conf_set_warn(record_warning, &nwarned);
+    for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
+        f = fopen(path, "w");
+        fputs(empty[i], f);
+        fclose(f);
+        nwarned = 0;
+        HE_CHECK_INT(he_conf_load(&conf, path, err, sizeof(err)), 0);
+        HE_CHECK_STR(err, "");
+        HE_CHECK_STR(conf.file, path);
+        HE_CHECK_INT(nwarned, 1);
+        HE_CHECK_STR(warned[0], want);
+    }
+    /* A file that sets a key, even to its default, says nothing; nor does
+     * one that fails (its error says enough). */
+    f = fopen(path, "w");
+    fputs("workers: auto\n", f);
+    fclose(f);
+    nwarned = 0;
+    HE_CHECK_INT(he_conf_load(&conf, path, err, sizeof(err)), 0);
+    HE_CHECK_INT(nwarned, 0);
+    f = fopen(path, "w");
+    fputs("workers: none\n", f);
+    fclose(f);
+    HE_CHECK_INT(he_conf_load(&conf, path, err, sizeof(err)), -EINVAL);
+    HE_CHECK_INT(nwarned, 0);
+    /* A string is named as the caller names it. */
+    HE_CHECK_INT(he_conf_load_string(&conf, "inline.yaml", "", 0, err, sizeof(err)), 0);
+    HE_CHECK_INT(nwarned, 1);
+    HE_CHECK_STR(warned[0], "inline.yaml is empty: running on built-in defaults");
+    /* Without a handler, warnings are dropped. */
+    he_conf_set_warn(NULL, NULL);
+    nwarned = 0;
+    f = fopen(path, "w");
+    fclose(f);
+    HE_CHECK_INT(he_conf_load(&conf, path, err, sizeof(err)), 0);
+    HE_CHECK_INT(nwarned, 0);
+    unlink(path);
 }
 
 static void test_load_file(void)
@@ -328,5 +408,6 @@ int main(void)
     test_doc_file_is_defaults();
     test_doc_file_lists_every_key();
     test_load_file();
+    test_empty_file_warns();
     HE_TEST_MAIN_END();
 }

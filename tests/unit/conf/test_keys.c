@@ -121,6 +121,8 @@ static void test_happy_all_keys(void)
                                "  access_format: json\n"
                                "admin:\n"
                                "  listen: \"[::1]:9191\"\n"
+                               "stats:\n"
+                               "  latency: false\n"
                                "fd_cache:\n"
                                "  entries: 16\n"
                                "  valid: 0\n";
@@ -168,6 +170,7 @@ static void test_happy_all_keys(void)
     a6 = (const struct sockaddr_in6 *)&conf.admin_listen.addr;
     HE_CHECK_INT(a6->sin6_family, AF_INET6);
     HE_CHECK_INT(ntohs(a6->sin6_port), 9191);
+    HE_CHECK(!conf.stats_latency);
     HE_CHECK_INT(conf.fd_cache_entries, 16);
     HE_CHECK_INT(conf.fd_cache_valid_ms, 0);
     HE_CHECK_STR(conf.file, "");
@@ -422,6 +425,8 @@ static void test_happy_new_scalars(void)
                                "    segment: 30d\n"
                                "    other: 2h\n"
                                "  prefetch: 32\n"
+                               "  zero_copy_min: 0\n"
+                               "  zero_copy_adapt: false\n"
                                "origin:\n"
                                "  urls: http://127.0.0.1:9000\n"
                                "  sources: origin-first\n"
@@ -429,7 +434,8 @@ static void test_happy_new_scalars(void)
                                "  read_timeout: 10m\n"
                                "  total_timeout: 1h\n"
                                "  retries: 8\n"
-                               "  pool: 0\n";
+                               "  pool: 0\n"
+                               "  tls_ca_file: /etc/hlsedge/origin-ca.pem\n";
 
     HE_CHECK_INT(load(yaml), 0);
     HE_CHECK_STR(err, "");
@@ -450,6 +456,8 @@ static void test_happy_new_scalars(void)
     HE_CHECK_INT(conf.cache_ttl_ms[HE_SEG_KIND_SEGMENT], 2592000000u);
     HE_CHECK_INT(conf.cache_ttl_ms[HE_SEG_KIND_OTHER], 7200000);
     HE_CHECK_INT(conf.prefetch_segments, 32);
+    HE_CHECK_INT(conf.cache_zero_copy_min, 0);
+    HE_CHECK(!conf.cache_zero_copy_adapt);
     HE_CHECK_INT(conf.norigin_urls, 1);
     HE_CHECK_STR(conf.origin_urls[0], "http://127.0.0.1:9000");
     HE_CHECK(conf.origin_first);
@@ -458,6 +466,7 @@ static void test_happy_new_scalars(void)
     HE_CHECK_INT(conf.origin_total_timeout_ms, 3600000);
     HE_CHECK_INT(conf.origin_retries, 8);
     HE_CHECK_INT(conf.origin_pool, 0);
+    HE_CHECK_STR(conf.origin_tls_ca_file, "/etc/hlsedge/origin-ca.pem");
 
     /* The other bounds, and every size suffix in both cases. */
     HE_CHECK_INT(load("tls: {ticket_rotate: 1m, session_cache: 10000000, handshake_timeout: 1h}\n"
@@ -478,6 +487,19 @@ static void test_happy_new_scalars(void)
     HE_CHECK_INT(conf.origin_connect_timeout_ms, 100);
     HE_CHECK_INT(conf.origin_total_timeout_ms, 1000);
     HE_CHECK_INT(conf.origin_pool, 1024);
+    /* zero_copy_min up to 1t: above every span, so no zero-copy at all. */
+    HE_CHECK_INT(load("cache: {zero_copy_min: 1t, zero_copy_adapt: on}\n"), 0);
+    HE_CHECK_INT(conf.cache_zero_copy_min, 1ull << 40);
+    HE_CHECK(conf.cache_zero_copy_adapt);
+    HE_CHECK_INT(load("cache:\n  zero_copy_min: 1048577\n"), 0);
+    HE_CHECK_INT(conf.cache_zero_copy_min, 1048577);
+    /* origin.tls_ca_file: null and "" are the system store. */
+    HE_CHECK_INT(load("origin:\n  tls_ca_file: ca.pem\n"), 0);
+    HE_CHECK_STR(conf.origin_tls_ca_file, "ca.pem");
+    HE_CHECK_INT(load("origin:\n  tls_ca_file:\n"), 0);
+    HE_CHECK_STR(conf.origin_tls_ca_file, "");
+    HE_CHECK_INT(load("origin:\n  tls_ca_file: \"\"\n"), 0);
+    HE_CHECK_STR(conf.origin_tls_ca_file, "");
     static const struct {
         const char *v;
         unsigned long long bytes;
@@ -573,6 +595,18 @@ static void test_new_key_errors(void)
                "other, got a scalar");
     expect_err("cache:\n  prefetch: 33\n", -ERANGE,
                "t.yaml:2:13: cache.prefetch: expected an integer in 0..32, got \"33\"");
+    expect_err("cache:\n  zero_copy_min: 1025g\n", -ERANGE,
+               "t.yaml:2:18: cache.zero_copy_min: expected a size in 0..1t such as \"512m\" or "
+               "\"2g\", got \"1025g\"");
+    expect_err("cache:\n  zero_copy_min: 256KiB\n", -EINVAL,
+               "t.yaml:2:18: cache.zero_copy_min: expected a size in 0..1t such as \"512m\" or "
+               "\"2g\", got \"256KiB\"");
+    expect_err("stats:\n  latency: 1\n", -EINVAL,
+               "t.yaml:2:12: stats.latency: expected true or false, got \"1\"");
+    expect_err("stats: false\n", -EINVAL,
+               "t.yaml:1:8: stats: expected a mapping with keys latency, got a scalar");
+    expect_err("cache:\n  zero_copy_adapt: 0\n", -EINVAL,
+               "t.yaml:2:20: cache.zero_copy_adapt: expected true or false, got \"0\"");
 
     expect_err("origin:\n  sources: origin\n", -EINVAL,
                "t.yaml:2:12: origin.sources: expected one of root-first, origin-first, got "

@@ -1,7 +1,8 @@
 /* The list setters of conf/set_list.c: tls.listen (the listen type at
- * another offset), tls.certificates, cache.key_params, origin.urls and
- * cache.ssd. Part of it walks the table, so every list key gets the shape
- * checks (one string, [], null, too many entries). */
+ * another offset), tls.certificates, cache.key_params, origin.urls,
+ * cache.ssd and features.disable (a set of names kept as bits). Part of
+ * it walks the table, so every list key gets the shape checks (one
+ * string, [], null, too many entries). */
 #include <arpa/inet.h>
 #include <limits.h>
 
@@ -389,6 +390,91 @@ static void test_stores(void)
     free(yaml);
 }
 
+/* features.disable: names of the feature table, or "all" alone, as bits;
+ * each error points at the entry at fault. */
+static void test_features_disable(void)
+{
+    static const char names[] =
+        "one of single_issuer, defer_taskrun, coop_taskrun, multishot_accept, recv_multishot, "
+        "buf_ring, fixed_files, send_zc, zc_report_usage, openat2_beneath, reuseport_cbpf, ktls, "
+        "or \"all\", or a list of them";
+    static const char *const empties[] = {"[]", "\"\"", "", "~"};
+    char yaml[1024], want[HE_CONF_ERR_MAX];
+    size_t o;
+
+    HE_CHECK_INT(load("features:\n  disable: send_zc\n"), 0);
+    HE_CHECK_INT(conf.features_disabled, HE_CONF_FEATURE_BIT(HE_CONF_FEATURE_SEND_ZC));
+    HE_CHECK(he_conf_feature_disabled(&conf, "send_zc"));
+    HE_CHECK(!he_conf_feature_disabled(&conf, "ktls"));
+    HE_CHECK(!he_conf_feature_disabled(&conf, "all"));
+    HE_CHECK(!he_conf_feature_disabled(&conf, "bogus"));
+    HE_CHECK_INT(load("features:\n  disable: [reuseport_cbpf, ktls]\n"), 0);
+    HE_CHECK_INT(conf.features_disabled, HE_CONF_FEATURE_BIT(HE_CONF_FEATURE_REUSEPORT_CBPF) |
+                                             HE_CONF_FEATURE_BIT(HE_CONF_FEATURE_KTLS));
+    HE_CHECK(he_conf_feature_disabled(&conf, "reuseport_cbpf"));
+    HE_CHECK(he_conf_feature_disabled(&conf, "ktls"));
+    HE_CHECK(!he_conf_feature_disabled(&conf, "send_zc"));
+    HE_CHECK_INT(load("features:\n  disable: all\n"), 0);
+    HE_CHECK_INT(conf.features_disabled, HE_CONF_FEATURES_ALL);
+    HE_CHECK_INT(load("features: {disable: [all]}\n"), 0);
+    HE_CHECK_INT(conf.features_disabled, HE_CONF_FEATURES_ALL);
+    for (size_t j = 0; j < sizeof(empties) / sizeof(empties[0]); j++) {
+        snprintf(yaml, sizeof(yaml), "features:\n  disable: %s\n", empties[j]);
+        HE_CHECK_INT(load(yaml), 0);
+        HE_CHECK_INT(conf.features_disabled, 0);
+    }
+
+    /* Every name, one a line: all of them, by name. */
+    o = (size_t)snprintf(yaml, sizeof(yaml), "features:\n  disable:\n");
+    for (int f = 0; f < HE_CONF_FEATURE_COUNT; f++) {
+        o += (size_t)snprintf(yaml + o, sizeof(yaml) - o, "    - %s\n", he_conf_feature_names[f]);
+        HE_CHECK(he_conf_feature_names[f] != NULL);
+    }
+    HE_CHECK(he_conf_feature_names[HE_CONF_FEATURE_COUNT] == NULL);
+    HE_CHECK_INT(load(yaml), 0);
+    HE_CHECK_INT(conf.features_disabled, HE_CONF_FEATURES_ALL);
+    for (int f = 0; f < HE_CONF_FEATURE_COUNT; f++)
+        HE_CHECK(he_conf_feature_disabled(&conf, he_conf_feature_names[f]));
+    /* ... and one more is a duplicate, not "all" alone. */
+    snprintf(yaml + o, sizeof(yaml) - o, "    - ktls\n");
+    snprintf(want, sizeof(want), "t.yaml:%d:7: features.disable: duplicate feature \"ktls\"",
+             HE_CONF_FEATURE_COUNT + 3);
+    expect_err(yaml, -EEXIST, want);
+
+    /* Unknown names, case, the old comma form: the message lists the valid names. */
+    snprintf(want, sizeof(want), "t.yaml:2:12: features.disable: expected %s, got \"sendzc\"",
+             names);
+    expect_err("features:\n  disable: sendzc\n", -EINVAL, want);
+    snprintf(want, sizeof(want), "t.yaml:2:22: features.disable: expected %s, got \"bogus\"",
+             names);
+    expect_err("features:\n  disable: [send_zc, bogus]\n", -EINVAL, want);
+    snprintf(want, sizeof(want), "t.yaml:3:7: features.disable: expected %s, got \"KTLS\"", names);
+    expect_err("features:\n  disable:\n    - KTLS\n", -EINVAL, want);
+    snprintf(want, sizeof(want), "t.yaml:2:12: features.disable: expected %s, got \"send_zc,ktls\"",
+             names);
+    expect_err("features:\n  disable: send_zc,ktls\n", -EINVAL, want);
+    snprintf(want, sizeof(want), "t.yaml:2:13: features.disable: expected %s, got \"\"", names);
+    expect_err("features:\n  disable: [\"\"]\n", -EINVAL, want);
+
+    expect_err("features:\n  disable: [ktls, send_zc, ktls]\n", -EEXIST,
+               "t.yaml:2:28: features.disable: duplicate feature \"ktls\"");
+    expect_err("features:\n  disable: [all, ktls]\n", -EINVAL,
+               "t.yaml:2:18: features.disable: expected \"all\" alone, not in a list with other "
+               "features");
+    expect_err("features:\n  disable: [ktls, all]\n", -EINVAL,
+               "t.yaml:2:19: features.disable: expected \"all\" alone, not in a list with other "
+               "features");
+    expect_err("features:\n  disable: [all, all]\n", -EINVAL,
+               "t.yaml:2:18: features.disable: expected \"all\" alone, not in a list with other "
+               "features");
+    expect_err("features:\n  disable: [[ktls]]\n", -EINVAL,
+               "t.yaml:2:13: features.disable: expected a list of scalars, got a list in it");
+    expect_err("features: [ktls]\n", -EINVAL,
+               "t.yaml:1:11: features: expected a mapping with keys disable, got a list");
+    /* A bad list leaves the defaults: nothing disabled. */
+    HE_CHECK_INT(conf.features_disabled, 0);
+}
+
 int main(void)
 {
     test_every_list_generic();
@@ -397,5 +483,6 @@ int main(void)
     test_key_params();
     test_origin_urls();
     test_stores();
+    test_features_disable();
     HE_TEST_MAIN_END();
 }

@@ -1,6 +1,7 @@
 /* The libyaml walk of conf/yaml.c: document shape, unknown and duplicate
  * keys, YAML syntax errors, and where each error points. */
 #include <errno.h>
+#include <time.h>
 
 #include "conf/internal.h"
 #include "he_test.h"
@@ -65,12 +66,12 @@ static void test_unknown_keys(void)
     expect_err("wrokers: 4\n", -EINVAL,
                "t.yaml:1:1: wrokers: unknown key, did you mean \"workers\"? (valid here: listen, "
                "workers, cpus, pin, control_cpus, numa, root, limits, timeouts, cors, cache_control, log, "
-               "admin, fd_cache, tls, cache, origin)");
+               "admin, stats, fd_cache, tls, cache, origin, features)");
     expect_err(
         "listen: \":80\"\nbogus_option: 1\n", -EINVAL,
         "t.yaml:2:1: bogus_option: unknown key (valid here: listen, workers, cpus, pin, "
-        "control_cpus, numa, root, limits, timeouts, cors, cache_control, log, admin, fd_cache, tls, cache, "
-        "origin)");
+        "control_cpus, numa, root, limits, timeouts, cors, cache_control, log, admin, stats, fd_cache, tls, cache, "
+        "origin, features)");
     expect_err("limits:\n  max_connections: 5\n  header_byte: 1024\n", -EINVAL,
                "t.yaml:3:3: limits.header_byte: unknown key, did you mean \"header_bytes\"? "
                "(valid here: max_connections, header_bytes, uri_bytes)");
@@ -80,8 +81,8 @@ static void test_unknown_keys(void)
     /* A dotted path is not a key: the layout is nested. */
     expect_err("limits.uri_bytes: 100\n", -EINVAL,
                "t.yaml:1:1: limits.uri_bytes: unknown key (valid here: listen, workers, cpus, "
-               "pin, control_cpus, numa, root, limits, timeouts, cors, cache_control, log, admin, fd_cache, tls, "
-               "cache, origin)");
+               "pin, control_cpus, numa, root, limits, timeouts, cors, cache_control, log, admin, stats, fd_cache, tls, "
+               "cache, origin, features)");
     /* Sections nest: an unknown key in cache.ttl names its full path and the
      * keys valid there, and a typo is caught one level down too. */
     expect_err("cache:\n  ttl:\n    medai: 1s\n", -EINVAL,
@@ -90,19 +91,19 @@ static void test_unknown_keys(void)
     expect_err("cache:\n  ram: 1g\n", -EINVAL,
                "t.yaml:2:3: cache.ram: unknown key (valid here: ram_size, ram_object_max, ssd, "
                "admission, negative_ttl, stale_while_revalidate, stale_if_error, live_fraction, "
-               "ttl, key_params, prefetch)");
+               "ttl, key_params, prefetch, zero_copy_min, zero_copy_adapt)");
     expect_err("tls:\n  certificate: a.pem\n", -EINVAL,
                "t.yaml:2:3: tls.certificate: unknown key, did you mean \"certificates\"? (valid "
                "here: listen, certificates, ktls, session_tickets, ticket_rotate, session_cache, "
                "handshake_timeout)");
     expect_err("origin:\n  url: http://a\n", -EINVAL,
                "t.yaml:2:3: origin.url: unknown key, did you mean \"urls\"? (valid here: urls, "
-               "sources, connect_timeout, read_timeout, total_timeout, retries, pool)");
+               "sources, connect_timeout, read_timeout, total_timeout, retries, pool, tls_ca_file)");
     /* A nested section's key one level up is unknown there. */
     expect_err("cache:\n  media: 1s\n", -EINVAL,
                "t.yaml:2:3: cache.media: unknown key (valid here: ram_size, ram_object_max, ssd, "
                "admission, negative_ttl, stale_while_revalidate, stale_if_error, live_fraction, "
-               "ttl, key_params, prefetch)");
+               "ttl, key_params, prefetch, zero_copy_min, zero_copy_adapt)");
     /* Keys are case-sensitive; a section's key at the top level is unknown. */
     HE_CHECK_INT(load("Workers: 4\n"), -EINVAL);
     HE_CHECK(strstr(err, "t.yaml:1:1: Workers: unknown key, did you mean \"workers\"?") == err);
@@ -142,7 +143,7 @@ static void test_wrong_shapes(void)
     expect_err("cache: [ram_size]\n", -EINVAL,
                "t.yaml:1:8: cache: expected a mapping with keys ram_size, ram_object_max, ssd, "
                "admission, negative_ttl, stale_while_revalidate, stale_if_error, live_fraction, "
-               "ttl, key_params, prefetch, got a list");
+               "ttl, key_params, prefetch, zero_copy_min, zero_copy_adapt, got a list");
     expect_err("cache:\n  ttl:\n    master:\n      x: 1\n", -EINVAL,
                "t.yaml:4:7: cache.ttl.master: expected a duration in 0s..30d such as \"250ms\", "
                "\"10s\" or \"2m\", got a mapping");
@@ -221,6 +222,82 @@ static void test_anchors(void)
                "mapping");
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* "listen: " then n levels of open (each opens one collection) and as
+ * many of close; malloc'd. */
+static char *nested(unsigned n, const char *open, const char *close)
+{
+    size_t lo = strlen(open), lc = strlen(close), o = 0;
+    char *y = malloc(16 + n * (lo + lc));
+
+    o += (size_t)sprintf(y, "listen: ");
+    for (unsigned i = 0; i < n; i++, o += lo)
+        memcpy(y + o, open, lo);
+    for (unsigned i = 0; i < n; i++, o += lc)
+        memcpy(y + o, close, lc);
+    strcpy(y + o, "\n");
+    return y;
+}
+
+/* libyaml's time grows with the square of the nesting (seconds at 64k
+ * levels), so nesting past 64 levels is refused as it is read, at the
+ * collection that goes one level too deep; the schema needs 4. */
+static void test_nesting_depth(void)
+{
+    char *y;
+    double t0;
+
+    /* The top mapping is level 1, listen's list level 2: 63 lists is 64
+     * levels, still the usual type error; 64 lists is one too many. */
+    y = nested(63, "[", "]");
+    expect_err(y, -EINVAL, "t.yaml:1:10: listen: expected a list of scalars, got a list in it");
+    free(y);
+    y = nested(64, "[", "]");
+    expect_err(y, -EINVAL, "t.yaml:1:72: YAML nested deeper than 64 levels");
+    free(y);
+    y = nested(64, "{a: ", "}");
+    expect_err(y, -EINVAL, "t.yaml:1:261: YAML nested deeper than 64 levels");
+    free(y);
+    /* Block style: "- - - x" nests a list per dash. */
+    y = malloc(16 + 2 * 64);
+    strcpy(y, "listen:\n");
+    for (int i = 0; i < 64; i++)
+        strcat(y, "- ");
+    strcat(y, "x\n");
+    expect_err(y, -EINVAL, "t.yaml:2:127: YAML nested deeper than 64 levels");
+    free(y);
+    /* Past the limit in a second document too: it is never composed. */
+    {
+        char *d = nested(64, "[", "]");
+        y = malloc(strlen(d) + 16);
+        sprintf(y, "workers: 4\n---\n%s", d);
+        expect_err(y, -EINVAL, "t.yaml:3:72: YAML nested deeper than 64 levels");
+        free(y);
+        free(d);
+    }
+    /* Deep nesting costs nothing: the parse stops at level 65. */
+    t0 = now_s();
+    y = nested(65536, "[", "]");
+    expect_err(y, -EINVAL, "t.yaml:1:72: YAML nested deeper than 64 levels");
+    free(y);
+    y = nested(65536, "{a: ", "}");
+    expect_err(y, -EINVAL, "t.yaml:1:261: YAML nested deeper than 64 levels");
+    free(y);
+    HE_CHECK(now_s() - t0 < 1.0);
+    /* A syntax error before the limit is reported as before. */
+    y = nested(10, "[", "");
+    expect_err(y, -EINVAL,
+               "t.yaml:2:1: YAML syntax error: did not find expected node content (while "
+               "parsing a flow node at 2:1)");
+    free(y);
+}
+
 static void test_error_buffer(void)
 {
     char small[16];
@@ -242,6 +319,7 @@ int main(void)
     test_wrong_shapes();
     test_syntax_errors();
     test_anchors();
+    test_nesting_depth();
     test_error_buffer();
     HE_TEST_MAIN_END();
 }
