@@ -10,7 +10,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "server/control/accesslog.h"
+#include "server/base/alog_ring.h"
 #include "server/base/log.h"
 #include "server/server.h"
 #include "server/net/tls.h"

@@ -50,14 +50,6 @@ static struct {
     unsigned nservers;
 } he_cache_g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static const char *const he_cache_st_names[HE_CST_COUNT] = {
-    "-", "HIT-RAM", "HIT-SSD", "MISS", "STALE", "REVALIDATED", "COALESCED", "PREFETCHED",
-};
-
-const char *he__cache_st_name(unsigned st)
-{
-    return st < HE_CST_COUNT ? he_cache_st_names[st] : "-";
-}
 
 bool he__cache_enabled(void)
 {

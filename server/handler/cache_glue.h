@@ -16,21 +16,8 @@
 #include "cache/cache.h"
 #include "server/control/admin.h"
 #include "server/control/metrics.h"
+#include "server/base/alog_ring.h"
 #include "server/server.h"
-
-/* The access log's cache field. */
-enum he_cache_st {
-    HE_CST_NONE = 0, /* "-": served from root (or not a cacheable answer) */
-    HE_CST_HIT_RAM,
-    HE_CST_HIT_SSD,
-    HE_CST_MISS,
-    HE_CST_STALE,
-    HE_CST_REVALIDATED,
-    HE_CST_COALESCED,
-    HE_CST_PREFETCHED,
-    HE_CST_COUNT
-};
-const char *he__cache_st_name(unsigned st);
 
 /* One worker generation's view: its configuration snapshot (cache keys
  * cannot change without a new generation, so the snapshot is exact and

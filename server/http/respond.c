@@ -10,7 +10,8 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 
-#include "server/control/accesslog.h"
+#include "server/base/alog_ring.h"
+#include "server/http/access.h"
 #include "server/base/hbuf.h"
 #include "server/http/http_util.h"
 #include "server/base/log.h"

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "server/control/accesslog.h"
+#include "server/http/access.h"
 #include "server/handler/cache_glue.h"
 #include "server/server.h"
 #include "tests/he_xorshift.h"
