@@ -38,11 +38,11 @@ void he_alog_commit(he_alog_ring_t *r, he_alog_rec_t *rec)
     he_alog_commit_in(r, rec);
 }
 
-static const char *const he_cache_st_names[HE_CST_COUNT] = {
+static const char *const he_alog_cache_names[HE_ALOG_CACHE_COUNT] = {
     "-", "HIT-RAM", "HIT-SSD", "MISS", "STALE", "REVALIDATED", "COALESCED", "PREFETCHED",
 };
 
-const char *he__cache_st_name(unsigned st)
+const char *he_alog_cache_name(unsigned st)
 {
-    return st < HE_CST_COUNT ? he_cache_st_names[st] : "-";
+    return st < HE_ALOG_CACHE_COUNT ? he_alog_cache_names[st] : "-";
 }

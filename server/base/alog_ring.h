@@ -18,19 +18,21 @@
 #include <stdint.h>
 #include <uv.h>
 
-/* The access log's cache field. */
-enum he_cache_st {
-    HE_CST_NONE = 0, /* "-": served from root (or not a cacheable answer) */
-    HE_CST_HIT_RAM,
-    HE_CST_HIT_SSD,
-    HE_CST_MISS,
-    HE_CST_STALE,
-    HE_CST_REVALIDATED,
-    HE_CST_COALESCED,
-    HE_CST_PREFETCHED,
-    HE_CST_COUNT
-};
-const char *he__cache_st_name(unsigned st);
+/* The access log's cache field: how the cache answered (the handler sets
+ * it, the formatter names it). */
+typedef enum he_alog_cache {
+    HE_ALOG_CACHE_NONE = 0, /* "-": served from root (or not a cacheable answer) */
+    HE_ALOG_CACHE_HIT_RAM,
+    HE_ALOG_CACHE_HIT_SSD,
+    HE_ALOG_CACHE_MISS,
+    HE_ALOG_CACHE_STALE,
+    HE_ALOG_CACHE_REVALIDATED,
+    HE_ALOG_CACHE_COALESCED,
+    HE_ALOG_CACHE_PREFETCHED,
+    HE_ALOG_CACHE_COUNT
+} he_alog_cache_t;
+/* "HIT-RAM", ...; "-" for NONE and for a value out of range. */
+const char *he_alog_cache_name(unsigned st);
 
 /* Bytes per worker ring (a power of two), paged in only once the access
  * log is on: about 24,000 playlist requests. The control thread drains
@@ -77,7 +79,7 @@ typedef struct he_alog_rec {
     uint8_t http_major, http_minor;
     uint8_t tls;       /* enum he_alog_tls */
     uint8_t truncated; /* the target was longer than HE_ALOG_TARGET_MAX */
-    uint8_t cache;     /* enum he_cache_st (server/cache_glue.h), named when formatted */
+    uint8_t cache;     /* he_alog_cache_t, named when formatted */
     uint8_t pad[5];
     uint8_t addr[16]; /* IPv4: 4 bytes, then zeros (the formatter's cache key) */
     char target[];    /* target_len bytes */

@@ -27,8 +27,6 @@ static const char *he_alog_tls_name(uint8_t t)
  * guarantees room (HE_ALOG_LINE_MAX), including the up to 48 bytes a
  * piece's copy writes past its end. */
 
-_Static_assert(HE_CST_COUNT <= HE_ALOG_CACHE_ST_MAX, "a piece for every cache status");
-
 /* literals: a copy of constant size, which the compiler inlines */
 #define he_alog_lit(o, s) (memcpy(o, s, sizeof(s) - 1), (o) + sizeof(s) - 1)
 
@@ -212,7 +210,7 @@ static void he_alog_pieces_check(he_alog_t *a)
     a->pieces_format = a->format;
     a->tcache_ok = false;
     a->mcache.len = 0;
-    for (unsigned i = 0; i <= HE_ALOG_CACHE_ST_MAX; i++)
+    for (unsigned i = 0; i <= HE_ALOG_CACHE_COUNT; i++)
         for (unsigned k = 0; k < 3; k++)
             a->tail[i][k].len = 0;
 }
@@ -279,11 +277,11 @@ static char *he_alog_method(he_alog_t *a, char *o, uint8_t m)
 /* The end of the line: cache and TLS status. */
 static char *he_alog_tail(he_alog_t *a, char *o, const he_alog_rec_t *rec)
 {
-    unsigned c = rec->cache < HE_CST_COUNT ? rec->cache : HE_CST_COUNT;
+    unsigned c = rec->cache < HE_ALOG_CACHE_COUNT ? rec->cache : HE_ALOG_CACHE_COUNT;
     unsigned t = rec->tls < 3 ? rec->tls : 0;
     he_alog_piece_t *p = &a->tail[c][t];
     if (!p->len) {
-        const char *cn = he__cache_st_name(c), *tn = he_alog_tls_name((uint8_t)t);
+        const char *cn = he_alog_cache_name(c), *tn = he_alog_tls_name((uint8_t)t);
         char buf[128];
         int n = a->format == HE_ACCESS_LOG_JSON
                     ? snprintf(buf, sizeof(buf), ",\"cache\":\"%s\",\"tls\":\"%s\"}\n", cn, tn)

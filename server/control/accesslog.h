@@ -12,10 +12,6 @@
 #include "conf/conf.h"
 #include "server/base/alog_ring.h"
 
-/* At least HE_CST_COUNT (server/cache_glue.h): cache statuses the
- * formatter keeps spelled. */
-#define HE_ALOG_CACHE_ST_MAX 8
-
 /* ---------------------------------------------------------------- writer */
 
 /* A piece of a line spelled once and copied whole: the formatter copies
@@ -48,7 +44,7 @@ typedef struct he_alog {
     he_alog_piece_t acache; /* ... as text */
     /* ` cache=- tls=-\n` or `,"cache":"-","tls":"-"}\n`, by cache status
      * (the last: out of range) and enum he_alog_tls */
-    he_alog_piece_t tail[HE_ALOG_CACHE_ST_MAX + 1][3];
+    he_alog_piece_t tail[HE_ALOG_CACHE_COUNT + 1][3];
 } he_alog_t;
 
 void he_alog_init(he_alog_t *a);

@@ -551,7 +551,7 @@ static bool he_rc_ssd_fallback(he_worker_t *w, he_conn_t *c)
     if (he_cache_store_lookup(wc->store, &key, &hit, NULL) < 0) return false;
     fs = he_cache_fresh_state(&hit.meta.fresh, he__cache_wall_ms(w));
     if (fs == HE_CACHE_EXPIRED ||
-        !he_rc_serve_ssd(w, c, &key, &hit, fs == HE_CACHE_FRESH ? HE_CST_HIT_SSD : HE_CST_STALE,
+        !he_rc_serve_ssd(w, c, &key, &hit, fs == HE_CACHE_FRESH ? HE_ALOG_CACHE_HIT_SSD : HE_ALOG_CACHE_STALE,
                          false, 0))
         return false;
     if (fs != HE_CACHE_FRESH) wc->st->stale_serves++; /* fresh: written meanwhile */
@@ -565,7 +565,7 @@ static void he_rc_fail_before_head(he_worker_t *w, he_conn_t *c)
     if (w->cache->conf->origin_first && !c->cache_skip) {
         /* origin-first: the local library is the fallback */
         c->cache_skip = true;
-        c->cache_st = HE_CST_NONE;
+        c->cache_st = HE_ALOG_CACHE_NONE;
         he__respond(w, c);
         return;
     }
@@ -588,7 +588,7 @@ static void he_rc_alone(he_worker_t *w, he_conn_t *c)
         return;
     }
     cc->waiting = true;
-    c->cache_st = HE_CST_MISS;
+    c->cache_st = HE_ALOG_CACHE_MISS;
     he_rc_fetch(w, c, f, NULL);
 }
 
@@ -612,7 +612,7 @@ static void he_rc_on_headers(he_worker_t *w, he_conn_t *c)
     }
     he_cache_obj_ref(o);
     if (he_cache_fill_stale(f)) { /* 304 from the origin, or stale-if-error */
-        uint8_t cst = r->status == 304 ? HE_CST_REVALIDATED : HE_CST_STALE;
+        uint8_t cst = r->status == 304 ? HE_ALOG_CACHE_REVALIDATED : HE_ALOG_CACHE_STALE;
         he_cache_fill_leave(&cc->waiter);
         he_rc_serve_obj(w, c, o, cst);
         return;
@@ -721,7 +721,7 @@ static void he_rc_join(he_worker_t *w, he_conn_t *c, const he_cache_key_t *key,
     cc->active = true;
     cc->waiting = true;
     c->cache_busy = true;
-    c->cache_st = created ? (stale ? HE_CST_REVALIDATED : HE_CST_MISS) : HE_CST_COALESCED;
+    c->cache_st = created ? (stale ? HE_ALOG_CACHE_REVALIDATED : HE_ALOG_CACHE_MISS) : HE_ALOG_CACHE_COALESCED;
     if (created) {
         he_rc_fetch(w, c, f, stale);
         return;
@@ -861,12 +861,12 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
         switch (he_cache_fresh_state(&fr, wall)) {
         case HE_CACHE_FRESH:
             he_rc_serve_obj(w, c, o,
-                            he_cache_obj_meta(o)->prefetched ? HE_CST_PREFETCHED : HE_CST_HIT_RAM);
+                            he_cache_obj_meta(o)->prefetched ? HE_ALOG_CACHE_PREFETCHED : HE_ALOG_CACHE_HIT_RAM);
             break;
         case HE_CACHE_STALE_REVALIDATE:
             wc->st->stale_serves++;
             he_rc_refresh(w, c, key, o);
-            he_rc_serve_obj(w, c, o, HE_CST_STALE);
+            he_rc_serve_obj(w, c, o, HE_ALOG_CACHE_STALE);
             break;
         default:
             he_rc_join(w, c, key, o);
@@ -885,7 +885,7 @@ bool he__rcache_respond(he_worker_t *w, he_conn_t *c)
                 he_rc_refresh(w, c, key, NULL);
             }
             if (he_rc_serve_ssd(w, c, key, &hit,
-                                fs == HE_CACHE_FRESH ? HE_CST_HIT_SSD : HE_CST_STALE,
+                                fs == HE_CACHE_FRESH ? HE_ALOG_CACHE_HIT_SSD : HE_ALOG_CACHE_STALE,
                                 fs == HE_CACHE_FRESH, epoch))
                 return true;
         }

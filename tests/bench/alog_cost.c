@@ -120,7 +120,7 @@ static void bench_setup(void)
         c->status = 200;
         c->head_len = 230;
         c->bytes_sent = c->head_len + (i % 4 == 0 ? 400 + i * 13 : 250000 + i * 110000);
-        c->cache_st = i % 3 == 0 ? HE_CST_HIT_RAM : HE_CST_NONE;
+        c->cache_st = i % 3 == 0 ? HE_ALOG_CACHE_HIT_RAM : HE_ALOG_CACHE_NONE;
         sa->sin_family = AF_INET;
         sa->sin_port = htons((uint16_t)(40000 + i));
         inet_pton(AF_INET, "127.0.0.1", &sa->sin_addr);

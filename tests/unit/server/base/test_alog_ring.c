@@ -30,7 +30,7 @@ static void he_t_fill(he_alog_rec_t *r, const char *target)
     r->method = 1; /* HTTP_GET */
     r->http_major = 1;
     r->http_minor = 1;
-    r->cache = HE_CST_NONE;
+    r->cache = HE_ALOG_CACHE_NONE;
     r->target_len = (uint16_t)strlen(target);
     memcpy(r->target, target, r->target_len);
 }

@@ -36,7 +36,7 @@ static void he_t_fill(he_alog_rec_t *r, const char *target)
     r->method = 1; /* HTTP_GET */
     r->http_major = 1;
     r->http_minor = 1;
-    r->cache = HE_CST_NONE;
+    r->cache = HE_ALOG_CACHE_NONE;
     r->target_len = (uint16_t)strlen(target);
     memcpy(r->target, target, r->target_len);
 }
@@ -70,7 +70,7 @@ static void test_format_combined(void)
     r->status = 404;
     r->method = 2; /* HTTP_HEAD */
     r->tls = HE_ALOG_TLS_KTLS;
-    r->cache = HE_CST_HIT_RAM;
+    r->cache = HE_ALOG_CACHE_HIT_RAM;
     r->family = AF_INET6;
     inet_pton(AF_INET6, "2001:db8::1", r->addr);
     r->duration_us = 12345678;
@@ -175,7 +175,7 @@ static void he_t_ref(const he_alog_rec_t *r, int json, int64_t real_minus_mono, 
                 "\"worker\":%u,\"cache\":\"%s\",\"tls\":\"%s\"}\n",
                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                 (unsigned)(real / 1000000 % 1000), addr, method, target, proto, r->status, body,
-                r->duration_us, r->ttfb_us, r->worker, he__cache_st_name(r->cache),
+                r->duration_us, r->ttfb_us, r->worker, he_alog_cache_name(r->cache),
                 r->tls < 3 ? tls[r->tls] : "-");
     else
         sprintf(out,
@@ -184,7 +184,7 @@ static void he_t_ref(const he_alog_rec_t *r, int json, int64_t real_minus_mono, 
                 addr, tm.tm_mday, mon[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
                 tm.tm_sec, method, target, proto, r->status, body, r->duration_us / 1000000,
                 r->duration_us % 1000000, r->ttfb_us / 1000000, r->ttfb_us % 1000000, r->worker,
-                he__cache_st_name(r->cache), r->tls < 3 ? tls[r->tls] : "-");
+                he_alog_cache_name(r->cache), r->tls < 3 ? tls[r->tls] : "-");
 }
 
 static uint64_t he_t_rng = 0x2545f4914f6cdd1dull;
@@ -266,7 +266,7 @@ static void test_format_reference(void)
                                       : he_xorshift64(&he_t_rng) % 256); /* 0: no version read */
         r->http_minor =
             (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? 1 : he_xorshift64(&he_t_rng) % 256);
-        r->cache = (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? he_xorshift64(&he_t_rng) % HE_CST_COUNT
+        r->cache = (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? he_xorshift64(&he_t_rng) % HE_ALOG_CACHE_COUNT
                                                           : he_xorshift64(&he_t_rng) % 256);
         r->tls = (uint8_t)(he_xorshift64(&he_t_rng) % 4 ? he_xorshift64(&he_t_rng) % 3
                                                         : he_xorshift64(&he_t_rng) % 256);
@@ -312,7 +312,7 @@ static void test_format_longest(void)
         r->duration_us = r->ttfb_us = UINT32_MAX;
         r->status = r->worker = UINT16_MAX;
         r->method = 41; /* GET_PARAMETER: the longest name */
-        r->cache = HE_CST_REVALIDATED;
+        r->cache = HE_ALOG_CACHE_REVALIDATED;
         r->tls = HE_ALOG_TLS_KTLS;
         r->family = AF_INET6;
         inet_pton(AF_INET6, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", r->addr);
