@@ -60,28 +60,6 @@ void he_mbuf_printf(he_mbuf_t *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-size_t he__utf8_len(const unsigned char *s)
-{
-    unsigned char lo = 0x80, hi = 0xbf; /* the second byte's range */
-    size_t n;
-
-    if (s[0] < 0x80) return 1;
-    if (s[0] < 0xc2 || s[0] > 0xf4) return 0; /* continuation, overlong lead, past U+10FFFF */
-    n = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
-    if (s[0] == 0xe0)
-        lo = 0xa0; /* overlong */
-    else if (s[0] == 0xed)
-        hi = 0x9f; /* surrogates */
-    else if (s[0] == 0xf0)
-        lo = 0x90; /* overlong */
-    else if (s[0] == 0xf4)
-        hi = 0x8f; /* past U+10FFFF */
-    if (s[1] < lo || s[1] > hi) return 0;
-    for (size_t i = 2; i < n; i++) /* a NUL ends the check too */
-        if ((s[i] & 0xc0) != 0x80) return 0;
-    return n;
-}
-
 void he_mbuf_json_str(he_mbuf_t *b, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "server/server.h"
+#include "server/base/buf.h"
 #include "server/base/stats.h"
 
 /* A growing text buffer; a failed allocation sets oom and stops growth. */
@@ -24,10 +25,6 @@ void he_mbuf_put(he_mbuf_t *b, const char *s, size_t n);
 /* s as a JSON string (quotes included); a byte that is not part of valid
  * UTF-8 (a file name may hold any) becomes \ufffd. */
 void he_mbuf_json_str(he_mbuf_t *b, const char *s);
-/* The length of the valid UTF-8 sequence s starts with (1-4), or 0 when it
- * is not one (a stray or truncated byte, an overlong form, a surrogate, a
- * code point past U+10FFFF). */
-size_t he__utf8_len(const unsigned char *s);
 void he_mbuf_free(he_mbuf_t *b);
 
 /* Adds every counter of src to dst. Every field of he_stats_t is a
