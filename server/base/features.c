@@ -12,6 +12,5 @@ void he_features_describe(const he_features_t *f, char *out, size_t cap)
              "reuseport_cbpf=%d ktls=%d numa_nodes=%d",
              f->single_issuer, f->defer_taskrun, f->coop_taskrun, f->multishot_accept,
              f->recv_multishot, f->buf_ring, f->fixed_files, f->send_zc, f->zc_report_usage,
-             f->openat2_beneath,
-             f->reuseport_cbpf, f->ktls, f->numa_nodes);
+             f->openat2_beneath, f->reuseport_cbpf, f->ktls, f->numa_nodes);
 }

@@ -77,4 +77,3 @@ void he_alog_push(struct he_worker *w, const struct he_conn *c, uint64_t end_ns,
     he_alog_copy(rec->target, c->url, n);
     he_alog_commit_in(w->alog, rec);
 }
-
