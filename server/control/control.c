@@ -313,10 +313,10 @@ static void he_control_snapshot(he_control_t *ctl, he_metrics_snap_t *s)
 
 /* A formatted body (b, which the response takes over) or, when something
  * ran out of memory on the way, a 500. */
-static void he_control_reply(he_admin_resp_t *resp, he_mbuf_t *b, bool ok, const char *type)
+static void he_control_reply(he_admin_resp_t *resp, he_buf_t *b, bool ok, const char *type)
 {
     if (!ok) {
-        he_mbuf_free(b);
+        he_buf_free(b);
         he_admin_resp_text(resp, 500, "out of memory\n");
         return;
     }
@@ -330,7 +330,7 @@ static void he_control_route_metrics(void *ctx, const he_admin_req_t *req, he_ad
 {
     he_control_t *ctl = ctx;
     he_metrics_snap_t *snap = malloc(sizeof(*snap)); /* four histograms: not for the stack */
-    he_mbuf_t b = {0};
+    he_buf_t b = {0};
     bool ok;
 
     if (!snap) {
@@ -339,7 +339,7 @@ static void he_control_route_metrics(void *ctx, const he_admin_req_t *req, he_ad
     }
     he_control_snapshot(ctl, snap);
     he_metrics_prometheus(snap, &b);
-    ok = snap->workers && !b.oom;
+    ok = snap->workers && !b.failed;
     free(snap->workers);
     free(snap);
     he_control_reply(resp, &b, ok, "text/plain; version=0.0.4; charset=utf-8");
@@ -352,7 +352,7 @@ static void he_control_route_stats(void *ctx, const he_admin_req_t *req, he_admi
     he_control_t *ctl = ctx;
     char *tls = NULL;
     he_metrics_snap_t *snap = malloc(sizeof(*snap)); /* four histograms: not for the stack */
-    he_mbuf_t b = {0};
+    he_buf_t b = {0};
     bool ok;
 
     if (!snap) {
@@ -377,7 +377,7 @@ static void he_control_route_stats(void *ctx, const he_admin_req_t *req, he_admi
     }
     he_metrics_json(snap, &b);
     free(tls);
-    ok = snap->workers && !b.oom;
+    ok = snap->workers && !b.failed;
     free((void *)snap->history);
     free(snap->workers);
     free(snap);

@@ -15,7 +15,6 @@
 
 #include "cache/cache.h"
 #include "server/control/admin.h"
-#include "server/control/metrics.h"
 #include "server/base/alog_ring.h"
 #include "server/server.h"
 
@@ -156,10 +155,6 @@ void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key);
  * the SSD lookup). */
 void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_store_hit_t *hit,
                      int fd, uint64_t epoch);
-
-/* metrics_cache.c */
-void he__metrics_cache_prom(const he_metrics_snap_t *s, he_mbuf_t *b);
-void he__metrics_cache_json(const he_metrics_snap_t *s, he_mbuf_t *b);
 
 /* respond.c */
 void he__respond_finish(he_worker_t *w, he_conn_t *c);
