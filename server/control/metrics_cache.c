@@ -5,8 +5,9 @@
  * when the cache is off (no origin.urls): the dashboard then says n/a. */
 #include <stddef.h>
 
+#include "cache/cache.h"
 #include "server/control/metrics.h"
-#include "server/handler/cache_glue.h"
+#include "server/server.h"
 
 static const char *const he_mc_tiers[HE_CACHE_TIER_COUNT] = {"ram", "ssd"};
 
@@ -59,7 +60,7 @@ void he__metrics_cache_prom(const he_metrics_snap_t *s, he_buf_t *b)
 {
     const char *oerr[HE_CACHE_OERR_COUNT], *derr[HE_CACHE_DERR_COUNT];
 
-    if (!he__cache_enabled()) return;
+    if (!he_server_cache_enabled()) return;
     for (int e = 0; e < HE_CACHE_OERR_COUNT; e++)
         oerr[e] = he_cache_oerr_name((he_cache_oerr_t)e);
     for (int e = 0; e < HE_CACHE_DERR_COUNT; e++)
@@ -89,7 +90,7 @@ void he__metrics_cache_prom(const he_metrics_snap_t *s, he_buf_t *b)
 void he__metrics_cache_json(const he_metrics_snap_t *s, he_buf_t *b)
 {
     const he_cache_stats_t *c = &s->total.cache;
-    if (!he__cache_enabled()) return;
+    if (!he_server_cache_enabled()) return;
     he_buf_printf(b, "\"cache\":{\"tiers\":{");
     for (int t = 0; t < HE_CACHE_TIER_COUNT; t++) {
         uint64_t h = c->hits[t], m = c->misses[t];
