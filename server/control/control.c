@@ -14,7 +14,6 @@
 #include "server/control/dashboard.h"
 #include "server/base/log.h"
 #include "server/control/metrics.h"
-#include "server/handler/cache_glue.h" /* he__cache_admin_purge, for one more commit */
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -521,7 +520,7 @@ static int he_control_start(he_control_t *ctl, he_conf_t *conf)
     he_admin_route_add("GET", "/stats", he_control_route_stats, ctl);
     he_admin_route_add("GET", "/healthz", he_control_route_healthz, ctl);
     he_admin_route_add("GET", "/", he_control_route_dashboard, ctl);
-    he_admin_route_add("POST", "/purge", he__cache_admin_purge, ctl); /* server/cache_glue.c */
+    he_admin_route_add("POST", "/purge", he__control_route_purge, ctl); /* purge.c */
     /* The admin listener first: once viewers can connect, so can the
      * monitoring (its requests wait in the backlog until the loop runs). */
     if (conf->admin_listen.addr.ss_family &&

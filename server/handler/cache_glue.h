@@ -14,7 +14,6 @@
 #define HE_CACHE_GLUE_H
 
 #include "cache/cache.h"
-#include "server/control/admin.h"
 #include "server/base/alog_ring.h"
 #include "server/server.h"
 
@@ -113,8 +112,6 @@ int he__cache_worker_setup(he_worker_t *w);
 void he__cache_worker_cleanup(he_worker_t *w); /* after the ring is gone */
 void he__cache_tick(he_worker_t *w);
 bool he__cache_enabled(void);
-/* POST /purge on the admin listener (body or ?path=). */
-void he__cache_admin_purge(void *ctx, const he_admin_req_t *req, he_admin_resp_t *resp);
 /* Removes target's key from both tiers; how many entries went. */
 int he__cache_purge(const he_conf_t *conf, const char *target, size_t len);
 
