@@ -10,8 +10,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "server/base/alog_ring.h"
 #include "server/base/log.h"
-#include "server/control/accesslog.h"
 #include "server/handler/handler.h"
 #include "server/net/tls.h"
 #include "server/server.h"

@@ -1,7 +1,9 @@
-/* server: the public lifecycle of one generation of workers, and what the
- * control thread may know of it. server.c builds a generation from the
- * layers: net/ (workers, listeners, TLS), http/ (the protocol) and
- * handler/ (the router, the file handler, the edge cache). */
+/* server: one generation of workers, its lifecycle, and all the control
+ * thread may know of it. server.c builds a generation from the layers:
+ * net/ (workers, listeners, TLS), http/ (the protocol) and handler/ (the
+ * router, the file handler, the edge cache); server_view.c answers the
+ * control thread's questions. The structure itself is net/'s (net.h):
+ * this header keeps it opaque, so control/ cannot reach into it. */
 #ifndef HE_SERVER_H
 #define HE_SERVER_H
 
@@ -10,11 +12,88 @@
 #include <stddef.h>
 
 #include "conf/conf.h"
+#include "server/base/alog_ring.h"
 #include "server/base/features.h"
 #include "server/base/stats.h"
-#include "server/net/net.h"
 
-/* server.c */
+
+/* ================================================================
+ * public API for the control thread
+ *
+ * control/ knows a server (one generation of workers) only through the
+ * declarations in this header. It never reads the fields of he_server_t
+ * or he_worker_t: they are the data path's (net/net.h) and change with
+ * it. Implemented in server.c and server_view.c.
+ * ================================================================ */
+
+typedef struct he_server he_server_t;
+
+/* Allocates a generation for conf and initialises it (he_server_init:
+ * sockets bound, nothing running). 0, or -errno with err set and *out
+ * NULL. */
+int he_server_new(he_server_t **out, he_conf_t *conf, char *err, size_t errlen);
+/* he_server_free and the memory: after he_server_wait (or a failed start
+ * followed by drain and wait). NULL is ignored. */
+void he_server_delete(he_server_t *s);
+/* The configuration the generation was last given (start or publish). */
+const he_conf_t *he_server_conf(const he_server_t *s);
+unsigned he_server_nworkers(const he_server_t *s);
+
+/* One worker, as read at the call (the atomics loaded once). */
+typedef struct he_server_worker_view {
+    unsigned id;
+    int cpu;                 /* pinned to, -1 = not pinned */
+    int tid;                 /* kernel thread id; 0 until the thread runs */
+    bool running;            /* its thread was started and not yet joined */
+    bool exited;             /* the thread left its loop and freed its ring */
+    unsigned conf_ack;       /* configuration generation it serves */
+    const he_stats_t *stats; /* its live counters: the worker keeps writing */
+} he_server_worker_view_t;
+
+/* k < he_server_nworkers(s). */
+void he_server_worker_view(const he_server_t *s, unsigned k, he_server_worker_view_t *out);
+
+/* Worker k's access log ring (the control thread is its consumer). */
+he_alog_ring_t *he_server_alog_ring(const he_server_t *s, unsigned k);
+/* The uv_async_t producers wake when a ring fills up; before start. */
+void he_server_set_alog_notify(he_server_t *s, void *uv_async);
+/* Whether workers record requests: a log is open. */
+void he_server_set_alog_enabled(he_server_t *s, bool on);
+
+/* Listen addresses: conf->listen, then conf->tls_listen. Each has one
+ * SO_REUSEPORT socket per worker. */
+unsigned he_server_nlisteners(const he_server_t *s);
+const char *he_server_listener_text(const he_server_t *s, unsigned li);
+int he_server_listener_fd(const he_server_t *s, unsigned li, unsigned k);
+/* The control thread is about to shut the listeners (a reload's
+ * hand-over): an accept that fails then is not re-armed. */
+void he_server_set_retiring(he_server_t *s);
+
+const he_features_t *he_server_features(const he_server_t *s);
+
+/* The TLS configuration and counters as JSON ({"enabled":false} without
+ * TLS), with totals (NULL: the generation's own). Its length, or
+ * -ENOBUFS when cap was too small (buf then holds a cut string). */
+int he_server_tls_describe(const he_server_t *s, const he_stats_t *totals, char *buf, size_t cap);
+/* Certificates from conf for new handshakes; 0 without TLS, or -errno
+ * with err set (the certificates in use stay). */
+int he_server_tls_reload(he_server_t *s, const he_conf_t *conf, char *err, size_t errlen);
+
+/* Whether the process has an edge cache (origin.urls). */
+bool he_server_cache_enabled(void);
+/* Removes target's entries from both cache tiers, its key made as s's
+ * workers make it: how many went, -ENODEV when s has no cache, -EINVAL
+ * for a target that makes no key, -ENOMEM. */
+int he_server_purge(he_server_t *s, const char *target, size_t len);
+
+/* The reason phrase the server answers status with. */
+const char *he_server_http_reason(int status);
+
+/* ================================================================
+
+/* ---------------------------------------------------------------- lifecycle */
+
+/* Fills an allocated generation (he_server_new does both). */
 int he_server_init(he_server_t *s, he_conf_t *conf, char *err, size_t errlen);
 /* The CPUs the process may run on, as they were before the control thread
  * pinned itself (its first call is in the first he_server_init). */

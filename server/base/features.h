@@ -1,14 +1,10 @@
-/* Kernel features probed once at start-up (server/net/probe.c). The type
- * is base: /stats, the log and every layer read it. */
-#ifndef HE_BASE_FEATURES_H
-#define HE_BASE_FEATURES_H
+/* The kernel features the server probed and uses (server/net/probe.c
+ * probes them once at start-up), and their one-line description. */
+#ifndef HE_FEATURES_H
+#define HE_FEATURES_H
 
 #include <stdbool.h>
 #include <stddef.h>
-
-/* Linux 6.2 uapi; liburing 2.3's copy of io_uring.h predates them */
-#define HE_SEND_ZC_REPORT_USAGE (1U << 3)
-#define HE_NOTIF_USAGE_ZC_COPIED (1U << 31)
 
 typedef struct he_features {
     bool single_issuer;    /* IORING_SETUP_SINGLE_ISSUER */
@@ -26,9 +22,6 @@ typedef struct he_features {
     int numa_nodes;        /* 0 when libnuma is unavailable */
 } he_features_t;
 
-/* Probes the kernel once at start-up. HE_DISABLE_FEATURES (comma list of
- * the field names above) forces fallbacks, so tests cover every path. */
-void he_features_probe(he_features_t *f);
 /* "multishot_accept recv_multishot ..." for the log and /stats. */
 void he_features_describe(const he_features_t *f, char *out, size_t cap);
 

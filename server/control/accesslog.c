@@ -1,113 +1,14 @@
-/* Access log: per-worker record rings (producer side runs on workers) and
- * the drain and formatter the control thread drives; the file it writes
- * is server/accesslog_file.c. See accesslog.h. */
+/* Access log: the drain and formatter the control thread drives; the
+ * file it writes is server/accesslog_file.c. See accesslog.h. */
 #include "server/control/accesslog.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
+#include <llhttp.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <uv.h>
 
+#include "server/base/alog_ring.h"
 #include "server/base/log.h"
-#include "server/server.h"
-#include "server/net/tls.h"
-#include "server/handler/cache_glue.h"
-
-/* ---------------------------------------------------------------- ring */
-
-he_alog_ring_t *he_alog_ring_new(unsigned bytes)
-{
-    size_t size = sizeof(he_alog_ring_t) + bytes;
-    he_alog_ring_t *r;
-
-    if (bytes < 4096 || (bytes & (bytes - 1))) return NULL;
-    /* mmap: the ring costs no memory until a log is on and it is written */
-    r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (r == MAP_FAILED) return NULL;
-    r->size = bytes;
-    r->mask = bytes - 1;
-    return r;
-}
-
-void he_alog_ring_free(he_alog_ring_t *r)
-{
-    if (r) munmap(r, sizeof(he_alog_ring_t) + r->size);
-}
-
-void he_alog_ring_set_notify(he_alog_ring_t *r, void *uv_async)
-{
-    r->notify = uv_async;
-}
-
-/* The ring's two halves, inline in he_alog_push: no calls on the
- * worker's path (a record costs it about 10 ns). */
-static inline he_alog_rec_t *he_alog_reserve_in(he_alog_ring_t *r, size_t target_len)
-{
-    unsigned head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    unsigned need = (unsigned)((sizeof(he_alog_rec_t) + target_len + 7) & ~(size_t)7);
-    unsigned pos = head & r->mask, room = r->size - pos;
-    /* A record never wraps: if it does not fit before the ring's end, the
-     * rest of the ring is skipped (marked with size 0). */
-    unsigned skip = room < need ? room : 0;
-    he_alog_rec_t *rec;
-
-    if (head + skip + need - r->tail_seen > r->size) {
-        /* Looks full: look at the consumer's line only now, so a ring with
-         * room costs the producer no shared cache-line read. */
-        r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
-        if (head + skip + need - r->tail_seen > r->size) return NULL;
-    }
-    if (skip) {
-        ((he_alog_rec_t *)(r->data + pos))->size = 0;
-        pos = 0;
-    }
-    r->skip = skip;
-    rec = (he_alog_rec_t *)(r->data + pos);
-    rec->size = need;
-    return rec;
-}
-
-static inline void he_alog_commit_in(he_alog_ring_t *r, he_alog_rec_t *rec)
-{
-    unsigned old = atomic_load_explicit(&r->head, memory_order_relaxed);
-    unsigned head = old + r->skip + rec->size;
-    atomic_store_explicit(&r->head, head, memory_order_release);
-    /* one wake-up per HE_ALOG_NOTIFY_BYTES written, never per request */
-    if ((old ^ head) >= HE_ALOG_NOTIFY_BYTES && r->notify) uv_async_send(r->notify);
-}
-
-he_alog_rec_t *he_alog_reserve(he_alog_ring_t *r, size_t target_len)
-{
-    return he_alog_reserve_in(r, target_len);
-}
-
-void he_alog_commit(he_alog_ring_t *r, he_alog_rec_t *rec)
-{
-    he_alog_commit_in(r, rec);
-}
-
-/* A short copy without memcpy: GCC inlines a variable-length copy to an
- * aligned destination as rep movsq, whose start-up alone cost more than
- * the rest of he_alog_push (measured: 40 -> 12 ns per record). Eight
- * bytes at a time, the last eight overlapping, so a usual target is two or
- * three moves. */
-static void he_alog_copy(char *dst, const char *src, size_t n)
-{
-    uint64_t v;
-    size_t i = 0;
-    if (n < 8) {
-        for (; i < n; i++)
-            dst[i] = src[i];
-        return;
-    }
-    for (; i + 8 < n; i += 8) {
-        __builtin_memcpy(&v, src + i, 8);
-        __builtin_memcpy(dst + i, &v, 8);
-    }
-    __builtin_memcpy(&v, src + n - 8, 8);
-    __builtin_memcpy(dst + n - 8, &v, 8);
-}
 
 /* ---------------------------------------------------------------- formatter */
 
@@ -125,8 +26,6 @@ static const char *he_alog_tls_name(uint8_t t)
  * Every helper appends at o and returns the new end; the caller
  * guarantees room (HE_ALOG_LINE_MAX), including the up to 48 bytes a
  * piece's copy writes past its end. */
-
-_Static_assert(HE_ALOG_CACHE_COUNT <= HE_ALOG_CACHE_ST_MAX, "a piece for every cache status");
 
 /* literals: a copy of constant size, which the compiler inlines */
 #define he_alog_lit(o, s) (memcpy(o, s, sizeof(s) - 1), (o) + sizeof(s) - 1)
@@ -311,7 +210,7 @@ static void he_alog_pieces_check(he_alog_t *a)
     a->pieces_format = a->format;
     a->tcache_ok = false;
     a->mcache.len = 0;
-    for (unsigned i = 0; i <= HE_ALOG_CACHE_ST_MAX; i++)
+    for (unsigned i = 0; i <= HE_ALOG_CACHE_COUNT; i++)
         for (unsigned k = 0; k < 3; k++)
             a->tail[i][k].len = 0;
 }
@@ -382,7 +281,7 @@ static char *he_alog_tail(he_alog_t *a, char *o, const he_alog_rec_t *rec)
     unsigned t = rec->tls < 3 ? rec->tls : 0;
     he_alog_piece_t *p = &a->tail[c][t];
     if (!p->len) {
-        const char *cn = he__cache_st_name(c), *tn = he_alog_tls_name((uint8_t)t);
+        const char *cn = he_alog_cache_name(c), *tn = he_alog_tls_name((uint8_t)t);
         char buf[128];
         int n = a->format == HE_ACCESS_LOG_JSON
                     ? snprintf(buf, sizeof(buf), ",\"cache\":\"%s\",\"tls\":\"%s\"}\n", cn, tn)

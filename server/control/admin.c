@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "server/base/log.h"
-#include "server/http/http_util.h"
+#include "server/server.h"
 
 #define HE_ADMIN_MAX_ROUTES 32
 /* At the cap, a new connection takes the place of an idle one. */
@@ -178,7 +178,7 @@ static void he_admin_send(he_admin_conn_t *c, he_admin_resp_t *resp, bool head, 
     n = snprintf(w->hdr, 512 + strlen(extra),
                  "HTTP/1.1 %d %s\r\nServer: hlsedge\r\nContent-Type: %s\r\n"
                  "Content-Length: %zu\r\nCache-Control: no-store\r\n%sConnection: %s\r\n\r\n",
-                 resp->status, he_http_reason(resp->status),
+                 resp->status, he_server_http_reason(resp->status),
                  resp->type ? resp->type : "text/plain; charset=utf-8", resp->len, extra,
                  close ? "close" : "keep-alive");
     w->conn = c;

@@ -14,10 +14,15 @@
 #include "server/control/dashboard.h"
 #include "server/base/log.h"
 #include "server/control/metrics.h"
-#include "server/net/tls.h"
-#include "server/handler/cache_glue.h"
 
 /* ---------------------------------------------------------------- helpers */
+
+static uint64_t he_control_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 he_gen_t *he__control_serving(he_control_t *ctl)
 {
@@ -65,10 +70,10 @@ int he__control_add_gen(he_control_t *ctl, he_server_t *s)
 {
     he_gen_t *g;
     if (ctl->ngens == HE_CONTROL_MAX_GENS) return -EBUSY;
-    if (he_control_grow_ids(ctl, s->nworkers) < 0) return -ENOMEM;
+    if (he_control_grow_ids(ctl, he_server_nworkers(s)) < 0) return -ENOMEM;
     g = &ctl->gens[ctl->ngens];
     memset(g, 0, sizeof(*g));
-    g->cpu_s = calloc(s->nworkers, sizeof(double));
+    g->cpu_s = calloc(he_server_nworkers(s), sizeof(double));
     if (!g->cpu_s) return -ENOMEM;
     g->server = s;
     g->state = HE_GEN_SERVING;
@@ -78,11 +83,8 @@ int he__control_add_gen(he_control_t *ctl, he_server_t *s)
 
 void he__control_set_alog_enabled(he_control_t *ctl)
 {
-    for (unsigned i = 0; i < ctl->ngens; i++) {
-        he_server_t *s = ctl->gens[i].server;
-        for (unsigned k = 0; k < s->nworkers; k++)
-            atomic_store(&s->workers[k].alog->enabled, ctl->alog.fd >= 0);
-    }
+    for (unsigned i = 0; i < ctl->ngens; i++)
+        he_server_set_alog_enabled(ctl->gens[i].server, ctl->alog.fd >= 0);
 }
 
 void he__control_drain_logs(he_control_t *ctl)
@@ -92,12 +94,12 @@ void he__control_drain_logs(he_control_t *ctl)
     size_t count;
 
     for (unsigned i = 0; i < ctl->ngens; i++)
-        cap += ctl->gens[i].server->nworkers;
+        cap += he_server_nworkers(ctl->gens[i].server);
     if (cap > 64 && !(rings = malloc(sizeof(*rings) * cap))) return;
     for (unsigned i = 0; i < ctl->ngens; i++) {
         he_server_t *s = ctl->gens[i].server;
-        for (unsigned k = 0; k < s->nworkers; k++)
-            rings[n++] = s->workers[k].alog;
+        for (unsigned k = 0; k < he_server_nworkers(s); k++)
+            rings[n++] = he_server_alog_ring(s, k);
     }
     count = he_alog_drain_many(&ctl->alog, rings, n);
     if (count) he_alog_flush(&ctl->alog);
@@ -171,18 +173,18 @@ static void he_control_history_add(he_control_t *ctl, uint64_t active, const uin
 static void he_control_on_sample(uv_timer_t *t)
 {
     he_control_t *ctl = t->data;
-    uint64_t now = he__now_ns(), tot_req = 0, tot_bytes = 0, active = 0, status[6] = {0};
+    uint64_t now = he_control_now_ns(), tot_req = 0, tot_bytes = 0, active = 0, status[6] = {0};
     double dt = ctl->prev_t_ns ? (double)(now - ctl->prev_t_ns) / 1e9 : 0;
     char path[64];
 
     for (unsigned i = 0; i < ctl->ngens; i++) {
         he_gen_t *g = &ctl->gens[i];
-        for (unsigned k = 0; k < g->server->nworkers; k++) {
-            he_worker_t *w = &g->server->workers[k];
+        for (unsigned k = 0; k < he_server_nworkers(g->server); k++) {
+            he_server_worker_view_t v;
             double cpu;
-            int tid = atomic_load(&w->tid);
-            if (!tid || atomic_load(&w->exited)) continue;
-            snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+            he_server_worker_view(g->server, k, &v);
+            if (!v.tid || v.exited) continue;
+            snprintf(path, sizeof(path), "/proc/self/task/%d/stat", v.tid);
             cpu = he_control_proc_cpu(path);
             if (cpu >= 0) g->cpu_s[k] = cpu;
         }
@@ -195,8 +197,10 @@ static void he_control_on_sample(uv_timer_t *t)
         he_metrics_stats_add(&st, &ctl->base[id]);
         for (unsigned i = 0; i < ctl->ngens; i++) {
             he_gen_t *g = &ctl->gens[i];
-            if (id >= g->server->nworkers) continue;
-            he_metrics_stats_add(&st, &g->server->workers[id].stats);
+            he_server_worker_view_t v;
+            if (id >= he_server_nworkers(g->server)) continue;
+            he_server_worker_view(g->server, id, &v);
+            he_metrics_stats_add(&st, v.stats);
             cpu += g->cpu_s[id];
         }
         req = he_control_requests(&st);
@@ -228,9 +232,11 @@ static void he_control_on_sample(uv_timer_t *t)
         }
         for (unsigned i = 0; i < ctl->ngens; i++) {
             he_server_t *srv = ctl->gens[i].server;
-            for (unsigned k = 0; k < srv->nworkers; k++) {
-                he_hist_merge(&sm->ttfb, &srv->workers[k].stats.ttfb);
-                he_hist_merge(&sm->total, &srv->workers[k].stats.total);
+            for (unsigned k = 0; k < he_server_nworkers(srv); k++) {
+                he_server_worker_view_t v;
+                he_server_worker_view(srv, k, &v);
+                he_hist_merge(&sm->ttfb, &v.stats->ttfb);
+                he_hist_merge(&sm->total, &v.stats->total);
             }
         }
         ctl->nsamples++;
@@ -269,12 +275,12 @@ static void he_control_snapshot(he_control_t *ctl, he_metrics_snap_t *s)
     s->server_generations = ctl->ngens;
     s->reloads_ok = ctl->reloads_ok;
     s->reloads_failed = ctl->reloads_failed;
-    s->uptime_s = (double)(he__now_ns() - ctl->start_ns) / 1e9;
+    s->uptime_s = (double)(he_control_now_ns() - ctl->start_ns) / 1e9;
     s->start_time_s = ctl->start_real_s;
     s->draining = ctl->draining;
     s->control_cpus = ctl->cpus_text;
     s->control_apart = ctl->cpus_apart;
-    if (serving) s->features = serving->server->features;
+    if (serving) s->features = *he_server_features(serving->server);
     s->process_cpu_seconds = he_control_proc_cpu("/proc/self/stat");
     if (s->process_cpu_seconds < 0) s->process_cpu_seconds = 0;
     s->workers = calloc(ctl->nids ? ctl->nids : 1, sizeof(*s->workers));
@@ -288,11 +294,13 @@ static void he_control_snapshot(he_control_t *ctl, he_metrics_snap_t *s)
             w->cpu_seconds = ctl->base_cpu_s[id];
             for (unsigned i = 0; i < ctl->ngens; i++) {
                 he_gen_t *g = &ctl->gens[i];
-                if (id >= g->server->nworkers) continue;
-                he_metrics_stats_add(&w->st, &g->server->workers[id].stats);
+                he_server_worker_view_t v;
+                if (id >= he_server_nworkers(g->server)) continue;
+                he_server_worker_view(g->server, id, &v);
+                he_metrics_stats_add(&w->st, v.stats);
                 w->cpu_seconds += g->cpu_s[id];
-                w->cpu = g->server->workers[id].cpu;
-                w->generation = atomic_load(&g->server->workers[id].conf_ack);
+                w->cpu = v.cpu;
+                w->generation = v.conf_ack;
             }
             w->rps_1s = ctl->rps[id];
             w->gbps_1s = ctl->gbps[id];
@@ -313,10 +321,10 @@ static void he_control_snapshot(he_control_t *ctl, he_metrics_snap_t *s)
 
 /* A formatted body (b, which the response takes over) or, when something
  * ran out of memory on the way, a 500. */
-static void he_control_reply(he_admin_resp_t *resp, he_mbuf_t *b, bool ok, const char *type)
+static void he_control_reply(he_admin_resp_t *resp, he_buf_t *b, bool ok, const char *type)
 {
     if (!ok) {
-        he_mbuf_free(b);
+        he_buf_free(b);
         he_admin_resp_text(resp, 500, "out of memory\n");
         return;
     }
@@ -330,7 +338,7 @@ static void he_control_route_metrics(void *ctx, const he_admin_req_t *req, he_ad
 {
     he_control_t *ctl = ctx;
     he_metrics_snap_t *snap = malloc(sizeof(*snap)); /* four histograms: not for the stack */
-    he_mbuf_t b = {0};
+    he_buf_t b = {0};
     bool ok;
 
     if (!snap) {
@@ -339,7 +347,7 @@ static void he_control_route_metrics(void *ctx, const he_admin_req_t *req, he_ad
     }
     he_control_snapshot(ctl, snap);
     he_metrics_prometheus(snap, &b);
-    ok = snap->workers && !b.oom;
+    ok = snap->workers && !b.failed;
     free(snap->workers);
     free(snap);
     he_control_reply(resp, &b, ok, "text/plain; version=0.0.4; charset=utf-8");
@@ -352,7 +360,7 @@ static void he_control_route_stats(void *ctx, const he_admin_req_t *req, he_admi
     he_control_t *ctl = ctx;
     char *tls = NULL;
     he_metrics_snap_t *snap = malloc(sizeof(*snap)); /* four histograms: not for the stack */
-    he_mbuf_t b = {0};
+    he_buf_t b = {0};
     bool ok;
 
     if (!snap) {
@@ -371,13 +379,14 @@ static void he_control_route_stats(void *ctx, const he_admin_req_t *req, he_admi
     }
     if (he__control_serving(ctl) && (tls = malloc(HE_CONTROL_TLS_JSON))) {
         /* the process's totals: the serving generation's alone restart at 0 */
-        he_tls_describe(he__control_serving(ctl)->server, &snap->total, tls, HE_CONTROL_TLS_JSON);
         /* a description cut short would not be JSON */
-        if (strlen(tls) < HE_CONTROL_TLS_JSON - 1) snap->tls_json = tls;
+        if (he_server_tls_describe(he__control_serving(ctl)->server, &snap->total, tls,
+                                   HE_CONTROL_TLS_JSON) >= 0)
+            snap->tls_json = tls;
     }
     he_metrics_json(snap, &b);
     free(tls);
-    ok = snap->workers && !b.oom;
+    ok = snap->workers && !b.failed;
     free((void *)snap->history);
     free(snap->workers);
     free(snap);
@@ -511,7 +520,7 @@ static int he_control_start(he_control_t *ctl, he_conf_t *conf)
     he_admin_route_add("GET", "/stats", he_control_route_stats, ctl);
     he_admin_route_add("GET", "/healthz", he_control_route_healthz, ctl);
     he_admin_route_add("GET", "/", he_control_route_dashboard, ctl);
-    he_admin_route_add("POST", "/purge", he__cache_admin_purge, ctl); /* server/cache_glue.c */
+    he_admin_route_add("POST", "/purge", he__control_route_purge, ctl); /* purge.c */
     /* The admin listener first: once viewers can connect, so can the
      * monitoring (its requests wait in the backlog until the loop runs). */
     if (conf->admin_listen.addr.ss_family &&
@@ -520,27 +529,29 @@ static int he_control_start(he_control_t *ctl, he_conf_t *conf)
         return rc;
     }
 
-    s = calloc(1, sizeof(*s));
-    if (!s) return -ENOMEM;
-    rc = he_server_init(s, conf, err, sizeof(err));
-    if (rc == 0) {
-        s->alog_notify = &ctl->alog_async;
-        /* before the workers start: a worker serves as soon as it runs */
-        for (unsigned k = 0; k < s->nworkers; k++)
-            atomic_store(&s->workers[k].alog->enabled, ctl->alog.fd >= 0);
-        he_features_describe(&s->features, feat, sizeof(feat));
-        he_log_info("hlsedge %s: config %s, root %s, %u workers", HE_VERSION,
-                    conf->file[0] ? conf->file : "(built-in defaults)", conf->root, s->nworkers);
-        he_log_info("kernel features: %s", feat);
-        rc = he_server_start(s, err, sizeof(err));
+    rc = he_server_new(&s, conf, err, sizeof(err));
+    if (rc < 0) {
+        he_log_error("%s", err);
+        return rc;
     }
-    if (rc == 0) rc = he__control_add_gen(ctl, s);
+    he_server_set_alog_notify(s, &ctl->alog_async);
+    /* before the workers start: a worker serves as soon as it runs */
+    he_server_set_alog_enabled(s, ctl->alog.fd >= 0);
+    he_features_describe(he_server_features(s), feat, sizeof(feat));
+    he_log_info("hlsedge %s: config %s, root %s, %u workers", HE_VERSION,
+                conf->file[0] ? conf->file : "(built-in defaults)", conf->root,
+                he_server_nworkers(s));
+    he_log_info("kernel features: %s", feat);
+    rc = he_server_start(s, err, sizeof(err));
+    if (rc == 0) {
+        rc = he__control_add_gen(ctl, s);
+        if (rc < 0) snprintf(err, sizeof(err), "%s", strerror(-rc));
+    }
     if (rc < 0) {
         he_log_error("%s", err);
         he_server_drain(s);
         he_server_wait(s);
-        he_server_free(s);
-        free(s);
+        he_server_delete(s);
         return rc;
     }
     he__control_groups_add(ctl, s);
@@ -567,7 +578,7 @@ int he_control_main(he_conf_t *conf)
     }
     if (conf->generation == 0) conf->generation = 1;
     ctl->conf = conf;
-    ctl->start_ns = he__now_ns();
+    ctl->start_ns = he_control_now_ns();
     ctl->start_real_s = he_control_now_real();
     he__control_keep_conf(ctl, conf);
     he_alog_init(&ctl->alog);
@@ -601,8 +612,7 @@ int he_control_main(he_conf_t *conf)
 
     for (unsigned i = 0; i < ctl->ngens; i++) {
         he_server_wait(ctl->gens[i].server);
-        he_server_free(ctl->gens[i].server);
-        free(ctl->gens[i].server);
+        he_server_delete(ctl->gens[i].server);
         free(ctl->gens[i].cpu_s);
     }
     for (unsigned i = 0; i < ctl->nconfs; i++)

@@ -8,6 +8,7 @@
  *   control_reload.c  SIGHUP: live configuration changes and new worker
  *                     generations (listener hand-over, draining the old)
  *   control_cpus.c    control_cpus: the CPUs the control thread runs on
+ *   purge.c           POST /purge: the admin side of a cache purge
  */
 #ifndef HE_CONTROL_H
 #define HE_CONTROL_H
@@ -142,5 +143,7 @@ void he__control_cpus_pick(const he_conf_t *conf, const cpu_set_t *allowed,
 bool he__control_cpus_apart(const cpu_set_t *set, const he_server_t *serving);
 void he__control_cpus_text(const cpu_set_t *set, char *out, size_t cap);
 void he__control_fold_gen(he_control_t *ctl, he_gen_t *g);
+/* purge.c: the POST /purge admin route (ctx: the he_control_t). */
+void he__control_route_purge(void *ctx, const he_admin_req_t *req, he_admin_resp_t *resp);
 
 #endif

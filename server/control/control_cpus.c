@@ -47,8 +47,11 @@ void he__control_cpus_pick(const he_conf_t *conf, const cpu_set_t *allowed,
         return;
     }
     CPU_OR(out, out, allowed);
-    for (unsigned i = 0; serving && i < serving->nworkers; i++)
-        if (serving->workers[i].cpu >= 0) CPU_CLR(serving->workers[i].cpu, out);
+    for (unsigned i = 0; serving && i < he_server_nworkers(serving); i++) {
+        he_server_worker_view_t v;
+        he_server_worker_view(serving, i, &v);
+        if (v.cpu >= 0) CPU_CLR(v.cpu, out);
+    }
     if (CPU_COUNT(out) == 0) CPU_OR(out, out, allowed); /* workers take them all */
 }
 
@@ -56,9 +59,10 @@ void he__control_cpus_pick(const he_conf_t *conf, const cpu_set_t *allowed,
  * workers are not pinned: they may run anywhere). */
 bool he__control_cpus_apart(const cpu_set_t *set, const he_server_t *serving)
 {
-    for (unsigned i = 0; serving && i < serving->nworkers; i++) {
-        int cpu = serving->workers[i].cpu;
-        if (cpu < 0 || CPU_ISSET(cpu, set)) return false;
+    for (unsigned i = 0; serving && i < he_server_nworkers(serving); i++) {
+        he_server_worker_view_t v;
+        he_server_worker_view(serving, i, &v);
+        if (v.cpu < 0 || CPU_ISSET(v.cpu, set)) return false;
     }
     return true;
 }

@@ -33,7 +33,6 @@
 #include "server/control/control.h"
 #include "server/base/log.h"
 #include "server/control/metrics.h"
-#include "server/net/tls.h"
 
 /* ---------------------------------------------------------------- what changed */
 
@@ -122,10 +121,11 @@ static he_rgroup_t *he_reload_group(he_control_t *ctl, const char *addr, bool cr
 
 void he__control_groups_add(he_control_t *ctl, he_server_t *s)
 {
-    for (unsigned li = 0; li < s->nlisten; li++) {
-        he_rgroup_t *g = he_reload_group(ctl, he__listener_conf(s, li, NULL)->text, true);
+    unsigned nw = he_server_nworkers(s);
+    for (unsigned li = 0; li < he_server_nlisteners(s); li++) {
+        he_rgroup_t *g = he_reload_group(ctl, he_server_listener_text(s, li), true);
         if (!g) continue;
-        for (unsigned k = 0; k < s->nworkers; k++) {
+        for (unsigned k = 0; k < nw; k++) {
             if (g->n == g->cap) {
                 unsigned cap = g->cap ? g->cap * 2 : 16;
                 int *n = realloc(g->fds, sizeof(int) * cap);
@@ -133,7 +133,7 @@ void he__control_groups_add(he_control_t *ctl, he_server_t *s)
                 g->fds = n;
                 g->cap = cap;
             }
-            g->fds[g->n++] = s->listen_fds[li * s->nworkers + k];
+            g->fds[g->n++] = he_server_listener_fd(s, li, k);
         }
     }
 }
@@ -156,14 +156,14 @@ static void he_reload_group_remove(he_control_t *ctl, const char *addr, int fd)
  * listener.c's program but returning each socket's index in the group. */
 static void he_reload_steer(he_control_t *ctl, he_server_t *s, unsigned li)
 {
-    const char *addr = he__listener_conf(s, li, NULL)->text;
+    const char *addr = he_server_listener_text(s, li);
     he_rgroup_t *g = he_reload_group(ctl, addr, false);
-    unsigned n = s->nworkers, i = 0, *pos;
+    unsigned n = he_server_nworkers(s), i = 0, *pos;
     struct sock_filter *code;
     struct sock_fprog prog;
-    int fd = s->listen_fds[li * n];
+    int fd = he_server_listener_fd(s, li, 0);
 
-    if (!s->features.reuseport_cbpf || !g) return;
+    if (!he_server_features(s)->reuseport_cbpf || !g) return;
     if (g->n == n && n == 1) {
         /* alone in the group: no program needed */
         setsockopt(fd, SOL_SOCKET, SO_DETACH_REUSEPORT_BPF, &i, sizeof(i));
@@ -174,7 +174,7 @@ static void he_reload_steer(he_control_t *ctl, he_server_t *s, unsigned li)
     code = calloc(4 * n + 4, sizeof(*code));
     if (!pos || !code) goto out;
     for (unsigned k = 0; k < n; k++) {
-        int want = s->listen_fds[li * n + k];
+        int want = he_server_listener_fd(s, li, k);
         pos[k] = UINT32_MAX;
         for (unsigned j = 0; j < g->n; j++)
             if (g->fds[j] == want) pos[k] = j;
@@ -182,9 +182,10 @@ static void he_reload_steer(he_control_t *ctl, he_server_t *s, unsigned li)
     }
     code[i++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_CPU);
     for (unsigned k = 0; k < n; k++) {
-        if (s->workers[k].cpu < 0) continue;
-        code[i++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-                                                 (unsigned)s->workers[k].cpu, 0, 1);
+        he_server_worker_view_t v;
+        he_server_worker_view(s, k, &v);
+        if (v.cpu < 0) continue;
+        code[i++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)v.cpu, 0, 1);
         code[i++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, pos[k]);
     }
     code[i++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, n);
@@ -235,8 +236,10 @@ static void he_reload_enable_migrate(he_control_t *ctl)
 
 void he__control_fold_gen(he_control_t *ctl, he_gen_t *g)
 {
-    for (unsigned k = 0; k < g->server->nworkers && k < ctl->nids; k++) {
-        he_metrics_stats_add(&ctl->base[k], &g->server->workers[k].stats);
+    for (unsigned k = 0; k < he_server_nworkers(g->server) && k < ctl->nids; k++) {
+        he_server_worker_view_t v;
+        he_server_worker_view(g->server, k, &v);
+        he_metrics_stats_add(&ctl->base[k], v.stats);
         ctl->base_cpu_s[k] += g->cpu_s[k];
     }
 }
@@ -246,9 +249,9 @@ static void he_reload_hand_over(he_control_t *ctl, he_gen_t *old, he_server_t *s
 {
     he__control_groups_add(ctl, s);
     he_reload_enable_migrate(ctl);
-    for (unsigned li = 0; li < s->nlisten; li++)
+    for (unsigned li = 0; li < he_server_nlisteners(s); li++)
         he_reload_steer(ctl, s, li);
-    atomic_store(&old->server->retiring, 1);
+    he_server_set_retiring(old->server);
     old->state = HE_GEN_GRACE;
     old->grace_until_ms = uv_now(&ctl->loop) + HE_CONTROL_GRACE_MS;
 }
@@ -258,17 +261,17 @@ static void he_reload_hand_over(he_control_t *ctl, he_gen_t *old, he_server_t *s
 static void he_reload_end_grace(he_control_t *ctl, he_gen_t *old)
 {
     he_server_t *s = old->server, *cur = he__control_serving(ctl)->server;
-    for (unsigned li = 0; li < s->nlisten; li++) {
-        const char *addr = he__listener_conf(s, li, NULL)->text;
-        for (unsigned k = 0; k < s->nworkers; k++) {
-            int fd = s->listen_fds[li * s->nworkers + k];
+    for (unsigned li = 0; li < he_server_nlisteners(s); li++) {
+        const char *addr = he_server_listener_text(s, li);
+        for (unsigned k = 0; k < he_server_nworkers(s); k++) {
+            int fd = he_server_listener_fd(s, li, k);
             if (fd < 0) continue;
             if (shutdown(fd, SHUT_RDWR) < 0)
                 he_log_warn("reload: shutdown of listener %s: %s", addr, strerror(errno));
             he_reload_group_remove(ctl, addr, fd);
         }
     }
-    for (unsigned li = 0; li < cur->nlisten; li++)
+    for (unsigned li = 0; li < he_server_nlisteners(cur); li++)
         he_reload_steer(ctl, cur, li);
     he_server_retire(s);
     old->state = HE_GEN_DRAINING;
@@ -285,11 +288,11 @@ static bool he_reload_conf_in_use(he_control_t *ctl, const he_conf_t *c)
     if (c == ctl->conf) return true;
     for (unsigned i = 0; i < ctl->ngens; i++) {
         he_server_t *s = ctl->gens[i].server;
-        if (s->conf == c) return true;
-        for (unsigned k = 0; k < s->nworkers; k++) {
-            he_worker_t *w = &s->workers[k];
-            if (w->thread && !atomic_load(&w->exited) && atomic_load(&w->conf_ack) <= c->generation)
-                return true;
+        if (he_server_conf(s) == c) return true;
+        for (unsigned k = 0; k < he_server_nworkers(s); k++) {
+            he_server_worker_view_t v;
+            he_server_worker_view(s, k, &v);
+            if (v.running && !v.exited && v.conf_ack <= c->generation) return true;
         }
     }
     return false;
@@ -315,15 +318,14 @@ void he__control_reload_tick(he_control_t *ctl)
             i++;
             continue;
         }
-        for (unsigned k = 0; k < g->server->nworkers; k++)
-            he_alog_drain(&ctl->alog, g->server->workers[k].alog);
+        for (unsigned k = 0; k < he_server_nworkers(g->server); k++)
+            he_alog_drain(&ctl->alog, he_server_alog_ring(g->server, k));
         he_alog_flush(&ctl->alog);
         he__control_fold_gen(ctl, g);
         he_server_wait(g->server);
         he_log_info("reload: previous worker generation (configuration %u) finished draining",
-                    g->server->conf->generation);
-        he_server_free(g->server);
-        free(g->server);
+                    he_server_conf(g->server)->generation);
+        he_server_delete(g->server);
         free(g->cpu_s);
         memmove(g, g + 1, sizeof(*g) * (ctl->ngens - i - 1));
         ctl->ngens--;
@@ -456,25 +458,17 @@ void he__control_reload(he_control_t *ctl)
         if (rc < 0) goto fail;
     }
     if (needs) {
-        s = calloc(1, sizeof(*s));
-        if (!s) {
-            snprintf(err, sizeof(err), "out of memory");
-            goto fail;
-        }
         he_log_info("reload: %s changed: starting a new generation of workers", keys);
-        rc = he_server_init(s, n, err, sizeof(err));
-        if (rc == 0) {
-            s->alog_notify = &ctl->alog_async;
-            for (unsigned k = 0; k < s->nworkers; k++)
-                atomic_store(&s->workers[k].alog->enabled, ctl->alog.fd >= 0);
-            rc = he_server_start(s, err, sizeof(err));
-        }
+        rc = he_server_new(&s, n, err, sizeof(err));
+        if (rc < 0) goto fail;
+        he_server_set_alog_notify(s, &ctl->alog_async);
+        he_server_set_alog_enabled(s, ctl->alog.fd >= 0);
+        rc = he_server_start(s, err, sizeof(err));
         if (rc == 0) rc = he__control_add_gen(ctl, s);
         if (rc < 0) {
             he_server_drain(s);
             he_server_wait(s);
-            he_server_free(s);
-            free(s);
+            he_server_delete(s);
             s = NULL;
             goto fail;
         }
@@ -482,8 +476,7 @@ void he__control_reload(he_control_t *ctl)
 
     /* Certificates may change on disk under the same names: the running
      * workers take them for new handshakes. Last, as it cannot be undone. */
-    if (!needs && he__control_serving(ctl)->server->tls &&
-        he_tls_reload(he__control_serving(ctl)->server->tls, n, err, sizeof(err)) < 0)
+    if (!needs && he_server_tls_reload(he__control_serving(ctl)->server, n, err, sizeof(err)) < 0)
         goto fail;
 
     /* Commit. */

@@ -2,111 +2,11 @@
  * (/stats). Names: hlsedge_*, counters end in _total, times are seconds,
  * sizes bytes (the Prometheus conventions promtool checks). */
 #include "server/control/metrics.h"
-#include "server/handler/cache_glue.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---------------------------------------------------------------- buffer */
-
-static bool he_mbuf_grow(he_mbuf_t *b, size_t need)
-{
-    size_t cap;
-    char *p;
-    if (b->oom) return false;
-    if (b->len + need + 1 <= b->cap) return true;
-    cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + need + 1)
-        cap *= 2;
-    p = realloc(b->p, cap);
-    if (!p) {
-        b->oom = true;
-        return false;
-    }
-    b->p = p;
-    b->cap = cap;
-    return true;
-}
-
-void he_mbuf_put(he_mbuf_t *b, const char *s, size_t n)
-{
-    if (!he_mbuf_grow(b, n)) return;
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-
-void he_mbuf_printf(he_mbuf_t *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-    char small[256];
-
-    va_start(ap, fmt);
-    n = vsnprintf(small, sizeof(small), fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof(small)) {
-        he_mbuf_put(b, small, (size_t)n);
-        return;
-    }
-    if (!he_mbuf_grow(b, (size_t)n)) return;
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
-size_t he__utf8_len(const unsigned char *s)
-{
-    unsigned char lo = 0x80, hi = 0xbf; /* the second byte's range */
-    size_t n;
-
-    if (s[0] < 0x80) return 1;
-    if (s[0] < 0xc2 || s[0] > 0xf4) return 0; /* continuation, overlong lead, past U+10FFFF */
-    n = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
-    if (s[0] == 0xe0)
-        lo = 0xa0; /* overlong */
-    else if (s[0] == 0xed)
-        hi = 0x9f; /* surrogates */
-    else if (s[0] == 0xf0)
-        lo = 0x90; /* overlong */
-    else if (s[0] == 0xf4)
-        hi = 0x8f; /* past U+10FFFF */
-    if (s[1] < lo || s[1] > hi) return 0;
-    for (size_t i = 2; i < n; i++) /* a NUL ends the check too */
-        if ((s[i] & 0xc0) != 0x80) return 0;
-    return n;
-}
-
-void he_mbuf_json_str(he_mbuf_t *b, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-
-    he_mbuf_put(b, "\"", 1);
-    while (*p) {
-        size_t n = he__utf8_len(p);
-        if (*p == '"' || *p == '\\')
-            he_mbuf_printf(b, "\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f)
-            he_mbuf_printf(b, "\\u%04x", *p);
-        else if (n)
-            he_mbuf_put(b, (const char *)p, n);
-        else
-            he_mbuf_put(b, "\\ufffd", 6);
-        p += n ? n : 1;
-    }
-    he_mbuf_put(b, "\"", 1);
-}
-
-void he_mbuf_free(he_mbuf_t *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof(*b));
-}
 
 void he_metrics_stats_add(he_stats_t *dst, const he_stats_t *src)
 {
@@ -151,25 +51,25 @@ static double he_metrics_num(double v)
 
 /* ---------------------------------------------------------------- Prometheus */
 
-static void he_prom_head(he_mbuf_t *b, const char *name, const char *type, const char *help)
+static void he_prom_head(he_buf_t *b, const char *name, const char *type, const char *help)
 {
-    he_mbuf_printf(b, "# HELP hlsedge_%s %s\n# TYPE hlsedge_%s %s\n", name, help, name, type);
+    he_buf_printf(b, "# HELP hlsedge_%s %s\n# TYPE hlsedge_%s %s\n", name, help, name, type);
 }
 
 /* One sample per worker of a counter found at offset off in he_stats_t. */
-static void he_prom_per_worker(he_mbuf_t *b, const he_metrics_snap_t *s, const char *name,
+static void he_prom_per_worker(he_buf_t *b, const he_metrics_snap_t *s, const char *name,
                                const char *type, const char *help, size_t off)
 {
     he_prom_head(b, name, type, help);
     for (unsigned i = 0; i < s->nworkers; i++) {
         uint64_t v;
         memcpy(&v, (const char *)&s->workers[i].st + off, sizeof(v));
-        he_mbuf_printf(b, "hlsedge_%s{worker=\"%u\"} %llu\n", name, s->workers[i].id,
-                       (unsigned long long)v);
+        he_buf_printf(b, "hlsedge_%s{worker=\"%u\"} %llu\n", name, s->workers[i].id,
+                      (unsigned long long)v);
     }
 }
 
-void he__prom_per_worker_by(he_mbuf_t *b, const he_metrics_snap_t *s, const char *name,
+void he__prom_per_worker_by(he_buf_t *b, const he_metrics_snap_t *s, const char *name,
                             const char *help, const char *label, const char *const *values,
                             size_t off, int n)
 {
@@ -178,31 +78,31 @@ void he__prom_per_worker_by(he_mbuf_t *b, const he_metrics_snap_t *s, const char
         for (int k = 0; k < n; k++) {
             uint64_t v;
             memcpy(&v, (const char *)&s->workers[i].st + off + (size_t)k * sizeof(v), sizeof(v));
-            he_mbuf_printf(b, "hlsedge_%s{worker=\"%u\",%s=\"%s\"} %llu\n", name, s->workers[i].id,
-                           label, values[k], (unsigned long long)v);
+            he_buf_printf(b, "hlsedge_%s{worker=\"%u\",%s=\"%s\"} %llu\n", name, s->workers[i].id,
+                          label, values[k], (unsigned long long)v);
         }
 }
 
 /* Label values must be UTF-8: a byte that is not part of it becomes U+FFFD. */
-static void he_prom_label_value(he_mbuf_t *b, const char *v)
+static void he_prom_label_value(he_buf_t *b, const char *v)
 {
     const unsigned char *p = (const unsigned char *)v;
 
     while (*p) {
         size_t n = he__utf8_len(p);
         if (*p == '\\' || *p == '"')
-            he_mbuf_printf(b, "\\%c", *p);
+            he_buf_printf(b, "\\%c", *p);
         else if (*p == '\n')
-            he_mbuf_put(b, "\\n", 2);
+            he_buf_put(b, "\\n", 2);
         else if (n)
-            he_mbuf_put(b, (const char *)p, n);
+            he_buf_put(b, (const char *)p, n);
         else
-            he_mbuf_put(b, "\xef\xbf\xbd", 3); /* U+FFFD */
+            he_buf_put(b, "\xef\xbf\xbd", 3); /* U+FFFD */
         p += n ? n : 1;
     }
 }
 
-static void he_prom_hist(he_mbuf_t *b, const char *name, const char *help, const he_hist_t *h)
+static void he_prom_hist(he_buf_t *b, const char *name, const char *help, const he_hist_t *h)
 {
     uint64_t lo, hi, cum = 0, total = 0;
     unsigned bucket = 0;
@@ -219,74 +119,68 @@ static void he_prom_hist(he_mbuf_t *b, const char *name, const char *help, const
             if (hi > he_metrics_le_us[k]) break;
             cum += h->buckets[bucket];
         }
-        he_mbuf_printf(b, "hlsedge_%s_bucket{le=\"%g\"} %llu\n", name,
-                       (double)he_metrics_le_us[k] / 1e6, (unsigned long long)cum);
+        he_buf_printf(b, "hlsedge_%s_bucket{le=\"%g\"} %llu\n", name,
+                      (double)he_metrics_le_us[k] / 1e6, (unsigned long long)cum);
     }
-    he_mbuf_printf(b, "hlsedge_%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)total);
-    he_mbuf_printf(b, "hlsedge_%s_sum %.6f\n", name, (double)h->sum_us / 1e6);
-    he_mbuf_printf(b, "hlsedge_%s_count %llu\n", name, (unsigned long long)total);
+    he_buf_printf(b, "hlsedge_%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)total);
+    he_buf_printf(b, "hlsedge_%s_sum %.6f\n", name, (double)h->sum_us / 1e6);
+    he_buf_printf(b, "hlsedge_%s_count %llu\n", name, (unsigned long long)total);
 }
 
 #define HE_OFF(f) offsetof(he_stats_t, f)
 
-void he_metrics_prometheus(const he_metrics_snap_t *s, he_mbuf_t *b)
+void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
 {
     const he_features_t *f = &s->features;
     const struct {
         const char *name;
         bool on;
     } feats[] = {
-        {"single_issuer", f->single_issuer},
-        {"defer_taskrun", f->defer_taskrun},
-        {"coop_taskrun", f->coop_taskrun},
-        {"multishot_accept", f->multishot_accept},
-        {"recv_multishot", f->recv_multishot},
-        {"buf_ring", f->buf_ring},
-        {"fixed_files", f->fixed_files},
-        {"send_zc", f->send_zc},
-        {"zc_report_usage", f->zc_report_usage},
-        {"openat2_beneath", f->openat2_beneath},
-        {"reuseport_cbpf", f->reuseport_cbpf},
-        {"ktls", f->ktls},
+        {"single_issuer", f->single_issuer},     {"defer_taskrun", f->defer_taskrun},
+        {"coop_taskrun", f->coop_taskrun},       {"multishot_accept", f->multishot_accept},
+        {"recv_multishot", f->recv_multishot},   {"buf_ring", f->buf_ring},
+        {"fixed_files", f->fixed_files},         {"send_zc", f->send_zc},
+        {"zc_report_usage", f->zc_report_usage}, {"openat2_beneath", f->openat2_beneath},
+        {"reuseport_cbpf", f->reuseport_cbpf},   {"ktls", f->ktls},
     };
 
     he_prom_head(b, "build_info", "gauge", "Version of the running binary.");
-    he_mbuf_printf(b, "hlsedge_build_info{version=\"%s\"} 1\n", s->version);
+    he_buf_printf(b, "hlsedge_build_info{version=\"%s\"} 1\n", s->version);
     he_prom_head(b, "config_info", "gauge", "Configuration file being served (\"\" = defaults).");
-    he_mbuf_put(b, "hlsedge_config_info{file=\"", 26);
+    he_buf_put(b, "hlsedge_config_info{file=\"", 26);
     he_prom_label_value(b, s->conf_file);
-    he_mbuf_printf(b, "\"} 1\n");
+    he_buf_printf(b, "\"} 1\n");
     he_prom_head(b, "config_generation", "gauge",
                  "Generation of the configuration being served; 1 at start, +1 per reload.");
-    he_mbuf_printf(b, "hlsedge_config_generation %u\n", s->generation);
+    he_buf_printf(b, "hlsedge_config_generation %u\n", s->generation);
     he_prom_head(b, "config_reloads_total", "counter", "Configuration reloads (SIGHUP) by result.");
-    he_mbuf_printf(b, "hlsedge_config_reloads_total{result=\"ok\"} %llu\n",
-                   (unsigned long long)s->reloads_ok);
-    he_mbuf_printf(b, "hlsedge_config_reloads_total{result=\"failed\"} %llu\n",
-                   (unsigned long long)s->reloads_failed);
+    he_buf_printf(b, "hlsedge_config_reloads_total{result=\"ok\"} %llu\n",
+                  (unsigned long long)s->reloads_ok);
+    he_buf_printf(b, "hlsedge_config_reloads_total{result=\"failed\"} %llu\n",
+                  (unsigned long long)s->reloads_failed);
     he_prom_head(b, "server_generations", "gauge",
                  "Worker generations running: 2 while a reload drains the previous one.");
-    he_mbuf_printf(b, "hlsedge_server_generations %u\n", s->server_generations);
+    he_buf_printf(b, "hlsedge_server_generations %u\n", s->server_generations);
     he_prom_head(b, "start_time_seconds", "gauge", "Start time of the process, Unix seconds.");
-    he_mbuf_printf(b, "hlsedge_start_time_seconds %.3f\n", s->start_time_s);
+    he_buf_printf(b, "hlsedge_start_time_seconds %.3f\n", s->start_time_s);
     he_prom_head(b, "uptime_seconds", "gauge", "Seconds since the process started.");
-    he_mbuf_printf(b, "hlsedge_uptime_seconds %.3f\n", s->uptime_s);
+    he_buf_printf(b, "hlsedge_uptime_seconds %.3f\n", s->uptime_s);
     he_prom_head(b, "draining", "gauge", "1 while shutting down (SIGTERM/SIGINT), else 0.");
-    he_mbuf_printf(b, "hlsedge_draining %d\n", s->draining ? 1 : 0);
+    he_buf_printf(b, "hlsedge_draining %d\n", s->draining ? 1 : 0);
     he_prom_head(b, "kernel_feature", "gauge",
                  "Kernel features in use (probed at start): 1 used, 0 not.");
     for (size_t i = 0; i < sizeof(feats) / sizeof(feats[0]); i++)
-        he_mbuf_printf(b, "hlsedge_kernel_feature{feature=\"%s\"} %d\n", feats[i].name,
-                       feats[i].on ? 1 : 0);
+        he_buf_printf(b, "hlsedge_kernel_feature{feature=\"%s\"} %d\n", feats[i].name,
+                      feats[i].on ? 1 : 0);
     he_prom_head(b, "numa_nodes", "gauge", "NUMA nodes seen (0: libnuma unavailable).");
-    he_mbuf_printf(b, "hlsedge_numa_nodes %d\n", f->numa_nodes);
+    he_buf_printf(b, "hlsedge_numa_nodes %d\n", f->numa_nodes);
     he_prom_head(b, "process_cpu_seconds_total", "counter", "CPU time of the whole process.");
-    he_mbuf_printf(b, "hlsedge_process_cpu_seconds_total %.2f\n", s->process_cpu_seconds);
+    he_buf_printf(b, "hlsedge_process_cpu_seconds_total %.2f\n", s->process_cpu_seconds);
 
     he_prom_head(b, "worker_cpu_seconds_total", "counter", "CPU time of each worker thread.");
     for (unsigned i = 0; i < s->nworkers; i++)
-        he_mbuf_printf(b, "hlsedge_worker_cpu_seconds_total{worker=\"%u\"} %.2f\n",
-                       s->workers[i].id, s->workers[i].cpu_seconds);
+        he_buf_printf(b, "hlsedge_worker_cpu_seconds_total{worker=\"%u\"} %.2f\n", s->workers[i].id,
+                      s->workers[i].cpu_seconds);
     he_prom_per_worker(b, s, "connections_accepted_total", "counter", "Connections accepted.",
                        HE_OFF(conn_accepted));
     he_prom_per_worker(b, s, "connections_refused_total", "counter",
@@ -294,24 +188,24 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_mbuf_t *b)
                        HE_OFF(conn_refused));
     he_prom_head(b, "connections_active", "gauge", "Open connections.");
     for (unsigned i = 0; i < s->nworkers; i++)
-        he_mbuf_printf(b, "hlsedge_connections_active{worker=\"%u\"} %llu\n", s->workers[i].id,
-                       (unsigned long long)he_metrics_active(&s->workers[i].st));
+        he_buf_printf(b, "hlsedge_connections_active{worker=\"%u\"} %llu\n", s->workers[i].id,
+                      (unsigned long long)he_metrics_active(&s->workers[i].st));
 
     he__prom_per_worker_by(b, s, "requests_total", "Requests by method.", "method",
                            he_metrics_methods, HE_OFF(requests), HE_STATS_METHOD_COUNT);
     he_prom_head(b, "responses_total", "counter", "Responses by status class.");
     for (unsigned i = 0; i < s->nworkers; i++)
         for (int c = 1; c <= 5; c++)
-            he_mbuf_printf(b, "hlsedge_responses_total{worker=\"%u\",status_class=\"%dxx\"} %llu\n",
-                           s->workers[i].id, c,
-                           (unsigned long long)s->workers[i].st.status_class[c]);
+            he_buf_printf(b, "hlsedge_responses_total{worker=\"%u\",status_class=\"%dxx\"} %llu\n",
+                          s->workers[i].id, c,
+                          (unsigned long long)s->workers[i].st.status_class[c]);
     he_prom_head(b, "responses_by_kind_total", "counter",
                  "Responses by content kind (master playlist, media playlist, segment, other).");
     for (unsigned i = 0; i < s->nworkers; i++)
         for (int k = 0; k < HE_SEG_KIND_COUNT; k++)
-            he_mbuf_printf(b, "hlsedge_responses_by_kind_total{worker=\"%u\",kind=\"%s\"} %llu\n",
-                           s->workers[i].id, he_seg_kind_name((he_seg_kind_t)k),
-                           (unsigned long long)s->workers[i].st.kind[k]);
+            he_buf_printf(b, "hlsedge_responses_by_kind_total{worker=\"%u\",kind=\"%s\"} %llu\n",
+                          s->workers[i].id, he_seg_kind_name((he_seg_kind_t)k),
+                          (unsigned long long)s->workers[i].st.kind[k]);
     he_prom_per_worker(b, s, "sent_bytes_total", "counter",
                        "Bytes handed to the kernel for clients (headers and bodies).",
                        HE_OFF(bytes_out));
@@ -332,17 +226,17 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_mbuf_t *b)
     he_prom_head(b, "tls_connections_total", "counter",
                  "TLS connections by send path: kernel TLS or userspace (SSL_write).");
     for (unsigned i = 0; i < s->nworkers; i++) {
-        he_mbuf_printf(b, "hlsedge_tls_connections_total{worker=\"%u\",mode=\"ktls\"} %llu\n",
-                       s->workers[i].id, (unsigned long long)s->workers[i].st.tls_conn_ktls);
-        he_mbuf_printf(b, "hlsedge_tls_connections_total{worker=\"%u\",mode=\"userspace\"} %llu\n",
-                       s->workers[i].id, (unsigned long long)s->workers[i].st.tls_conn_userspace);
+        he_buf_printf(b, "hlsedge_tls_connections_total{worker=\"%u\",mode=\"ktls\"} %llu\n",
+                      s->workers[i].id, (unsigned long long)s->workers[i].st.tls_conn_ktls);
+        he_buf_printf(b, "hlsedge_tls_connections_total{worker=\"%u\",mode=\"userspace\"} %llu\n",
+                      s->workers[i].id, (unsigned long long)s->workers[i].st.tls_conn_userspace);
     }
     he_prom_head(b, "tls_sent_bytes_total", "counter", "Bytes sent over TLS by send path.");
     for (unsigned i = 0; i < s->nworkers; i++) {
-        he_mbuf_printf(b, "hlsedge_tls_sent_bytes_total{worker=\"%u\",mode=\"ktls\"} %llu\n",
-                       s->workers[i].id, (unsigned long long)s->workers[i].st.tls_bytes_ktls);
-        he_mbuf_printf(b, "hlsedge_tls_sent_bytes_total{worker=\"%u\",mode=\"userspace\"} %llu\n",
-                       s->workers[i].id, (unsigned long long)s->workers[i].st.tls_bytes_userspace);
+        he_buf_printf(b, "hlsedge_tls_sent_bytes_total{worker=\"%u\",mode=\"ktls\"} %llu\n",
+                      s->workers[i].id, (unsigned long long)s->workers[i].st.tls_bytes_ktls);
+        he_buf_printf(b, "hlsedge_tls_sent_bytes_total{worker=\"%u\",mode=\"userspace\"} %llu\n",
+                      s->workers[i].id, (unsigned long long)s->workers[i].st.tls_bytes_userspace);
     }
 
     he_prom_per_worker(b, s, "tls_resumed_total", "counter",
@@ -357,13 +251,13 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_mbuf_t *b)
                            HE_STATS_TLS_ERR_COUNT);
 
     he_prom_head(b, "access_log_enabled", "gauge", "1 when an access log is open.");
-    he_mbuf_printf(b, "hlsedge_access_log_enabled %d\n", s->alog_on ? 1 : 0);
+    he_buf_printf(b, "hlsedge_access_log_enabled %d\n", s->alog_on ? 1 : 0);
     he_prom_head(b, "access_log_records_total", "counter", "Access log records written.");
-    he_mbuf_printf(b, "hlsedge_access_log_records_total %llu\n",
-                   (unsigned long long)s->alog_written);
+    he_buf_printf(b, "hlsedge_access_log_records_total %llu\n",
+                  (unsigned long long)s->alog_written);
     he_prom_head(b, "access_log_write_errors_total", "counter", "Failed access log writes.");
-    he_mbuf_printf(b, "hlsedge_access_log_write_errors_total %llu\n",
-                   (unsigned long long)s->alog_write_errors);
+    he_buf_printf(b, "hlsedge_access_log_write_errors_total %llu\n",
+                  (unsigned long long)s->alog_write_errors);
     he_prom_per_worker(b, s, "access_log_dropped_total", "counter",
                        "Access log records dropped because the worker's ring was full.",
                        HE_OFF(log_dropped));
@@ -379,56 +273,56 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_mbuf_t *b)
 
 /* ---------------------------------------------------------------- JSON */
 
-static void he_json_u64(he_mbuf_t *b, const char *key, uint64_t v, bool comma)
+static void he_json_u64(he_buf_t *b, const char *key, uint64_t v, bool comma)
 {
-    he_mbuf_printf(b, "\"%s\":%llu%s", key, (unsigned long long)v, comma ? "," : "");
+    he_buf_printf(b, "\"%s\":%llu%s", key, (unsigned long long)v, comma ? "," : "");
 }
 
-static void he_json_latency(he_mbuf_t *b, const char *key, const he_hist_t *h)
+static void he_json_latency(he_buf_t *b, const char *key, const he_hist_t *h)
 {
     uint64_t n = h->count;
-    he_mbuf_printf(b,
-                   "\"%s\":{\"count\":%llu,\"mean\":%.1f,\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,"
-                   "\"p99.9\":%llu}",
-                   key, (unsigned long long)n, n ? (double)h->sum_us / (double)n : 0.0,
-                   (unsigned long long)he_hist_quantile(h, 0.5),
-                   (unsigned long long)he_hist_quantile(h, 0.9),
-                   (unsigned long long)he_hist_quantile(h, 0.99),
-                   (unsigned long long)he_hist_quantile(h, 0.999));
+    he_buf_printf(b,
+                  "\"%s\":{\"count\":%llu,\"mean\":%.1f,\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,"
+                  "\"p99.9\":%llu}",
+                  key, (unsigned long long)n, n ? (double)h->sum_us / (double)n : 0.0,
+                  (unsigned long long)he_hist_quantile(h, 0.5),
+                  (unsigned long long)he_hist_quantile(h, 0.9),
+                  (unsigned long long)he_hist_quantile(h, 0.99),
+                  (unsigned long long)he_hist_quantile(h, 0.999));
 }
 
-static void he_json_counts(he_mbuf_t *b, const he_stats_t *st)
+static void he_json_counts(he_buf_t *b, const he_stats_t *st)
 {
     uint64_t req = 0;
     for (int m = 0; m < HE_STATS_METHOD_COUNT; m++)
         req += st->requests[m];
-    he_mbuf_printf(b, "\"requests\":{\"total\":%llu", (unsigned long long)req);
+    he_buf_printf(b, "\"requests\":{\"total\":%llu", (unsigned long long)req);
     for (int m = 0; m < HE_STATS_METHOD_COUNT; m++)
-        he_mbuf_printf(b, ",\"%s\":%llu", he_metrics_methods[m],
-                       (unsigned long long)st->requests[m]);
-    he_mbuf_printf(b, "},\"responses\":{");
+        he_buf_printf(b, ",\"%s\":%llu", he_metrics_methods[m],
+                      (unsigned long long)st->requests[m]);
+    he_buf_printf(b, "},\"responses\":{");
     for (int c = 1; c <= 5; c++)
-        he_mbuf_printf(b, "%s\"%dxx\":%llu", c > 1 ? "," : "", c,
-                       (unsigned long long)st->status_class[c]);
-    he_mbuf_printf(b, "},\"kinds\":{");
+        he_buf_printf(b, "%s\"%dxx\":%llu", c > 1 ? "," : "", c,
+                      (unsigned long long)st->status_class[c]);
+    he_buf_printf(b, "},\"kinds\":{");
     for (int k = 0; k < HE_SEG_KIND_COUNT; k++)
-        he_mbuf_printf(b, "%s\"%s\":%llu", k ? "," : "", he_seg_kind_name((he_seg_kind_t)k),
-                       (unsigned long long)st->kind[k]);
-    he_mbuf_printf(b, "},\"errors\":{");
+        he_buf_printf(b, "%s\"%s\":%llu", k ? "," : "", he_seg_kind_name((he_seg_kind_t)k),
+                      (unsigned long long)st->kind[k]);
+    he_buf_printf(b, "},\"errors\":{");
     for (int e = 0; e < HE_STATS_ERR_COUNT; e++)
-        he_mbuf_printf(b, "%s\"%s\":%llu", e ? "," : "", he_metrics_errors[e],
-                       (unsigned long long)st->errors[e]);
-    he_mbuf_printf(b, "},\"connections\":{");
+        he_buf_printf(b, "%s\"%s\":%llu", e ? "," : "", he_metrics_errors[e],
+                      (unsigned long long)st->errors[e]);
+    he_buf_printf(b, "},\"connections\":{");
     he_json_u64(b, "accepted", st->conn_accepted, true);
     he_json_u64(b, "active", he_metrics_active(st), true);
     he_json_u64(b, "refused", st->conn_refused, true);
     he_json_u64(b, "closed", st->conn_closed, false);
-    he_mbuf_printf(b, "},");
+    he_buf_printf(b, "},");
     he_json_u64(b, "bytes_out", st->bytes_out, true);
 }
 
 /* Column-wise, for the dashboard's charts: "history":{"t":[...],...}. */
-static void he_metrics_json_history(he_mbuf_t *b, const he_hpoint_t *h, unsigned n)
+static void he_metrics_json_history(he_buf_t *b, const he_hpoint_t *h, unsigned n)
 {
     static const struct {
         const char *name;
@@ -441,65 +335,65 @@ static void he_metrics_json_history(he_mbuf_t *b, const he_hpoint_t *h, unsigned
         {"p99_ms", offsetof(he_hpoint_t, p99_ms)},
         {"p99_ttfb_ms", offsetof(he_hpoint_t, p99_ttfb_ms)},
     };
-    he_mbuf_printf(b, ",\"history\":{");
+    he_buf_printf(b, ",\"history\":{");
     for (size_t c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
-        he_mbuf_printf(b, "%s\"%s\":[", c ? "," : "", cols[c].name);
+        he_buf_printf(b, "%s\"%s\":[", c ? "," : "", cols[c].name);
         for (unsigned i = 0; i < n; i++) {
             double v;
             memcpy(&v, (const char *)&h[i] + cols[c].off, sizeof(v));
-            he_mbuf_printf(b, "%s%.6g", i ? "," : "", he_metrics_num(v));
+            he_buf_printf(b, "%s%.6g", i ? "," : "", he_metrics_num(v));
         }
-        he_mbuf_printf(b, "]");
+        he_buf_printf(b, "]");
     }
-    he_mbuf_printf(b, ",\"status\":[");
+    he_buf_printf(b, ",\"status\":[");
     for (int k = 0; k < 5; k++) {
-        he_mbuf_printf(b, "%s[", k ? "," : "");
+        he_buf_printf(b, "%s[", k ? "," : "");
         for (unsigned i = 0; i < n; i++)
-            he_mbuf_printf(b, "%s%.6g", i ? "," : "", he_metrics_num(h[i].status_rps[k]));
-        he_mbuf_printf(b, "]");
+            he_buf_printf(b, "%s%.6g", i ? "," : "", he_metrics_num(h[i].status_rps[k]));
+        he_buf_printf(b, "]");
     }
-    he_mbuf_printf(b, "]}");
+    he_buf_printf(b, "]}");
 }
 
-void he_metrics_json(const he_metrics_snap_t *s, he_mbuf_t *b)
+void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
 {
     const he_features_t *f = &s->features;
     const he_stats_t *t = &s->total;
     char feat[512];
 
-    he_mbuf_printf(b, "{\"version\":\"%s\",\"uptime_s\":%.3f,\"start_time\":%.3f,\"draining\":%s,",
-                   s->version, s->uptime_s, s->start_time_s, s->draining ? "true" : "false");
-    he_mbuf_printf(b, "\"config\":{\"file\":");
-    he_mbuf_json_str(b, s->conf_file);
-    he_mbuf_printf(b,
-                   ",\"generation\":%u,\"reloads_ok\":%llu,\"reloads_failed\":%llu,"
-                   "\"server_generations\":%u},",
-                   s->generation, (unsigned long long)s->reloads_ok,
-                   (unsigned long long)s->reloads_failed, s->server_generations);
+    he_buf_printf(b, "{\"version\":\"%s\",\"uptime_s\":%.3f,\"start_time\":%.3f,\"draining\":%s,",
+                  s->version, s->uptime_s, s->start_time_s, s->draining ? "true" : "false");
+    he_buf_printf(b, "\"config\":{\"file\":");
+    he_buf_json_str(b, s->conf_file);
+    he_buf_printf(b,
+                  ",\"generation\":%u,\"reloads_ok\":%llu,\"reloads_failed\":%llu,"
+                  "\"server_generations\":%u},",
+                  s->generation, (unsigned long long)s->reloads_ok,
+                  (unsigned long long)s->reloads_failed, s->server_generations);
     he_features_describe(f, feat, sizeof(feat));
-    he_mbuf_printf(b,
-                   "\"features\":{\"io_uring\":{\"single_issuer\":%s,\"defer_taskrun\":%s,"
-                   "\"coop_taskrun\":%s,\"multishot_accept\":%s,\"recv_multishot\":%s,"
-                   "\"buf_ring\":%s,\"fixed_files\":%s,\"send_zc\":%s,\"zc_report_usage\":%s},"
-                   "\"openat2_beneath\":%s,\"reuseport_cbpf\":%s,\"ktls\":%s,\"numa_nodes\":%d,"
-                   "\"summary\":",
-                   f->single_issuer ? "true" : "false", f->defer_taskrun ? "true" : "false",
-                   f->coop_taskrun ? "true" : "false", f->multishot_accept ? "true" : "false",
-                   f->recv_multishot ? "true" : "false", f->buf_ring ? "true" : "false",
-                   f->fixed_files ? "true" : "false", f->send_zc ? "true" : "false",
-                   f->zc_report_usage ? "true" : "false", f->openat2_beneath ? "true" : "false",
-                   f->reuseport_cbpf ? "true" : "false", f->ktls ? "true" : "false", f->numa_nodes);
-    he_mbuf_json_str(b, feat);
-    he_mbuf_printf(b, "},\"control_thread\":{\"cpus\":");
-    he_mbuf_json_str(b, s->control_cpus ? s->control_cpus : "");
-    he_mbuf_printf(b, ",\"apart_from_workers\":%s},", s->control_apart ? "true" : "false");
+    he_buf_printf(b,
+                  "\"features\":{\"io_uring\":{\"single_issuer\":%s,\"defer_taskrun\":%s,"
+                  "\"coop_taskrun\":%s,\"multishot_accept\":%s,\"recv_multishot\":%s,"
+                  "\"buf_ring\":%s,\"fixed_files\":%s,\"send_zc\":%s,\"zc_report_usage\":%s},"
+                  "\"openat2_beneath\":%s,\"reuseport_cbpf\":%s,\"ktls\":%s,\"numa_nodes\":%d,"
+                  "\"summary\":",
+                  f->single_issuer ? "true" : "false", f->defer_taskrun ? "true" : "false",
+                  f->coop_taskrun ? "true" : "false", f->multishot_accept ? "true" : "false",
+                  f->recv_multishot ? "true" : "false", f->buf_ring ? "true" : "false",
+                  f->fixed_files ? "true" : "false", f->send_zc ? "true" : "false",
+                  f->zc_report_usage ? "true" : "false", f->openat2_beneath ? "true" : "false",
+                  f->reuseport_cbpf ? "true" : "false", f->ktls ? "true" : "false", f->numa_nodes);
+    he_buf_json_str(b, feat);
+    he_buf_printf(b, "},\"control_thread\":{\"cpus\":");
+    he_buf_json_str(b, s->control_cpus ? s->control_cpus : "");
+    he_buf_printf(b, ",\"apart_from_workers\":%s},", s->control_apart ? "true" : "false");
 
     he_json_counts(b, t);
     he__metrics_cache_json(s, b); /* "cache":{...}, when the cache is on */
-    he_mbuf_printf(b, "\"fd_cache\":{");
+    he_buf_printf(b, "\"fd_cache\":{");
     he_json_u64(b, "hits", t->fcache_hits, true);
     he_json_u64(b, "misses", t->fcache_misses, false);
-    he_mbuf_printf(b, "},\"tls\":{");
+    he_buf_printf(b, "},\"tls\":{");
     he_json_u64(b, "handshakes", t->tls_handshakes, true);
     he_json_u64(b, "handshake_errors", t->tls_handshake_errors, true);
     he_json_u64(b, "connections_ktls", t->tls_conn_ktls, true);
@@ -508,50 +402,50 @@ void he_metrics_json(const he_metrics_snap_t *s, he_mbuf_t *b)
     he_json_u64(b, "bytes_userspace", t->tls_bytes_userspace, true);
     he_json_u64(b, "resumed", t->tls_resumed, true);
     he_json_u64(b, "ktls_fallback", t->tls_conn_ktls_fallback, true);
-    he_mbuf_printf(b, "\"errors\":{");
+    he_buf_printf(b, "\"errors\":{");
     for (int e = 0; e < HE_STATS_TLS_ERR_COUNT; e++)
-        he_mbuf_printf(b, "%s\"%s\":%llu", e ? "," : "", he_metrics_tls_errors[e],
-                       (unsigned long long)t->tls_errors[e]);
-    he_mbuf_printf(b, "}");
-    he_mbuf_printf(b, "},");
-    if (s->tls_json && s->tls_json[0] == '{') he_mbuf_printf(b, "\"tls_config\":%s,", s->tls_json);
-    he_mbuf_printf(b, "\"access_log\":{\"enabled\":%s,\"path\":", s->alog_on ? "true" : "false");
-    he_mbuf_json_str(b, s->alog_path ? s->alog_path : "");
-    he_mbuf_printf(b, ",\"format\":\"%s\",", s->alog_format ? s->alog_format : "combined");
+        he_buf_printf(b, "%s\"%s\":%llu", e ? "," : "", he_metrics_tls_errors[e],
+                      (unsigned long long)t->tls_errors[e]);
+    he_buf_printf(b, "}");
+    he_buf_printf(b, "},");
+    if (s->tls_json && s->tls_json[0] == '{') he_buf_printf(b, "\"tls_config\":%s,", s->tls_json);
+    he_buf_printf(b, "\"access_log\":{\"enabled\":%s,\"path\":", s->alog_on ? "true" : "false");
+    he_buf_json_str(b, s->alog_path ? s->alog_path : "");
+    he_buf_printf(b, ",\"format\":\"%s\",", s->alog_format ? s->alog_format : "combined");
     he_json_u64(b, "written", s->alog_written, true);
     he_json_u64(b, "dropped", t->log_dropped, true);
     he_json_u64(b, "write_errors", s->alog_write_errors, false);
-    he_mbuf_printf(b, "},\"latency_us\":{");
+    he_buf_printf(b, "},\"latency_us\":{");
     he_json_latency(b, "ttfb", &t->ttfb);
-    he_mbuf_printf(b, ",");
+    he_buf_printf(b, ",");
     he_json_latency(b, "total", &t->total);
-    he_mbuf_printf(b, ",\"last_1s\":{");
+    he_buf_printf(b, ",\"last_1s\":{");
     he_json_latency(b, "ttfb", &s->ttfb_1s);
-    he_mbuf_printf(b, ",");
+    he_buf_printf(b, ",");
     he_json_latency(b, "total", &s->total_1s);
-    he_mbuf_printf(b, "},\"last_10s\":{");
+    he_buf_printf(b, "},\"last_10s\":{");
     he_json_latency(b, "ttfb", &s->ttfb_10s);
-    he_mbuf_printf(b, ",");
+    he_buf_printf(b, ",");
     he_json_latency(b, "total", &s->total_10s);
-    he_mbuf_printf(b, "}");
-    he_mbuf_printf(b,
-                   "},\"throughput\":{\"1s\":{\"gbps\":%.6f,\"rps\":%.1f},"
-                   "\"10s\":{\"gbps\":%.6f,\"rps\":%.1f}},\"cpu_seconds\":%.2f,\"workers\":[",
-                   he_metrics_num(s->gbps_1s), he_metrics_num(s->rps_1s),
-                   he_metrics_num(s->gbps_10s), he_metrics_num(s->rps_10s), s->process_cpu_seconds);
+    he_buf_printf(b, "}");
+    he_buf_printf(b,
+                  "},\"throughput\":{\"1s\":{\"gbps\":%.6f,\"rps\":%.1f},"
+                  "\"10s\":{\"gbps\":%.6f,\"rps\":%.1f}},\"cpu_seconds\":%.2f,\"workers\":[",
+                  he_metrics_num(s->gbps_1s), he_metrics_num(s->rps_1s),
+                  he_metrics_num(s->gbps_10s), he_metrics_num(s->rps_10s), s->process_cpu_seconds);
     for (unsigned i = 0; i < s->nworkers; i++) {
         const he_metrics_worker_t *w = &s->workers[i];
-        he_mbuf_printf(b, "%s{\"id\":%u,\"cpu\":%d,\"generation\":%u,", i ? "," : "", w->id, w->cpu,
-                       w->generation);
+        he_buf_printf(b, "%s{\"id\":%u,\"cpu\":%d,\"generation\":%u,", i ? "," : "", w->id, w->cpu,
+                      w->generation);
         he_json_counts(b, &w->st);
-        he_mbuf_printf(b,
-                       "\"rps\":%.1f,\"gbps\":%.6f,\"cpu_pct\":%.1f,\"cpu_seconds\":%.2f,"
-                       "\"log_dropped\":%llu}",
-                       he_metrics_num(w->rps_1s), he_metrics_num(w->gbps_1s),
-                       he_metrics_num(w->cpu_pct_1s), w->cpu_seconds,
-                       (unsigned long long)w->st.log_dropped);
+        he_buf_printf(b,
+                      "\"rps\":%.1f,\"gbps\":%.6f,\"cpu_pct\":%.1f,\"cpu_seconds\":%.2f,"
+                      "\"log_dropped\":%llu}",
+                      he_metrics_num(w->rps_1s), he_metrics_num(w->gbps_1s),
+                      he_metrics_num(w->cpu_pct_1s), w->cpu_seconds,
+                      (unsigned long long)w->st.log_dropped);
     }
-    he_mbuf_printf(b, "]");
+    he_buf_printf(b, "]");
     if (s->history) he_metrics_json_history(b, s->history, s->nhistory);
-    he_mbuf_printf(b, "}\n");
+    he_buf_printf(b, "}\n");
 }

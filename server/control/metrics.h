@@ -10,25 +10,8 @@
 #include <stdint.h>
 
 #include "server/server.h"
+#include "server/base/buf.h"
 #include "server/base/stats.h"
-
-/* A growing text buffer; a failed allocation sets oom and stops growth. */
-typedef struct he_mbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} he_mbuf_t;
-
-void he_mbuf_printf(he_mbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void he_mbuf_put(he_mbuf_t *b, const char *s, size_t n);
-/* s as a JSON string (quotes included); a byte that is not part of valid
- * UTF-8 (a file name may hold any) becomes \ufffd. */
-void he_mbuf_json_str(he_mbuf_t *b, const char *s);
-/* The length of the valid UTF-8 sequence s starts with (1-4), or 0 when it
- * is not one (a stray or truncated byte, an overlong form, a surrogate, a
- * code point past U+10FFFF). */
-size_t he__utf8_len(const unsigned char *s);
-void he_mbuf_free(he_mbuf_t *b);
 
 /* Adds every counter of src to dst. Every field of he_stats_t is a
  * uint64_t counter (the histograms too), which is what lets new counters
@@ -96,12 +79,17 @@ static inline uint64_t he_metrics_active(const he_stats_t *st)
     return st->conn_accepted >= st->conn_closed ? st->conn_accepted - st->conn_closed : 0;
 }
 
-void he_metrics_prometheus(const he_metrics_snap_t *s, he_mbuf_t *out);
+void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *out);
 /* A counter per worker and per value of one label: hlsedge_<name>{worker,
  * <label>="values[k]"} from the n uint64_t at offset off in he_stats_t. */
-void he__prom_per_worker_by(he_mbuf_t *b, const he_metrics_snap_t *s, const char *name,
+void he__prom_per_worker_by(he_buf_t *b, const he_metrics_snap_t *s, const char *name,
                             const char *help, const char *label, const char *const *values,
                             size_t off, int n);
-void he_metrics_json(const he_metrics_snap_t *s, he_mbuf_t *out);
+void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *out);
+
+/* metrics_cache.c: hlsedge_cache_* and "cache":{...}; nothing without a
+ * cache (he_server_cache_enabled). */
+void he__metrics_cache_prom(const he_metrics_snap_t *s, he_buf_t *b);
+void he__metrics_cache_json(const he_metrics_snap_t *s, he_buf_t *b);
 
 #endif

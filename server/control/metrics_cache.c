@@ -5,8 +5,9 @@
  * when the cache is off (no origin.urls): the dashboard then says n/a. */
 #include <stddef.h>
 
+#include "cache/cache.h"
 #include "server/control/metrics.h"
-#include "server/handler/cache_glue.h"
+#include "server/server.h"
 
 static const char *const he_mc_tiers[HE_CACHE_TIER_COUNT] = {"ram", "ssd"};
 
@@ -55,11 +56,11 @@ static uint64_t he_mc_get(const he_cache_stats_t *c, size_t off)
     return *(const uint64_t *)((const char *)c + off);
 }
 
-void he__metrics_cache_prom(const he_metrics_snap_t *s, he_mbuf_t *b)
+void he__metrics_cache_prom(const he_metrics_snap_t *s, he_buf_t *b)
 {
     const char *oerr[HE_CACHE_OERR_COUNT], *derr[HE_CACHE_DERR_COUNT];
 
-    if (!he__cache_enabled()) return;
+    if (!he_server_cache_enabled()) return;
     for (int e = 0; e < HE_CACHE_OERR_COUNT; e++)
         oerr[e] = he_cache_oerr_name((he_cache_oerr_t)e);
     for (int e = 0; e < HE_CACHE_DERR_COUNT; e++)
@@ -76,39 +77,39 @@ void he__metrics_cache_prom(const he_metrics_snap_t *s, he_mbuf_t *b)
                            derr, HE_MS(disk_errors), HE_CACHE_DERR_COUNT);
     for (size_t k = 0; k < HE_MC_N; k++) {
         const he_mc_counter_t *m = &he_mc_counters[k];
-        he_mbuf_printf(b,
-                       "# HELP hlsedge_cache_%s_total %s\n# TYPE hlsedge_cache_%s_total counter\n",
-                       m->name, m->help, m->name);
+        he_buf_printf(b,
+                      "# HELP hlsedge_cache_%s_total %s\n# TYPE hlsedge_cache_%s_total counter\n",
+                      m->name, m->help, m->name);
         for (unsigned i = 0; i < s->nworkers; i++)
-            he_mbuf_printf(b, "hlsedge_cache_%s_total{worker=\"%u\"} %llu\n", m->name,
-                           s->workers[i].id,
-                           (unsigned long long)he_mc_get(&s->workers[i].st.cache, m->off));
+            he_buf_printf(b, "hlsedge_cache_%s_total{worker=\"%u\"} %llu\n", m->name,
+                          s->workers[i].id,
+                          (unsigned long long)he_mc_get(&s->workers[i].st.cache, m->off));
     }
 }
 
-void he__metrics_cache_json(const he_metrics_snap_t *s, he_mbuf_t *b)
+void he__metrics_cache_json(const he_metrics_snap_t *s, he_buf_t *b)
 {
     const he_cache_stats_t *c = &s->total.cache;
-    if (!he__cache_enabled()) return;
-    he_mbuf_printf(b, "\"cache\":{\"tiers\":{");
+    if (!he_server_cache_enabled()) return;
+    he_buf_printf(b, "\"cache\":{\"tiers\":{");
     for (int t = 0; t < HE_CACHE_TIER_COUNT; t++) {
         uint64_t h = c->hits[t], m = c->misses[t];
-        he_mbuf_printf(
+        he_buf_printf(
             b, "%s\"%s\":{\"hits\":%llu,\"misses\":%llu,\"hit_ratio\":%.6f,\"evictions\":%llu}",
             t ? "," : "", he_mc_tiers[t], (unsigned long long)h, (unsigned long long)m,
             h + m ? (double)h / (double)(h + m) : 0.0, (unsigned long long)c->evictions[t]);
     }
-    he_mbuf_printf(b, "}");
+    he_buf_printf(b, "}");
     for (size_t k = 0; k < HE_MC_N; k++)
-        he_mbuf_printf(b, ",\"%s\":%llu", he_mc_counters[k].name,
-                       (unsigned long long)he_mc_get(c, he_mc_counters[k].off));
-    he_mbuf_printf(b, ",\"origin_errors\":{");
+        he_buf_printf(b, ",\"%s\":%llu", he_mc_counters[k].name,
+                      (unsigned long long)he_mc_get(c, he_mc_counters[k].off));
+    he_buf_printf(b, ",\"origin_errors\":{");
     for (int e = 0; e < HE_CACHE_OERR_COUNT; e++)
-        he_mbuf_printf(b, "%s\"%s\":%llu", e ? "," : "", he_cache_oerr_name((he_cache_oerr_t)e),
-                       (unsigned long long)c->origin_errors[e]);
-    he_mbuf_printf(b, "},\"disk_errors\":{");
+        he_buf_printf(b, "%s\"%s\":%llu", e ? "," : "", he_cache_oerr_name((he_cache_oerr_t)e),
+                      (unsigned long long)c->origin_errors[e]);
+    he_buf_printf(b, "},\"disk_errors\":{");
     for (int e = 0; e < HE_CACHE_DERR_COUNT; e++)
-        he_mbuf_printf(b, "%s\"%s\":%llu", e ? "," : "", he_cache_derr_name((he_cache_derr_t)e),
-                       (unsigned long long)c->disk_errors[e]);
-    he_mbuf_printf(b, "}},");
+        he_buf_printf(b, "%s\"%s\":%llu", e ? "," : "", he_cache_derr_name((he_cache_derr_t)e),
+                      (unsigned long long)c->disk_errors[e]);
+    he_buf_printf(b, "}},");
 }

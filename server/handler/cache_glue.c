@@ -22,7 +22,6 @@
 #include <time.h>
 
 #include "server/base/log.h"
-#include "server/control/admin.h" /* until the purge route moves to control/ */
 #include "server/handler/cache_glue.h"
 
 /* The RAM tier needs an arena even with cache.ram_size 0: fills stream
@@ -51,14 +50,6 @@ static struct {
     unsigned nservers;
 } he_cache_g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static const char *const he_cache_st_names[HE_ALOG_CACHE_COUNT] = {
-    "-", "HIT-RAM", "HIT-SSD", "MISS", "STALE", "REVALIDATED", "COALESCED", "PREFETCHED",
-};
-
-const char *he__cache_st_name(unsigned st)
-{
-    return st < HE_ALOG_CACHE_COUNT ? he_cache_st_names[st] : "-";
-}
 
 bool he__cache_enabled(void)
 {
@@ -384,82 +375,4 @@ int he__cache_purge(const he_conf_t *conf, const char *target, size_t len)
     pthread_mutex_unlock(&he_cache_g.mu);
     free(key);
     return n;
-}
-
-static size_t he_cache_unescape(const char *in, size_t n, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n && o + 1 < cap; i++) {
-        if (in[i] == '%' && i + 2 < n) {
-            char h[3] = {in[i + 1], in[i + 2], 0};
-            char *end;
-            long v = strtol(h, &end, 16);
-            if (*end == 0) {
-                out[o++] = (char)v;
-                i += 2;
-                continue;
-            }
-        }
-        out[o++] = in[i] == '+' ? ' ' : in[i];
-    }
-    out[o] = 0;
-    return o;
-}
-
-void he__cache_admin_purge(void *ctx, const he_admin_req_t *req, he_admin_resp_t *resp)
-{
-    char target[4096];
-    const char *p = NULL, *conf_src;
-    size_t n = 0;
-    he_conf_t *conf = NULL;
-    int rc;
-    (void)ctx;
-
-    for (const char *q = req->query; q && *q;) {
-        const char *amp = strchr(q, '&');
-        size_t l = amp ? (size_t)(amp - q) : strlen(q);
-        if (l > 5 && memcmp(q, "path=", 5) == 0) {
-            n = he_cache_unescape(q + 5, l - 5, target, sizeof(target));
-            p = target;
-            break;
-        }
-        q = amp ? amp + 1 : NULL;
-    }
-    if (!p && req->body_len) {
-        n = req->body_len;
-        while (n &&
-               (req->body[n - 1] == '\n' || req->body[n - 1] == '\r' || req->body[n - 1] == ' '))
-            n--;
-        if (n >= sizeof(target)) n = sizeof(target) - 1;
-        memcpy(target, req->body, n);
-        target[n] = 0;
-        p = target;
-    }
-    if (!p || n == 0) {
-        he_admin_resp_text(resp, 400, "purge: give the path in the body or as ?path=\n");
-        return;
-    }
-    pthread_mutex_lock(&he_cache_g.mu);
-    conf_src = NULL;
-    if (he_cache_g.nservers && he_cache_g.servers[he_cache_g.nservers - 1]->cache) {
-        conf = malloc(sizeof(*conf));
-        if (conf) {
-            memcpy(conf, &((he_scache_t *)he_cache_g.servers[he_cache_g.nservers - 1]->cache)->conf, sizeof(*conf));
-            conf_src = "ok";
-        }
-    }
-    pthread_mutex_unlock(&he_cache_g.mu);
-    if (!conf_src) {
-        free(conf);
-        he_admin_resp_text(resp, 404, "purge: no cache (origin.urls is not set)\n");
-        return;
-    }
-    rc = he__cache_purge(conf, p, n);
-    free(conf);
-    if (rc < 0)
-        he_admin_resp_text(resp, 400, "purge: not a valid path\n");
-    else if (rc == 0)
-        he_admin_resp_text(resp, 404, "not cached\n");
-    else
-        he_admin_resp_text(resp, 200, "purged\n");
 }

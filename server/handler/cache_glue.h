@@ -15,21 +15,9 @@
 #define HE_CACHE_GLUE_H
 
 #include "cache/cache.h"
+#include "server/base/alog_ring.h"
 #include "server/handler/handler.h"
 
-/* The access log's cache field. */
-enum he_alog_cache {
-    HE_ALOG_CACHE_NONE = 0, /* "-": served from root (or not a cacheable answer) */
-    HE_ALOG_CACHE_HIT_RAM,
-    HE_ALOG_CACHE_HIT_SSD,
-    HE_ALOG_CACHE_MISS,
-    HE_ALOG_CACHE_STALE,
-    HE_ALOG_CACHE_REVALIDATED,
-    HE_ALOG_CACHE_COALESCED,
-    HE_ALOG_CACHE_PREFETCHED,
-    HE_ALOG_CACHE_COUNT
-};
-const char *he__cache_st_name(unsigned st);
 
 /* One worker generation's view: its configuration snapshot (cache keys
  * cannot change without a new generation, so the snapshot is exact and
@@ -156,16 +144,5 @@ void he__oio_prefetch(he_worker_t *w, const he_cache_key_t *key);
  * the SSD lookup). */
 void he__oio_promote(he_worker_t *w, const he_cache_key_t *key, const he_cache_store_hit_t *hit,
                      int fd, uint64_t epoch);
-
-/* POST /purge on the admin listener (body or ?path=). */
-struct he_admin_req;
-struct he_admin_resp;
-void he__cache_admin_purge(void *ctx, const struct he_admin_req *req, struct he_admin_resp *resp);
-
-/* metrics_cache.c */
-struct he_metrics_snap;
-struct he_mbuf;
-void he__metrics_cache_prom(const struct he_metrics_snap *s, struct he_mbuf *b);
-void he__metrics_cache_json(const struct he_metrics_snap *s, struct he_mbuf *b);
 
 #endif

@@ -2,17 +2,38 @@
  * stored into its own ring (base/); the control thread formats it. */
 #include <netinet/in.h>
 #include <stdint.h>
-#include <string.h>
 
-#include "server/control/accesslog.h"
+#include "server/base/alog_ring.h"
 #include "server/http/http.h"
 #include "server/net/tls.h"
+
+/* A short copy without memcpy: GCC inlines a variable-length copy to an
+ * aligned destination as rep movsq, whose start-up alone cost more than
+ * the rest of the push (measured: 40 -> 12 ns per record). Eight bytes at
+ * a time, the last eight overlapping, so a usual target is two or three
+ * moves. */
+static void he_alog_copy(char *dst, const char *src, size_t n)
+{
+    uint64_t v;
+    size_t i = 0;
+    if (n < 8) {
+        for (; i < n; i++)
+            dst[i] = src[i];
+        return;
+    }
+    for (; i + 8 < n; i += 8) {
+        __builtin_memcpy(&v, src + i, 8);
+        __builtin_memcpy(dst + i, &v, 8);
+    }
+    __builtin_memcpy(&v, src + n - 8, 8);
+    __builtin_memcpy(dst + n - 8, &v, 8);
+}
 
 void he__http_alog_push(he_worker_t *w, const he_conn_t *c, const he_req_t *r, uint64_t end_ns,
                         uint64_t ttfb_us, uint64_t total_us)
 {
     size_t n = r->url_len > HE_ALOG_TARGET_MAX ? HE_ALOG_TARGET_MAX : r->url_len;
-    he_alog_rec_t *rec = he_alog_reserve(w->alog, n);
+    he_alog_rec_t *rec = he_alog_reserve_in(w->alog, n);
     uint64_t a0 = 0, a1 = 0;
 
     if (!rec) {
@@ -52,6 +73,6 @@ void he__http_alog_push(he_worker_t *w, const he_conn_t *c, const he_req_t *r, u
      * cache compares them as two words */
     __builtin_memcpy(rec->addr, &a0, 8);
     __builtin_memcpy(rec->addr + 8, &a1, 8);
-    memcpy(rec->target, r->url, n);
-    he_alog_commit(w->alog, rec);
+    he_alog_copy(rec->target, r->url, n);
+    he_alog_commit_in(w->alog, rec);
 }

@@ -17,7 +17,6 @@
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/base/buf.h"
 #include "server/base/log.h"
-#include "server/control/metrics.h" /* he_mbuf_json_str */
 #include "server/net/tls.h"
 
 /* TLS 1.2: forward secrecy and AEAD only; AES-GCM first (AES-NI). */
@@ -632,37 +631,6 @@ const char *he_tls_ktls_state(const he_tls_t *tls)
 
 /* ---------------------------------------------------------------- describe */
 
-typedef struct he_tls_buf {
-    char *p;
-    size_t len, cap;
-} he_tls_buf_t;
-
-static void he_tls_bprintf(he_tls_buf_t *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void he_tls_bprintf(he_tls_buf_t *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-    if (b->len >= b->cap) return;
-    va_start(ap, fmt);
-    n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    if (n > 0) b->len = b->len + (size_t)n < b->cap ? b->len + (size_t)n : b->cap;
-}
-
-/* s as a JSON string, escaped as /stats escapes every string (a name that
- * is not UTF-8 gets \ufffd). */
-static void he_tls_bjson(he_tls_buf_t *b, const char *s)
-{
-    he_mbuf_t m = {0};
-    he_mbuf_json_str(&m, s);
-    if (m.oom || !m.p)
-        he_tls_bprintf(b, "\"\"");
-    else
-        he_tls_bprintf(b, "%.*s", (int)m.len, m.p);
-    he_mbuf_free(&m);
-}
-
 static void he_tls_sum(const he_server_t *s, he_stats_t *t)
 {
     memset(t, 0, sizeof(*t));
@@ -689,70 +657,71 @@ static const char *const he_tls_err_names[HE_STATS_TLS_ERR_COUNT] = {
 
 void he_tls_describe(const he_server_t *s, const he_stats_t *totals, char *buf, size_t cap)
 {
-    he_tls_buf_t b = {buf, 0, cap};
+    he_buf_t b;
     he_tls_t *tls = s->tls;
     he_stats_t sum;
     const he_stats_t *t = totals;
 
-    if (cap) buf[0] = 0;
+    if (!cap) return;
+    he_buf_fixed(&b, buf, cap); /* cut when too small: the caller sees it by the length */
     if (!tls) {
-        he_tls_bprintf(&b, "{\"enabled\":false}");
+        he_buf_printf(&b, "{\"enabled\":false}");
         return;
     }
     if (!t) {
         he_tls_sum(s, &sum);
         t = &sum;
     }
-    he_tls_bprintf(&b, "{\"enabled\":true,\"listen\":[");
+    he_buf_printf(&b, "{\"enabled\":true,\"listen\":[");
     for (unsigned i = 0; i < s->nlisten_tls; i++) {
-        he_tls_bprintf(&b, "%s", i ? "," : "");
-        he_tls_bjson(&b, he__listener_conf(s, s->nlisten - s->nlisten_tls + i, NULL)->text);
+        if (i) he_buf_lit(&b, ",");
+        he_buf_json_str(&b, he__listener_conf(s, s->nlisten - s->nlisten_tls + i, NULL)->text);
     }
     pthread_mutex_lock(&tls->lock);
-    he_tls_bprintf(&b, "],\"ktls\":");
-    he_tls_bjson(&b, tls->ktls_state);
-    he_tls_bprintf(&b,
-                   ",\"send_path\":\"%s\",\"protocols\":[\"TLSv1.2\",\"TLSv1.3\"],"
-                   "\"certificates\":[",
-                   tls->cur->ktls ? "kTLS sendfile/send (SSL_write when a suite is not offloaded)"
-                                  : "SSL_write from the page cache (mmap) or RAM");
+    he_buf_printf(&b, "],\"ktls\":");
+    he_buf_json_str(&b, tls->ktls_state);
+    he_buf_printf(&b,
+                  ",\"send_path\":\"%s\",\"protocols\":[\"TLSv1.2\",\"TLSv1.3\"],"
+                  "\"certificates\":[",
+                  tls->cur->ktls ? "kTLS sendfile/send (SSL_write when a suite is not offloaded)"
+                                 : "SSL_write from the page cache (mmap) or RAM");
     for (unsigned i = 0; i < tls->cur->ncerts; i++) {
         const he_tls_cert_t *c = &tls->cur->certs[i];
-        he_tls_bprintf(&b, "%s{\"file\":", i ? "," : "");
-        he_tls_bjson(&b, c->file);
-        he_tls_bprintf(&b, ",\"default\":%s,\"names\":[", i == 0 ? "true" : "false");
+        he_buf_printf(&b, "%s{\"file\":", i ? "," : "");
+        he_buf_json_str(&b, c->file);
+        he_buf_printf(&b, ",\"default\":%s,\"names\":[", i == 0 ? "true" : "false");
         for (unsigned j = 0; j < c->nnames; j++) {
-            he_tls_bprintf(&b, "%s", j ? "," : "");
-            he_tls_bjson(&b, c->names[j]);
+            if (j) he_buf_lit(&b, ",");
+            he_buf_json_str(&b, c->names[j]);
         }
-        he_tls_bprintf(&b, "],\"key\":");
-        he_tls_bjson(&b, c->key);
-        he_tls_bprintf(&b, ",\"not_after\":");
-        he_tls_bjson(&b, c->not_after);
-        he_tls_bprintf(&b, ",\"ocsp_stapled\":%s}", c->ocsp ? "true" : "false");
+        he_buf_printf(&b, "],\"key\":");
+        he_buf_json_str(&b, c->key);
+        he_buf_printf(&b, ",\"not_after\":");
+        he_buf_json_str(&b, c->not_after);
+        he_buf_printf(&b, ",\"ocsp_stapled\":%s}", c->ocsp ? "true" : "false");
     }
-    he_tls_bprintf(&b,
-                   "],\"session_tickets\":%s,\"ticket_rotate_ms\":%u,\"session_cache\":%u,"
-                   "\"handshake_timeout_ms\":%u,\"reloads\":%u,\"reload_errors\":%u,"
-                   "\"last_reload_error\":",
-                   tls->tickets ? "true" : "false", tls->rotate_ms, tls->session_cache,
-                   tls->handshake_timeout_ms, tls->reloads, tls->reload_errors);
-    he_tls_bjson(&b, tls->reload_err);
+    he_buf_printf(&b,
+                  "],\"session_tickets\":%s,\"ticket_rotate_ms\":%u,\"session_cache\":%u,"
+                  "\"handshake_timeout_ms\":%u,\"reloads\":%u,\"reload_errors\":%u,"
+                  "\"last_reload_error\":",
+                  tls->tickets ? "true" : "false", tls->rotate_ms, tls->session_cache,
+                  tls->handshake_timeout_ms, tls->reloads, tls->reload_errors);
+    he_buf_json_str(&b, tls->reload_err);
     pthread_mutex_unlock(&tls->lock);
-    he_tls_bprintf(&b,
-                   ",\"handshakes\":%llu,\"resumed\":%llu,\"handshake_errors\":%llu,\"errors\":{",
-                   (unsigned long long)t->tls_handshakes, (unsigned long long)t->tls_resumed,
-                   (unsigned long long)t->tls_handshake_errors);
+    he_buf_printf(&b,
+                  ",\"handshakes\":%llu,\"resumed\":%llu,\"handshake_errors\":%llu,\"errors\":{",
+                  (unsigned long long)t->tls_handshakes, (unsigned long long)t->tls_resumed,
+                  (unsigned long long)t->tls_handshake_errors);
     for (int e = 0; e < HE_STATS_TLS_ERR_COUNT; e++)
-        he_tls_bprintf(&b, "%s\"%s\":%llu", e ? "," : "", he_tls_err_names[e],
-                       (unsigned long long)t->tls_errors[e]);
-    he_tls_bprintf(&b,
-                   "},\"connections\":{\"ktls\":%llu,\"userspace\":%llu,\"ktls_fallback\":%llu},"
-                   "\"bytes\":{\"ktls\":%llu,\"userspace\":%llu}}",
-                   (unsigned long long)t->tls_conn_ktls, (unsigned long long)t->tls_conn_userspace,
-                   (unsigned long long)t->tls_conn_ktls_fallback,
-                   (unsigned long long)t->tls_bytes_ktls,
-                   (unsigned long long)t->tls_bytes_userspace);
+        he_buf_printf(&b, "%s\"%s\":%llu", e ? "," : "", he_tls_err_names[e],
+                      (unsigned long long)t->tls_errors[e]);
+    he_buf_printf(&b,
+                  "},\"connections\":{\"ktls\":%llu,\"userspace\":%llu,\"ktls_fallback\":%llu},"
+                  "\"bytes\":{\"ktls\":%llu,\"userspace\":%llu}}",
+                  (unsigned long long)t->tls_conn_ktls, (unsigned long long)t->tls_conn_userspace,
+                  (unsigned long long)t->tls_conn_ktls_fallback,
+                  (unsigned long long)t->tls_bytes_ktls,
+                  (unsigned long long)t->tls_bytes_userspace);
 }
 
 /* ---------------------------------------------------------------- server hooks */

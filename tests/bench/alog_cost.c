@@ -30,9 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/base/alog_ring.h"
 #include "server/control/accesslog.h"
-#include "server/handler/cache_glue.h"
-#include "server/server.h"
+#include "server/http/http.h"
 #include "tests/he_xorshift.h"
 
 #define REPS 5

@@ -1,7 +1,6 @@
-/* server/accesslog.c: the SPSC byte ring (variable-length records, the
- * skip at the ring's end, full, wrap-around, drain), the merge of several
- * workers' rings by time, and the combined and JSON lines with their
- * escaping. */
+/* server/control/accesslog.c: the merge of several workers' rings by
+ * time, and the combined and JSON lines with their escaping. The ring
+ * itself is tests/unit/server/base/test_alog_ring.c. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,7 +10,6 @@
 
 #include "he_test.h"
 #include "server/control/accesslog.h"
-#include "server/http/http.h"
 #include "server/handler/cache_glue.h"
 #include "server/server.h"
 #include "tests/he_xorshift.h"
@@ -177,7 +175,7 @@ static void he_t_ref(const he_alog_rec_t *r, int json, int64_t real_minus_mono, 
                 "\"worker\":%u,\"cache\":\"%s\",\"tls\":\"%s\"}\n",
                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                 (unsigned)(real / 1000000 % 1000), addr, method, target, proto, r->status, body,
-                r->duration_us, r->ttfb_us, r->worker, he__cache_st_name(r->cache),
+                r->duration_us, r->ttfb_us, r->worker, he_alog_cache_name(r->cache),
                 r->tls < 3 ? tls[r->tls] : "-");
     else
         sprintf(out,
@@ -186,7 +184,7 @@ static void he_t_ref(const he_alog_rec_t *r, int json, int64_t real_minus_mono, 
                 addr, tm.tm_mday, mon[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
                 tm.tm_sec, method, target, proto, r->status, body, r->duration_us / 1000000,
                 r->duration_us % 1000000, r->ttfb_us / 1000000, r->ttfb_us % 1000000, r->worker,
-                he__cache_st_name(r->cache), r->tls < 3 ? tls[r->tls] : "-");
+                he_alog_cache_name(r->cache), r->tls < 3 ? tls[r->tls] : "-");
 }
 
 static uint64_t he_t_rng = 0x2545f4914f6cdd1dull;
@@ -329,78 +327,6 @@ static void test_format_longest(void)
     }
 }
 
-static unsigned he_t_lines(const char *path, const char *needle)
-{
-    static char buf[1 << 20];
-    unsigned lines = 0;
-    int fd = open(path, O_RDONLY);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-    if (fd >= 0) close(fd);
-    buf[n > 0 ? n : 0] = 0;
-    for (char *p = buf; (p = strchr(p, '\n')); p++)
-        lines++;
-    if (needle) HE_CHECK(strstr(buf, needle) != NULL);
-    return lines;
-}
-
-static void test_ring(void)
-{
-    he_alog_ring_t *r = he_alog_ring_new(4096);
-    he_alog_t a;
-    char path[] = "/tmp/he-alog-XXXXXX";
-    int fd = mkstemp(path);
-    unsigned total = 0;
-
-    HE_CHECK(r != NULL);
-    HE_CHECK(he_alog_ring_new(6000) == NULL); /* not a power of two */
-    HE_CHECK(he_alog_ring_new(1024) == NULL); /* too small */
-    HE_CHECK(fd >= 0);
-    close(fd);
-    he_alog_init(&a);
-    HE_CHECK_INT(he_alog_open(&a, path, HE_ACCESS_LOG_COMBINED), 0);
-
-    /* Rounds of: fill until full, drain. Targets of varying length make
-     * records of varying size, so the rounds end at different offsets and
-     * cross the ring's end with a skip. */
-    for (int round = 0; round < 6; round++) {
-        unsigned n = 0;
-        char target[300];
-        for (;;) {
-            size_t len = 1 + (size_t)((n * 37 + (unsigned)round * 11) % 250);
-            he_alog_rec_t *rec;
-            memset(target, 'a' + round, len);
-            target[0] = '/';
-            target[len] = 0;
-            rec = he_alog_reserve(r, len);
-            if (!rec) break; /* full: the caller drops and counts */
-            HE_CHECK((((uintptr_t)rec) & 7) == 0);
-            HE_CHECK((char *)rec + rec->size <= r->data + r->size); /* never wraps */
-            he_t_fill(rec, target);
-            rec->size = (uint32_t)((sizeof(*rec) + len + 7) & ~(size_t)7);
-            rec->status = (uint16_t)(200 + n % 100);
-            he_alog_commit(r, rec);
-            n++;
-        }
-        HE_CHECK(n > 5);
-        HE_CHECK_INT(he_alog_drain(&a, r), n);
-        HE_CHECK_INT(he_alog_drain(&a, r), 0);
-        HE_CHECK(he_alog_reserve(r, 10) != NULL);
-        total += n;
-    }
-    HE_CHECK_INT(a.written, total);
-    he_alog_close(&a);
-    HE_CHECK_INT(he_t_lines(path, "\" 204 "), total);
-
-    /* a log turned off discards what the ring holds */
-    he_alog_init(&a);
-    he_alog_commit(r, he_alog_reserve(r, 4));
-    HE_CHECK_INT(he_alog_drain(&a, r), 0);
-    HE_CHECK_INT(atomic_load(&r->head), atomic_load(&r->tail));
-    HE_CHECK_INT(a.written, 0);
-    unlink(path);
-    he_alog_ring_free(r);
-}
-
 /* Two workers' rings drained together come out in time order. */
 static void test_merge(void)
 {
@@ -449,59 +375,12 @@ static void test_merge(void)
     he_alog_ring_free(r[1]);
 }
 
-/* The worker's side of a full ring: he_alog_push returns at once, the
- * record is dropped and counted in the worker's stats (what
- * hlsedge_access_log_dropped_total shows), and once the control thread
- * has drained the ring records go in again. */
-static void test_push_drops_when_full(void)
-{
-    he_worker_t *w = calloc(1, sizeof(*w));
-    he_conn_t *c = calloc(1, sizeof(*c));
-    struct sockaddr_in *sa = (struct sockaddr_in *)&c->peer;
-    char url[] = "/360p/index.m3u8";
-    char path[] = "/tmp/he-alog-drop-XXXXXX";
-    int fd = mkstemp(path);
-    unsigned kept, pushes = 200;
-    he_alog_t a;
-
-    HE_CHECK(w && c && fd >= 0);
-    close(fd);
-    w->alog = he_alog_ring_new(4096);
-    atomic_store(&w->alog->enabled, 1);
-    he_req_t r = {.conn = c, .url = url, .url_len = (uint32_t)strlen(url), .method = 1 /* GET */,
-                  .http_major = 1, .http_minor = 1, .status = 200, .head_len = 200};
-    c->bytes_sent = 700;
-    sa->sin_family = AF_INET;
-    inet_pton(AF_INET, "192.0.2.7", &sa->sin_addr);
-
-    for (unsigned i = 0; i < pushes; i++)
-        he__http_alog_push(w, c, &r, HE_T_MONO_NS + i * 1000, 10, 20);
-    kept = pushes - (unsigned)w->stats.log_dropped;
-    HE_CHECK(w->stats.log_dropped > 0);
-    HE_CHECK(kept > 10); /* 4 KiB holds dozens */
-    he_alog_init(&a);
-    HE_CHECK_INT(he_alog_open(&a, path, HE_ACCESS_LOG_COMBINED), 0);
-    HE_CHECK_INT(he_alog_drain(&a, w->alog), kept);
-    /* room again: the next record is kept, the count stays */
-    he__http_alog_push(w, c, &r, HE_T_MONO_NS + pushes * 1000, 10, 20);
-    HE_CHECK_INT(w->stats.log_dropped, pushes - kept);
-    HE_CHECK_INT(he_alog_drain(&a, w->alog), 1);
-    he_alog_close(&a);
-    HE_CHECK_INT(he_t_lines(path, "\"GET /360p/index.m3u8 HTTP/1.1\" 200 500 "), kept + 1);
-    unlink(path);
-    he_alog_ring_free(w->alog);
-    free(c);
-    free(w);
-}
-
 int main(void)
 {
     test_format_combined();
     test_format_json();
     test_format_reference();
     test_format_longest();
-    test_ring();
     test_merge();
-    test_push_drops_when_full();
     HE_TEST_MAIN_END();
 }

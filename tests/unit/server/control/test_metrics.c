@@ -80,13 +80,13 @@ static he_metrics_snap_t *he_t_snap(void)
 static void test_prometheus(void)
 {
     he_metrics_snap_t *s = he_t_snap();
-    he_mbuf_t b = {0};
+    he_buf_t b = {0};
     char *line, *save = NULL;
     uint64_t prev = 0;
     int buckets = 0, types = 0, bad_prefix = 0;
 
     he_metrics_prometheus(s, &b);
-    HE_CHECK(!b.oom && b.len > 0);
+    HE_CHECK(!b.failed && b.len > 0);
     HE_CHECK(strstr(b.p, "hlsedge_build_info{version=\"9.9.9\"} 1\n") != NULL);
     HE_CHECK(strstr(b.p, "hlsedge_config_info{file=\"/etc/a \\\"b\\\".yaml\"} 1\n") != NULL);
     HE_CHECK(strstr(b.p, "hlsedge_connections_active{worker=\"1\"} 3\n") != NULL);
@@ -117,7 +117,7 @@ static void test_prometheus(void)
     HE_CHECK_INT(buckets, 18);
     HE_CHECK(types > 30);
     HE_CHECK_INT(bad_prefix, 0);
-    he_mbuf_free(&b);
+    he_buf_free(&b);
     free(s->workers);
     free(s);
 }
@@ -126,13 +126,13 @@ static void test_json(void)
 {
     he_metrics_snap_t *s = he_t_snap();
     he_hpoint_t h[2] = {{.t = 1, .gbps = 0.5, .rps = 10}, {.t = 2, .gbps = 0.25, .rps = 20}};
-    he_mbuf_t b = {0};
+    he_buf_t b = {0};
     int depth = 0, min = 0;
 
     s->history = h;
     s->nhistory = 2;
     he_metrics_json(s, &b);
-    HE_CHECK(!b.oom);
+    HE_CHECK(!b.failed);
     for (size_t i = 0; i < b.len; i++) {
         if (b.p[i] == '{' || b.p[i] == '[') depth++;
         if (b.p[i] == '}' || b.p[i] == ']') depth--;
@@ -146,7 +146,7 @@ static void test_json(void)
     HE_CHECK(strstr(b.p, "\"p99.9\":") != NULL);
     HE_CHECK(strstr(b.p, "\"history\":{\"t\":[1,2],\"gbps\":[0.5,0.25],\"rps\":[10,20]") != NULL);
     HE_CHECK(strstr(b.p, "nan") == NULL && strstr(b.p, "inf") == NULL);
-    he_mbuf_free(&b);
+    he_buf_free(&b);
     free(s->workers);
     free(s);
 }
@@ -172,16 +172,16 @@ static void test_utf8(void)
         {"\xc3(", 0},
     };
     he_metrics_snap_t *s = he_t_snap();
-    he_mbuf_t b = {0};
+    he_buf_t b = {0};
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         HE_CHECK_INT(he__utf8_len((const unsigned char *)cases[i].s), cases[i].len);
 
     /* a file name with bytes that are not UTF-8: valid JSON and label values */
     s->conf_file = "/etc/\xff\"\xc3(\xe2\x82\xac\xed\xa0\x80.yaml";
-    he_mbuf_json_str(&b, s->conf_file);
+    he_buf_json_str(&b, s->conf_file);
     HE_CHECK_STR(b.p, "\"/etc/\\ufffd\\\"\\ufffd(\xe2\x82\xac\\ufffd\\ufffd\\ufffd.yaml\"");
-    he_mbuf_free(&b);
+    he_buf_free(&b);
     he_metrics_prometheus(s, &b);
     HE_CHECK(strstr(b.p, "hlsedge_config_info{file=\"/etc/\xef\xbf\xbd\\\"\xef\xbf\xbd(\xe2\x82\xac"
                          "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd.yaml\"} 1\n") != NULL);
@@ -190,7 +190,7 @@ static void test_utf8(void)
         HE_CHECK(n > 0);
         i += n ? n : 1;
     }
-    he_mbuf_free(&b);
+    he_buf_free(&b);
     free(s->workers);
     free(s);
 }
