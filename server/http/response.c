@@ -5,49 +5,50 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/base/hbuf.h"
+#include "server/base/buf.h"
 #include "server/base/log.h"
-#include "server/control/accesslog.h"
+#include "server/base/alog_ring.h"
 #include "server/http/http.h"
 #include "server/http/http_util.h"
 
 /* ---------------------------------------------------------------- heads */
 
-static void he_http_head_line(he_hbuf_t *b, const char *name, size_t nlen, const char *v,
+static void he_http_head_line(he_buf_t *b, const char *name, size_t nlen, const char *v,
                               size_t vlen)
 {
-    he_hb_mem(b, name, nlen);
-    he_hb_mem(b, v, vlen);
-    he_hb_lit(b, "\r\n");
+    he_buf_put(b, name, nlen);
+    he_buf_put(b, v, vlen);
+    he_buf_lit(b, "\r\n");
 }
 
 /* HTTP/1.1's spelling of h into c->hdr; false when it does not fit. */
 static bool he_http1_head(he_worker_t *w, he_conn_t *c, const he_req_t *r, const he_http_head_t *h)
 {
-    he_hbuf_t b = {c->hdr, 0, HE_CONN_HDR_CAP, false};
+    he_buf_t b;
     const char *cors = w->conf->cors_allow_origin;
 
-    he_hb_lit(&b, "HTTP/1.1 ");
-    he_hb_u64(&b, (uint64_t)h->status);
-    he_hb_lit(&b, " ");
-    he_hb_str(&b, he_http_reason(h->status));
-    he_hb_lit(&b, "\r\nServer: hlsedge\r\nDate: ");
-    he_hb_mem(&b, w->date, 29);
-    he_hb_lit(&b, "\r\n");
+    he_buf_fixed(&b, c->hdr, HE_CONN_HDR_CAP);
+    he_buf_lit(&b, "HTTP/1.1 ");
+    he_buf_u64(&b, (uint64_t)h->status);
+    he_buf_lit(&b, " ");
+    he_buf_str(&b, he_http_reason(h->status));
+    he_buf_lit(&b, "\r\nServer: hlsedge\r\nDate: ");
+    he_buf_put(&b, w->date, 29);
+    he_buf_lit(&b, "\r\n");
     if (cors[0]) {
         he_http_head_line(&b, "Access-Control-Allow-Origin: ", 29, cors, strlen(cors));
         if (h->expose_headers)
-            he_hb_lit(&b, "Access-Control-Expose-Headers: Content-Length, Content-Range, ETag\r\n");
+            he_buf_lit(&b, "Access-Control-Expose-Headers: Content-Length, Content-Range, ETag\r\n");
     }
-    if (h->extra) he_hb_str(&b, h->extra);
+    if (h->extra) he_buf_str(&b, h->extra);
     if (h->status != 304 && !h->no_ctype) {
         const char *ct = h->ctype && h->ctype[0] ? h->ctype : he_seg_type_mime(h->type);
         he_http_head_line(&b, "Content-Type: ", 14, ct, strlen(ct));
     }
     if (h->has_clen) {
-        he_hb_lit(&b, "Content-Length: ");
-        he_hb_u64(&b, h->clen);
-        he_hb_lit(&b, "\r\n");
+        he_buf_lit(&b, "Content-Length: ");
+        he_buf_u64(&b, h->clen);
+        he_buf_lit(&b, "\r\n");
     }
     if (h->cenc && h->cenc[0]) {
         if (h->status != 416 && h->status != 304)
@@ -55,21 +56,21 @@ static bool he_http1_head(he_worker_t *w, he_conn_t *c, const he_req_t *r, const
         /* the origin chose the encoding, not the client's Accept-Encoding:
          * shared caches downstream must not hand it to one that cannot
          * decode it */
-        he_hb_lit(&b, "Vary: Accept-Encoding\r\n");
+        he_buf_lit(&b, "Vary: Accept-Encoding\r\n");
     }
-    if (h->accept_ranges) he_hb_lit(&b, "Accept-Ranges: bytes\r\n");
+    if (h->accept_ranges) he_buf_lit(&b, "Accept-Ranges: bytes\r\n");
     if (h->range) {
-        he_hb_lit(&b, "Content-Range: bytes ");
-        he_hb_u64(&b, h->first);
-        he_hb_lit(&b, "-");
-        he_hb_u64(&b, h->last);
-        he_hb_lit(&b, "/");
-        he_hb_u64(&b, h->size);
-        he_hb_lit(&b, "\r\n");
+        he_buf_lit(&b, "Content-Range: bytes ");
+        he_buf_u64(&b, h->first);
+        he_buf_lit(&b, "-");
+        he_buf_u64(&b, h->last);
+        he_buf_lit(&b, "/");
+        he_buf_u64(&b, h->size);
+        he_buf_lit(&b, "\r\n");
     } else if (h->unsatisfied) {
-        he_hb_lit(&b, "Content-Range: bytes */");
-        he_hb_u64(&b, h->size);
-        he_hb_lit(&b, "\r\n");
+        he_buf_lit(&b, "Content-Range: bytes */");
+        he_buf_u64(&b, h->size);
+        he_buf_lit(&b, "\r\n");
     }
     if (h->last_modified) he_http_head_line(&b, "Last-Modified: ", 15, h->last_modified, h->last_modified_len);
     if (h->etag) he_http_head_line(&b, "ETag: ", 6, h->etag, h->etag_len);
@@ -79,15 +80,15 @@ static bool he_http1_head(he_worker_t *w, he_conn_t *c, const he_req_t *r, const
     }
     if (c->close_after || w->draining) {
         c->close_after = true;
-        he_hb_lit(&b, "Connection: close\r\n\r\n");
+        he_buf_lit(&b, "Connection: close\r\n\r\n");
     } else if (r->http_major == 1 && r->http_minor == 0) {
-        he_hb_lit(&b, "Connection: keep-alive\r\n\r\n");
+        he_buf_lit(&b, "Connection: keep-alive\r\n\r\n");
     } else {
-        he_hb_lit(&b, "\r\n");
+        he_buf_lit(&b, "\r\n");
     }
     c->hdr_len = (uint32_t)b.len;
     c->hdr_sent = 0;
-    return !b.overflow;
+    return he_buf_ok(&b);
 }
 
 void he_http_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *h, he_body_t *body)
