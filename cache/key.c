@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cache/key.h"
+#include "segment/segment.h"
 
 #define HE_CACHE_KEY_MAX_PARAMS 32
 
@@ -60,14 +61,6 @@ int he_cache_key_set(he_cache_key_t *key, const char *s, size_t len)
     return 0;
 }
 
-static int he_cache_key_hex(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 static bool he_cache_key_unreserved(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -98,8 +91,8 @@ static int he_cache_key_canon(const char *p, size_t n, bool literal, char *out, 
         if (c == '%' && !literal) {
             int hi, lo;
             if (n - i < 3) return -EINVAL;
-            hi = he_cache_key_hex(p[i + 1]);
-            lo = he_cache_key_hex(p[i + 2]);
+            hi = he_seg_hex_digit((unsigned char)p[i + 1]);
+            lo = he_seg_hex_digit((unsigned char)p[i + 2]);
             if (hi < 0 || lo < 0) return -EINVAL;
             c = (unsigned char)(hi << 4 | lo);
             i += 2;

@@ -3,6 +3,7 @@
  * many coming bytes are pure payload so the engine may drop them in the
  * kernel (recv with MSG_TRUNC) without ever copying them. */
 #include "loadgen/lg.h"
+#include "segment/segment.h"
 
 #include <errno.h>
 #include <string.h>
@@ -198,14 +199,6 @@ void he_lg_body_init(he_lg_body_t *b, const he_lg_http_head_t *h)
     }
 }
 
-static int he_lg_hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 static ssize_t he_lg_body_chunked(he_lg_body_t *b, const char *p, size_t n, he_lg_sink_fn sink,
                                   void *ctx)
 {
@@ -214,7 +207,7 @@ static ssize_t he_lg_body_chunked(he_lg_body_t *b, const char *p, size_t n, he_l
         char c = p[i];
         switch (b->state) {
         case HE_LG_CH_SIZE: {
-            int d = he_lg_hexval(c);
+            int d = he_seg_hex_digit((unsigned char)c);
             if (d >= 0) {
                 if (b->remaining >> 56) return -EINVAL; /* absurd size */
                 b->remaining = b->remaining * 16 + (uint64_t)d;

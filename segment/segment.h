@@ -59,6 +59,10 @@ const char *he_seg_kind_name(he_seg_kind_t k); /* "master", "media", "segment", 
  * "/" normalizes to "" (length 0). */
 int he_seg_url_normalize(const char *target, size_t len, char *out, size_t cap);
 
+/* The value of a hex digit (either case), or -1: the one decoder of %XX
+ * escapes and chunk sizes, for every module. */
+int he_seg_hex_digit(unsigned char c);
+
 /* Resolves a URI found in a playlist against the playlist's own URL
  * (RFC 3986 section 5.2, for absolute-path and relative references and
  * absolute http(s) URLs). Returns the length written or -ENAMETOOLONG. */

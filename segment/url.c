@@ -29,7 +29,7 @@ static const unsigned char he_seg_url_class[256] = {
     ['#'] = HE_SEG_C_END,           ['.'] = HE_SEG_C_DOT,
 };
 
-static int he_seg_hex(unsigned char c)
+int he_seg_hex_digit(unsigned char c)
 {
     if (c >= '0' && c <= '9') return c - '0';
     c |= 0x20; /* fold case; digits were handled above */
@@ -66,8 +66,8 @@ int he_seg_url_normalize(const char *target, size_t len, char *out, size_t cap)
 
         if (cls == HE_SEG_C_PCT) {
             if (len - i < 2) return -EINVAL;
-            int hi = he_seg_hex((unsigned char)target[i]);
-            int lo = he_seg_hex((unsigned char)target[i + 1]);
+            int hi = he_seg_hex_digit((unsigned char)target[i]);
+            int lo = he_seg_hex_digit((unsigned char)target[i + 1]);
             if (hi < 0 || lo < 0) return -EINVAL;
             i += 2;
             c = (unsigned char)(hi << 4 | lo);

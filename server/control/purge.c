@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "segment/segment.h"
 #include "server/control/control.h"
 
 #define HE_PURGE_TARGET_MAX 4096
@@ -21,15 +22,12 @@ static size_t he_purge_unescape(const char *in, size_t n, char *out, size_t cap)
 {
     size_t o = 0;
     for (size_t i = 0; i < n && o + 1 < cap; i++) {
-        if (in[i] == '%' && i + 2 < n) {
-            char h[3] = {in[i + 1], in[i + 2], 0};
-            char *end;
-            long v = strtol(h, &end, 16);
-            if (*end == 0) {
-                out[o++] = (char)v;
-                i += 2;
-                continue;
-            }
+        int hi, lo;
+        if (in[i] == '%' && i + 2 < n && (hi = he_seg_hex_digit((unsigned char)in[i + 1])) >= 0 &&
+            (lo = he_seg_hex_digit((unsigned char)in[i + 2])) >= 0) {
+            out[o++] = (char)(hi << 4 | lo);
+            i += 2;
+            continue;
         }
         out[o++] = in[i] == '+' ? ' ' : in[i];
     }
