@@ -21,6 +21,14 @@ static void he_usage(FILE *out)
                  "signals: TERM/INT drain and exit, HUP reloads FILE, USR1 reopens log files\n");
 }
 
+/* What the configuration loader has to say that is not an error (an empty
+ * file): at start-up, on -t and on every reload. */
+static void he_main_conf_warn(void *arg, const char *msg)
+{
+    (void)arg;
+    he_log_warn("%s", msg);
+}
+
 int main(int argc, char **argv)
 {
     he_conf_t *conf;
@@ -60,6 +68,7 @@ int main(int argc, char **argv)
         return 1;
     }
     he_conf_defaults(conf);
+    he_conf_set_warn(he_main_conf_warn, NULL);
     if (file && he_conf_load(conf, file, err, sizeof(err)) < 0) {
         fprintf(stderr, "%s\n", err);
         free(conf);

@@ -63,7 +63,7 @@ int he_server_init(he_server_t *s, he_conf_t *conf, char *err, size_t errlen)
     memset(s, 0, sizeof(*s));
     s->conf = conf;
     s->root_fd = -1;
-    he_features_probe(&s->features);
+    he_features_probe(&s->features, conf);
 
     if (n == 0) {
         cpu_set_t set;

@@ -16,7 +16,6 @@
 #include "server/base/features.h"
 #include "server/base/stats.h"
 
-
 /* ================================================================
  * public API for the control thread
  *
@@ -88,8 +87,6 @@ int he_server_purge(he_server_t *s, const char *target, size_t len);
 
 /* The reason phrase the server answers status with. */
 const char *he_server_http_reason(int status);
-
-/* ================================================================
 
 /* ---------------------------------------------------------------- lifecycle */
 

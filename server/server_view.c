@@ -136,7 +136,7 @@ int he_server_purge(he_server_t *s, const char *target, size_t len)
 {
     if (!s->cache) return -ENODEV;
     /* the generation's snapshot: cache keys are made as its workers make them */
-    return he__cache_purge(&s->cache->conf, target, len);
+    return he__cache_purge(&((he_scache_t *)s->cache)->conf, target, len);
 }
 
 const char *he_server_http_reason(int status)

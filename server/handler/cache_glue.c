@@ -50,7 +50,6 @@ static struct {
     unsigned nservers;
 } he_cache_g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-
 bool he__cache_enabled(void)
 {
     bool on;
@@ -240,13 +239,6 @@ void he__cache_server_free(he_server_t *s)
 
 /* ---------------------------------------------------------------- workers */
 
-/* RAM spans at least this long go zero-copy (when the kernel and the fixed
- * buffer allow). See docs/performance.md, "send vs send_zc". Stop
- * zero-copy on a connection once the kernel says it copied (the route's
- * device cannot do it: loopback, veth, no scatter-gather): a copied
- * SEND_ZC costs more than a plain send. */
-#define HE_CACHE_ZC_MIN_DEFAULT (256u << 10)
-
 static void he_cache_refresh_wall(he_worker_t *w)
 {
     he__wcache(w)->wall_off_ms = he_cache_wall_now() - (int64_t)(he__now_ns() / 1000000);
@@ -278,7 +270,7 @@ int he__cache_worker_setup(he_worker_t *w)
     oo.conf = wc->conf;
     oo.origins = sc->origins;
     oo.norigins = sc->norigins;
-    oo.tls_ca_file = getenv("HE_ORIGIN_CA_FILE"); /* tests: a private CA */
+    oo.tls_ca_file = wc->conf->origin_tls_ca_file[0] ? wc->conf->origin_tls_ca_file : NULL;
     rc = he_cache_origins_new(&wc->origins, &oo, err, sizeof(err));
     if (rc < 0) {
         he_log_error("worker %u: origins: %s", w->id, err);
@@ -301,15 +293,11 @@ int he__cache_worker_setup(he_worker_t *w)
     /* Zero-copy sends from the node arena: registered once as fixed
      * buffer 0, so SEND_ZC does not pin pages per operation. */
     w->zc_usage = w->server->features.zc_report_usage;
-    w->zc_min = HE_CACHE_ZC_MIN_DEFAULT;
-    w->zc_adapt = true;
-    {
-        const char *e = getenv("HE_CACHE_ZC_MIN");
-        if (e && *e) w->zc_min = strtoull(e, NULL, 0);
-        e = getenv("HE_CACHE_ZC_ADAPT");
-        if (e && strcmp(e, "0") == 0) w->zc_adapt = false;
-    }
-    if (w->server->features.send_zc && !getenv("HE_CACHE_NO_ZC")) {
+    /* from the generation's configuration: a reload that changes them
+     * starts new workers, the draining ones keep theirs */
+    w->zc_min = wc->conf->cache_zero_copy_min;
+    w->zc_adapt = wc->conf->cache_zero_copy_adapt;
+    if (w->server->features.send_zc) {
         struct iovec iov;
         void *base = NULL;
         size_t len = 0;

@@ -18,7 +18,6 @@
 #include "server/base/alog_ring.h"
 #include "server/handler/handler.h"
 
-
 /* One worker generation's view: its configuration snapshot (cache keys
  * cannot change without a new generation, so the snapshot is exact and
  * outlives live reloads that free the original), resolved origins, and
@@ -37,8 +36,8 @@ typedef struct he_cconn {
     he_cache_waiter_t waiter; /* joined fill, while waiting or streaming */
     he_cache_obj_t *obj;      /* what the body comes from (ref held) */
     he_conn_t *conn;
-    int ssd_fd;               /* an SSD hit: the file, its mapping (userspace TLS) */
-    char *ssd_path;           /* non-NULL while ssd_fd is open */
+    int ssd_fd;     /* an SSD hit: the file, its mapping (userspace TLS) */
+    char *ssd_path; /* non-NULL while ssd_fd is open */
     char *ssd_map;
     uint64_t ssd_size;
     bool active;     /* this connection's response is the cache's */

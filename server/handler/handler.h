@@ -23,8 +23,8 @@
 
 /* Flow results of a handler (not errors). */
 typedef enum he_handler_result {
-    HE_HANDLER_DONE = 0,  /* it answers (now or later) */
-    HE_HANDLER_DECLINED,  /* not its request: ask the next */
+    HE_HANDLER_DONE = 0, /* it answers (now or later) */
+    HE_HANDLER_DECLINED, /* not its request: ask the next */
 } he_handler_result_t;
 
 /* Where each handler keeps its per-worker state (he_worker_t.hook_data):

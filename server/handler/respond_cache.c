@@ -132,7 +132,7 @@ static const he_body_ops_t he_rc_ssd_ops = {
  * (type, validators, encoding) and our own policy (Cache-Control per
  * type, CORS), never the origin's hop-by-hop or caching headers. */
 void he__rc_head(he_http_head_t *h, int status, const he_cache_meta_t *m, he_seg_type_t type,
-                       uint64_t clen)
+                 uint64_t clen)
 {
     memset(h, 0, sizeof(*h));
     h->status = status;
@@ -183,7 +183,7 @@ static int he_rc_head_complete(he_req_t *r, he_http_head_t *h, const he_cache_me
 /* Answers from cc->obj [off, end) with head h (the obj reference is the
  * body's from now on). */
 void he__rc_send_obj(he_worker_t *w, he_req_t *r, const he_http_head_t *h, uint64_t off,
-                           uint64_t end)
+                     uint64_t end)
 {
     he_cconn_t *cc = he__rc_cc(w, r->conn);
     he_body_t body;
@@ -246,8 +246,7 @@ void he__rc_serve_obj(he_worker_t *w, he_req_t *r, he_cache_obj_t *o, uint8_t cs
 /* cst: how the answer counts; promote: the copy is fresh, so a RAM copy
  * of it may serve the next hits */
 bool he__rc_serve_ssd(he_worker_t *w, he_req_t *r, const he_cache_key_t *key,
-                            const he_cache_store_hit_t *hit, uint8_t cst, bool promote,
-                            uint64_t epoch)
+                      const he_cache_store_hit_t *hit, uint8_t cst, bool promote, uint64_t epoch)
 {
     he_wcache_t *wc = he__wcache(w);
     he_cconn_t *cc = he__rc_cc(w, r->conn);
@@ -326,8 +325,8 @@ he_handler_result_t he_cache_handle(he_worker_t *w, he_req_t *r, const char *pat
         switch (he_cache_fresh_state(&fr, wall)) {
         case HE_CACHE_FRESH:
             he__rc_serve_obj(w, r, o,
-                            he_cache_obj_meta(o)->prefetched ? HE_ALOG_CACHE_PREFETCHED
-                                                             : HE_ALOG_CACHE_HIT_RAM);
+                             he_cache_obj_meta(o)->prefetched ? HE_ALOG_CACHE_PREFETCHED
+                                                              : HE_ALOG_CACHE_HIT_RAM);
             break;
         case HE_CACHE_STALE_REVALIDATE:
             wc->st->stale_serves++;
@@ -351,8 +350,8 @@ he_handler_result_t he_cache_handle(he_worker_t *w, he_req_t *r, const char *pat
                 he__rc_refresh(w, r, key, NULL);
             }
             if (he__rc_serve_ssd(w, r, key, &hit,
-                                fs == HE_CACHE_FRESH ? HE_ALOG_CACHE_HIT_SSD : HE_ALOG_CACHE_STALE,
-                                fs == HE_CACHE_FRESH, epoch))
+                                 fs == HE_CACHE_FRESH ? HE_ALOG_CACHE_HIT_SSD : HE_ALOG_CACHE_STALE,
+                                 fs == HE_CACHE_FRESH, epoch))
                 return HE_HANDLER_DONE;
         }
     }

@@ -89,7 +89,7 @@ void he_route_next(he_worker_t *w, he_req_t *r)
     char path[PATH_MAX];
     int len = he_seg_url_normalize(r->url, r->url_len, path, sizeof(path));
     r->cache_st = 0; /* the next source says how it answered */
-    if (len < 0) { /* it normalized before the first handler: cannot fail now */
+    if (len < 0) {   /* it normalized before the first handler: cannot fail now */
         he_http_respond_error(w, r, 400);
         return;
     }

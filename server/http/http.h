@@ -26,7 +26,7 @@
 /* One request, protocol-neutral. */
 typedef struct he_req {
     he_conn_t *conn;
-    char *url;      /* request-target as sent (origin form), not NUL-terminated */
+    char *url; /* request-target as sent (origin form), not NUL-terminated */
     uint32_t url_len;
     uint8_t method; /* llhttp_method_t */
     uint8_t http_major, http_minor;
@@ -58,9 +58,9 @@ typedef struct he_req {
 
     /* the answer */
     int status;
-    uint16_t head_len; /* of the bytes sent, the head (access log) */
-    uint8_t kind;      /* he_seg_kind_t of what was served, for the counters */
-    uint8_t cache_st;  /* he_alog cache status, for the access log */
+    uint16_t head_len;  /* of the bytes sent, the head (access log) */
+    uint8_t kind;       /* he_seg_kind_t of what was served, for the counters */
+    uint8_t cache_st;   /* he_alog cache status, for the access log */
     uint8_t route_next; /* handler/: the next handler to ask */
     bool origin_failed; /* handler/: the edge cache could not get it */
 } he_req_t;
@@ -123,14 +123,14 @@ typedef struct he_http_head {
     uint64_t clen;
     const char *cenc; /* the stored bytes' Content-Encoding; NULL or "": identity */
     bool accept_ranges;
-    bool range; /* Content-Range: bytes first-last/size */
+    bool range;       /* Content-Range: bytes first-last/size */
     bool unsatisfied; /* Content-Range: bytes * /size (416) */
     uint64_t first, last, size;
     const char *etag; /* NULL: none */
     size_t etag_len;
     const char *last_modified; /* NULL: none */
     size_t last_modified_len;
-    bool cache_control; /* our Cache-Control for type */
+    bool cache_control;  /* our Cache-Control for type */
     bool expose_headers; /* CORS: Access-Control-Expose-Headers */
     const char *extra;   /* whole header lines, CRLF-terminated */
 } he_http_head_t;

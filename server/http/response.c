@@ -38,7 +38,8 @@ static bool he_http1_head(he_worker_t *w, he_conn_t *c, const he_req_t *r, const
     if (cors[0]) {
         he_http_head_line(&b, "Access-Control-Allow-Origin: ", 29, cors, strlen(cors));
         if (h->expose_headers)
-            he_buf_lit(&b, "Access-Control-Expose-Headers: Content-Length, Content-Range, ETag\r\n");
+            he_buf_lit(&b,
+                       "Access-Control-Expose-Headers: Content-Length, Content-Range, ETag\r\n");
     }
     if (h->extra) he_buf_str(&b, h->extra);
     if (h->status != 304 && !h->no_ctype) {
@@ -72,7 +73,8 @@ static bool he_http1_head(he_worker_t *w, he_conn_t *c, const he_req_t *r, const
         he_buf_u64(&b, h->size);
         he_buf_lit(&b, "\r\n");
     }
-    if (h->last_modified) he_http_head_line(&b, "Last-Modified: ", 15, h->last_modified, h->last_modified_len);
+    if (h->last_modified)
+        he_http_head_line(&b, "Last-Modified: ", 15, h->last_modified, h->last_modified_len);
     if (h->etag) he_http_head_line(&b, "ETag: ", 6, h->etag, h->etag_len);
     if (h->cache_control && w->conf->cache_control[h->type][0]) {
         const char *cc = w->conf->cache_control[h->type];
@@ -156,7 +158,8 @@ int he_http_evaluate(const he_req_t *r, const char *etag, size_t etag_len, time_
     *last = size ? size - 1 : 0;
     memset(&cond, 0, sizeof(cond));
     if (r->inm_len) cond.if_none_match = r->inm, cond.if_none_match_len = r->inm_len;
-    if (r->ims_len && mtime) cond.if_modified_since = r->ims, cond.if_modified_since_len = r->ims_len;
+    if (r->ims_len && mtime)
+        cond.if_modified_since = r->ims, cond.if_modified_since_len = r->ims_len;
     if (r->im_len) cond.if_match = r->im, cond.if_match_len = r->im_len;
     if (r->ius_len && mtime)
         cond.if_unmodified_since = r->ius, cond.if_unmodified_since_len = r->ius_len;

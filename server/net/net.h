@@ -26,21 +26,25 @@
 #include <time.h>
 
 #include "conf/conf.h"
+#include "server/base/alog_ring.h"
 #include "server/base/clock.h"
 #include "server/base/features.h"
 #include "server/base/stats.h"
 
+/* Linux 6.2 uapi; liburing 2.3's copy of io_uring.h predates them */
+#define HE_SEND_ZC_REPORT_USAGE (1U << 3)
+#define HE_NOTIF_USAGE_ZC_COPIED (1U << 31)
+
 typedef struct he_worker he_worker_t;
 typedef struct he_conn he_conn_t;
 typedef struct he_server he_server_t;
-typedef struct he_alog_ring he_alog_ring_t; /* server/base: the access-log ring */
 
 /* ---------------------------------------------------------------- body sources */
 
 /* One contiguous piece of a body: memory, or a range of a file. */
 typedef struct he_body_span {
-    const char *p;     /* memory; NULL for a file range */
-    int fd;            /* a file range: descriptor and offset */
+    const char *p; /* memory; NULL for a file range */
+    int fd;        /* a file range: descriptor and offset */
     uint64_t file_off;
     size_t len;
     int64_t fixed_off; /* offset in registered buffer 0 (send_zc), or -1 */
@@ -122,13 +126,13 @@ typedef struct he_proto {
 
 typedef struct he_worker_hooks {
     const char *name;
-    int (*setup)(he_worker_t *w);   /* on the worker thread, ring ready; < 0 fails start-up */
-    void (*tick)(he_worker_t *w);   /* every HE_TICK_MS */
+    int (*setup)(he_worker_t *w); /* on the worker thread, ring ready; < 0 fails start-up */
+    void (*tick)(he_worker_t *w); /* every HE_TICK_MS */
     void (*job)(he_worker_t *w, struct io_uring_cqe *cqe); /* a completion of HE_OP_JOB */
     /* The worker is about to stop: operations still in flight that must be
      * reaped first (0: may stop). */
     unsigned (*quiesce)(he_worker_t *w);
-    void (*cleanup)(he_worker_t *w); /* after the ring is gone */
+    void (*cleanup)(he_worker_t *w);                    /* after the ring is gone */
     void (*conn_dispose)(he_worker_t *w, he_conn_t *c); /* c is being freed */
 } he_worker_hooks_t;
 
@@ -181,12 +185,12 @@ struct he_conn {
     he_body_t body;
     uint64_t bytes_sent;
     uint64_t t_first_byte_ns;
-    bool sending;     /* a response is being sent */
-    bool send_wait;   /* the body source has nothing yet: he__send_resume */
-    bool send_failed; /* the body source failed: close once what is queued went */
-    bool finish_wait; /* all sent; waiting for zero-copy notifications */
-    bool zc_copies;   /* the kernel copied a zero-copy send here: plain sends */
-    uint8_t send_op;  /* enum he_send_op in flight (one at a time) */
+    bool sending;        /* a response is being sent */
+    bool send_wait;      /* the body source has nothing yet: he__send_resume */
+    bool send_failed;    /* the body source failed: close once what is queued went */
+    bool finish_wait;    /* all sent; waiting for zero-copy notifications */
+    bool zc_copies;      /* the kernel copied a zero-copy send here: plain sends */
+    uint8_t send_op;     /* enum he_send_op in flight (one at a time) */
     uint32_t zc_pending; /* send_zc notifications not yet reaped */
     uint32_t zc_nosend;  /* of those, sends that sent nothing */
     struct iovec iov[HE_SEND_IOV];
@@ -244,10 +248,10 @@ struct he_worker {
     void *hook_data[HE_WORKER_HOOKS_MAX];
 
     /* the send path's zero-copy state (send.c) */
-    bool zc;          /* send_zc from registered buffer 0 is possible */
-    bool zc_usage;    /* notifications report whether the kernel copied */
-    uint64_t zc_min;  /* spans at least this long go zero-copy */
-    bool zc_adapt;    /* stop zero-copy on a connection once the kernel copied */
+    bool zc;         /* send_zc from registered buffer 0 is possible */
+    bool zc_usage;   /* notifications report whether the kernel copied */
+    uint64_t zc_min; /* spans at least this long go zero-copy */
+    bool zc_adapt;   /* stop zero-copy on a connection once the kernel copied */
 
     const he_conf_t *conf; /* the generation this worker serves */
     uint64_t now_ms;
@@ -258,7 +262,7 @@ struct he_worker {
     bool soft_drain; /* retired by a reload: each connection gets one more
                       * response, announced with Connection: close */
     bool stop;
-    bool exiting; /* cleanup: completions change nothing any more */
+    bool exiting;   /* cleanup: completions change nothing any more */
     bool stats_off; /* no latency histograms (cost measurement) */
     uint64_t drain_deadline_ms;
     uint64_t stop_deadline_ms; /* waiting for hooks' operations before stopping */
@@ -338,6 +342,10 @@ static inline uint32_t he__ud_gen(uint64_t ud)
 }
 
 #define HE_TICK_MS 100
+
+/* probe.c: the kernel's features, for each generation (conf's
+ * features.disable forces fallbacks, so tests cover every path). */
+void he_features_probe(he_features_t *f, const he_conf_t *conf);
 
 /* worker.c */
 /* A submission queue entry; NULL only when the ring cannot take one even

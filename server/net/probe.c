@@ -16,19 +16,16 @@
 
 #include "server/net/net.h"
 
+/* features.disable forces fallbacks, so tests cover every path; NUMA has
+ * no name of its own there and goes with "all". */
+static const he_conf_t *he_probe_conf;
+
 static bool he_probe_disabled(const char *name)
 {
-    const char *list = getenv("HE_DISABLE_FEATURES");
-    size_t n = strlen(name);
-    if (!list) return false;
-    for (const char *p = list; *p;) {
-        const char *e = strchr(p, ',');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        if ((l == n && memcmp(p, name, n) == 0) || (l == 3 && memcmp(p, "all", 3) == 0))
-            return true;
-        p += l + (e ? 1 : 0);
-    }
-    return false;
+    if (!he_probe_conf) return false;
+    if (strcmp(name, "numa") == 0)
+        return (he_probe_conf->features_disabled & HE_CONF_FEATURES_ALL) == HE_CONF_FEATURES_ALL;
+    return he_conf_feature_disabled(he_probe_conf, name);
 }
 
 static void he_probe_ring(he_features_t *f)
@@ -175,8 +172,9 @@ static bool he_probe_ktls(void)
     return false;
 }
 
-void he_features_probe(he_features_t *f)
+void he_features_probe(he_features_t *f, const he_conf_t *conf)
 {
+    he_probe_conf = conf; /* start-up and reloads run on the control thread */
     memset(f, 0, sizeof(*f));
     he_probe_ring(f);
     f->openat2_beneath = he_probe_openat2();

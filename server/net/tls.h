@@ -65,6 +65,14 @@ void he__tls_server_free(he_server_t *s);
 /* Clock for ticket key rotation, in ms; tests replace it. */
 extern uint64_t (*he__tls_clock_ms)(void);
 
+/* tls_ticket.c: the ticket keys' callback for every context, and how
+ * often a new current key is made. */
+#define HE_TLS_ROTATE_DEFAULT_MS 3600000u
+#define HE_TLS_TKEYS 3 /* the current ticket key and two previous ones */
+int he__tls_ticket_cb(SSL *s, unsigned char name[16], unsigned char *iv, EVP_CIPHER_CTX *ectx,
+                      EVP_MAC_CTX *hctx, int enc);
+void he__tls_ticket_rotate_set(unsigned rotate_ms);
+
 /* A new server-side SSL on the worker's current contexts, with a reference
  * on them (*set) that he__tls_set_release drops. */
 SSL *he__tls_ssl_new(he_tls_t *tls, unsigned worker, he_tls_set_t **set);

@@ -150,7 +150,7 @@ static int he_worker_setup(he_worker_t *w)
         snprintf(name, sizeof(name), "he-worker-%u", w->id);
         pthread_setname_np(pthread_self(), name);
     }
-    w->stats_off = getenv("HE_STATS_DISABLE") && strcmp(getenv("HE_STATS_DISABLE"), "1") == 0;
+    w->stats_off = !s->conf->stats_latency;
     if (w->cpu >= 0 && s->conf->pin) {
         cpu_set_t set;
         CPU_ZERO(&set);

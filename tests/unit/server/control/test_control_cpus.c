@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "he_test.h"
+#include "server/net/net.h" /* the test builds a generation by hand */
 #include "server/control/control.h"
 
 static cpu_set_t he_t_set(const char *list)

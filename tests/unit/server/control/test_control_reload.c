@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "he_test.h"
+#include "server/net/net.h" /* the test builds a generation by hand */
 #include "server/control/control_reload.c"
 
 static void test_conf_in_use(void)

@@ -17,6 +17,7 @@
 
 #include "he_test.h"
 #include "server/net/tls.c"
+#include "server/net/tls_ticket.c"
 
 static char dir[] = "/tmp/he-test-tls-XXXXXX";
 static char pem_a[256], pem_b[256], pem_key_only[256], pem_cert_only[256], pem_mismatch[256],
