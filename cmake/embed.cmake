@@ -1,7 +1,7 @@
 # Embeds files into the binary as C arrays.
 #
-# Included from CMakeLists.txt after the he_server target exists, it adds
-# the generated dashboard source to he_server. Run as a script
+# Included from CMakeLists.txt after the he_control target exists, it adds
+# the generated dashboard source to he_control. Run as a script
 # (cmake -DIN=.. -DOUT=.. -DSYM=.. -P embed.cmake) it writes one file:
 #   const char SYM[] = {...bytes..., 0};  const size_t SYM_len = N;
 if(CMAKE_SCRIPT_MODE_FILE)
@@ -34,4 +34,4 @@ function(he_embed target input symbol)
   target_sources(${target} PRIVATE "${out}")
 endfunction()
 
-he_embed(he_server ${CMAKE_SOURCE_DIR}/server/control/dashboard.html he_dashboard_html)
+he_embed(he_control ${CMAKE_SOURCE_DIR}/server/control/dashboard.html he_dashboard_html)
