@@ -334,18 +334,27 @@ static void he_control_reply(he_admin_resp_t *resp, he_buf_t *b, bool ok, const 
     resp->len = b->len;
 }
 
+/* A snapshot on the heap (four histograms: not for the stack), or NULL
+ * with a 500 answered. */
+static he_metrics_snap_t *he_control_snap_new(he_control_t *ctl, he_admin_resp_t *resp)
+{
+    he_metrics_snap_t *snap = malloc(sizeof(*snap));
+    if (!snap) {
+        he_admin_resp_text(resp, 500, "out of memory\n");
+        return NULL;
+    }
+    he_control_snapshot(ctl, snap);
+    return snap;
+}
+
 static void he_control_route_metrics(void *ctx, const he_admin_req_t *req, he_admin_resp_t *resp)
 {
     he_control_t *ctl = ctx;
-    he_metrics_snap_t *snap = malloc(sizeof(*snap)); /* four histograms: not for the stack */
+    he_metrics_snap_t *snap = he_control_snap_new(ctl, resp);
     he_buf_t b = {0};
     bool ok;
 
-    if (!snap) {
-        he_admin_resp_text(resp, 500, "out of memory\n");
-        return;
-    }
-    he_control_snapshot(ctl, snap);
+    if (!snap) return;
     he_metrics_prometheus(snap, &b);
     ok = snap->workers && !b.failed;
     free(snap->workers);
@@ -359,15 +368,11 @@ static void he_control_route_stats(void *ctx, const he_admin_req_t *req, he_admi
 {
     he_control_t *ctl = ctx;
     char *tls = NULL;
-    he_metrics_snap_t *snap = malloc(sizeof(*snap)); /* four histograms: not for the stack */
+    he_metrics_snap_t *snap = he_control_snap_new(ctl, resp);
     he_buf_t b = {0};
     bool ok;
 
-    if (!snap) {
-        he_admin_resp_text(resp, 500, "out of memory\n");
-        return;
-    }
-    he_control_snapshot(ctl, snap);
+    if (!snap) return;
     if (strstr(req->query, "history=1")) {
         /* oldest first, out of the ring */
         unsigned n = ctl->nhistory < HE_CONTROL_HISTORY ? ctl->nhistory : HE_CONTROL_HISTORY;
