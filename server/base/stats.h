@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "cache/cache.h"
+#include "cache/stats.h"
 #include "segment/segment.h"
 
 typedef enum he_stats_method {

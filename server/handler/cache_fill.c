@@ -8,7 +8,6 @@
 
 #include "server/base/log.h"
 #include "server/handler/cache_glue.h"
-#include "server/net/tls.h"
 
 /* A fill failed before its head: a copy on the SSD tier that is still
  * within its stale-if-error window answers, as a RAM copy does through

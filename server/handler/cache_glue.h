@@ -7,7 +7,8 @@
  *   respond_cache.c  answering from RAM and SSD: the body sources
  *   cache_fill.c     misses: fills and their waiters
  *   origin_io.c      origin fetches, SSD writes and unlinks on the ring
- *   metrics_cache.c  hlsedge_cache_* in /metrics, "cache" in /stats
+ *   control/metrics_cache.c renders their counters (hlsedge_cache_* in
+ *                    /metrics, "cache" in /stats) from the workers' stats
  *
  * Without origin.urls none of this exists (no cache worker hooks) and the
  * server behaves exactly as a file server. */

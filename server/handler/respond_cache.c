@@ -30,7 +30,6 @@
 #include "server/base/log.h"
 #include "server/handler/cache_glue.h"
 #include "server/http/http_util.h"
-#include "server/net/tls.h"
 
 /* ---------------------------------------------------------------- body sources */
 

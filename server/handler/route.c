@@ -2,7 +2,7 @@
  * counts the request, refuses what no handler serves (methods, bad
  * paths), answers OPTIONS and PURGE, and asks the handlers in source
  * order: root-first, the library under root and then the edge cache;
- * origin-first (cache.origin_first), the other way round. The first that
+ * origin-first (origin.sources: origin-first), the other way round. The first that
  * does not decline answers; when all decline, 404, or 502 when the edge
  * cache declined because the origin failed (origin-first, nothing in
  * root either). */

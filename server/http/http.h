@@ -9,7 +9,7 @@
  *   http_util.c pure helpers: ranges, validators, dates (http_util.h)
  *
  * A protocol turns wire bytes into a he_req_t and hands it to the
- * request handler (he_http_handler, set by the layer above); handlers
+ * request handler (he_http_set_handler, by the layer above); handlers
  * answer through he_http_respond and never see the parser. */
 #ifndef HE_HTTP_H
 #define HE_HTTP_H

@@ -166,7 +166,7 @@ bool he__conn_in_full(const he_conn_t *c)
 void he__conn_arm_recv(he_worker_t *w, he_conn_t *c)
 {
     struct io_uring_sqe *sqe;
-    /* full input: he__conn_response_done reads on */
+    /* full input: he__conn_request_done reads on */
     if (he__conn_in_full(c)) return;
     if (c->tls) { /* never a ring recv: it would take ciphertext from OpenSSL */
         he__tls_arm_read(w, c);
@@ -199,7 +199,7 @@ void he__conn_arm_recv(he_worker_t *w, he_conn_t *c)
 }
 
 /* Input is full while a response is under way: stop reading until
- * he__conn_response_done has made room. A single-shot recv is simply not
+ * he__conn_request_done has made room. A single-shot recv is simply not
  * re-armed; a multishot one is cancelled, and its last completion re-arms
  * nothing while input is full. The cancel precedes any later recv with the
  * same user_data in the submission queue, and is issued inline, so it can
@@ -275,7 +275,7 @@ static void he_conn_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t
 }
 
 /* Answers buffered (pipelined) requests in order. A response that
- * completes synchronously calls back into here through response_done; the
+ * completes synchronously calls back into here through request_done; the
  * in_process flag turns that into another turn of this loop instead of
  * recursion, so deep pipelines cannot grow the stack. */
 static void he_conn_process_buffered(he_worker_t *w, he_conn_t *c)

@@ -1,4 +1,4 @@
-/* server/tls: TLS termination.
+/* server/net/tls: TLS termination.
  *
  *   tls.c       server side: one SSL_CTX per certificate (SNI picks one),
  *               protocol and suite policy, ALPN, OCSP stapling, session

@@ -13,8 +13,8 @@
  *          -> HANDSHAKE: SSL_do_handshake until done, under the TLS
  *             handshake timer.
  *          -> OPEN: SSL_read into he__conn_on_data until WANT_READ, then a
- *             poll for input; responses leave through respond.c, which
- *             calls he__tls_write_response when the kernel does not encrypt.
+ *             poll for input; responses leave through send.c, which
+ *             calls he__tls_send when the kernel does not encrypt.
  */
 #include <errno.h>
 #include <openssl/err.h>
@@ -289,7 +289,7 @@ static void he_tls_read(he_worker_t *w, he_conn_t *c)
 
     for (;;) {
         int n, e;
-        /* full input: he__conn_response_done reads on */
+        /* full input: he__conn_request_done reads on */
         if (c->closing || c->peer_eof || he__conn_in_full(c)) return;
         n = SSL_read(t->ssl, buf, sizeof(buf));
         if (n > 0) {

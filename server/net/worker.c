@@ -378,7 +378,7 @@ static void he_worker_on_tick(he_worker_t *w)
 }
 
 /* hard: shutdown. Idle keep-alive connections close now, busy ones after
- * their response (he__conn_response_done checks draining).
+ * their response (he__conn_request_done checks draining).
  * soft: this generation was replaced by a reload. Closing an idle
  * keep-alive connection races with a request the client may be sending,
  * so instead every connection answers one more request, announcing

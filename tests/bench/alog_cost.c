@@ -1,4 +1,4 @@
-/* What the access log costs per record, through the real server/accesslog.c:
+/* What the access log costs per record, through the real server/base/alog_ring.h and server/control/accesslog.c:
  *
  *   stats        the worker's latency histograms: two he_hist_record
  *   push         the worker's side: he__http_alog_push (reserve, fill, commit)
