@@ -98,7 +98,9 @@ void he_http_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *h, he_bo
     he_conn_t *c = r->conn;
 
     r->status = h->status;
-    if (body && body->ops && r->method != HTTP_HEAD && body->end > body->off) {
+    /* no body for HEAD, nor after a 204, 304 or 416 head (RFC 9110 15) */
+    if (body && body->ops && r->method != HTTP_HEAD && body->end > body->off &&
+        h->status != 204 && h->status != 304 && h->status != 416) {
         c->body = *body;
     } else {
         if (body) he__body_release(body); /* HEAD, 304, 416, empty: no body */

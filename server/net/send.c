@@ -322,7 +322,8 @@ void he__send_start(he_worker_t *w, he_conn_t *c)
     /* A small body all there costs less copied behind the head than
      * described by a second iovec: one plain send, no msghdr to import. */
     if (he__body_left(b) && c->hdr_sent == 0 && c->hdr_len + (b->end - b->off) <= HE_CONN_HDR_CAP) {
-        while (b->off < b->end && b->ops->peek(b, b->off, &s, true) > 0 && s.p) {
+        /* memory only: a small file range stays a sendfile */
+        while (b->off < b->end && b->ops->peek(b, b->off, &s, false) > 0 && s.p) {
             memcpy(c->hdr + c->hdr_len, s.p, s.len);
             c->hdr_len += (uint32_t)s.len;
             he__body_advance(b, s.len);

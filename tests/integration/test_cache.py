@@ -18,7 +18,10 @@ origin (origin.py):
   - a store file truncated under a running sendfile: the client sees a
     short body, the store counts and logs the disk error, drops the entry;
   - prefetch refreshes an expired live playlist and prefetches from it;
-  - a request that falls back to the other source is counted once.
+  - a request that falls back to the other source is counted once;
+  - 304, 416 and 206 from a RAM hit and from an SSD hit carry exactly the
+    body their head announces, so the next request on the same keep-alive
+    connection is read right.
 
 Written against the intended behaviour before the server's data path uses
 the cache: when a path absent from root is not fetched from origin.urls,
@@ -405,6 +408,58 @@ def test_fallback_counted_once():
                          "the response counted")
             expect_eq(r["requests"]["GET"], 1, "root-first -> origin: GET requests")
             expect_eq(r["requests"]["total"], 1, "root-first -> origin: requests")
+
+
+def _conditional_round(port, path, data, etag):
+    """On one keep-alive connection: 304 (no body), 416 (none), 206 (the
+    range), HEAD (none), then a plain 200 whose bytes must be the object:
+    a body sent after a head that announced none would be read as the
+    next response."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    try:
+        c.request("GET", path, headers={"If-None-Match": etag})
+        r = c.getresponse()
+        expect_eq(r.status, 304, "If-None-Match on a cached object")
+        expect_eq(r.read(), b"", "304 body")
+        c.request("GET", path, headers={"Range": "bytes=%d-" % (len(data) + 10)})
+        r = c.getresponse()
+        expect_eq(r.status, 416, "a range past the end")
+        expect_eq(r.getheader("Content-Range"), "bytes */%d" % len(data), "416 Content-Range")
+        expect_eq(r.read(), b"", "416 body")
+        c.request("GET", path, headers={"Range": "bytes=10-19"})
+        r = c.getresponse()
+        expect_eq(r.status, 206, "a range")
+        expect_eq(r.read(), data[10:20], "206 body")
+        c.request("HEAD", path)
+        r = c.getresponse()
+        expect_eq(r.status, 200, "HEAD")
+        expect_eq(r.read(), b"", "HEAD body")
+        c.request("GET", path)
+        r = c.getresponse()
+        expect_eq(r.status, 200, "the whole object after all of those")
+        expect(r.read() == data, "the whole object's bytes, on the same connection")
+    finally:
+        c.close()
+
+
+def test_conditionals_on_ram_and_ssd_hits():
+    data = blob(300 << 10, 7)
+    path = "/cond/seg.ts"
+    store = os.path.join(TMP, "store-cond")
+    os.makedirs(store, exist_ok=True)
+    with Origin(files={path: data}) as o:
+        with server(o, ssd=store + ":64m") as srv:
+            st, h, body, ok = get(srv.port, path)
+            expect(st == 200 and body == data and ok, "filled from the origin")
+            etag = h.get("etag")
+            expect(etag, "the origin's ETag is passed on")
+            _conditional_round(srv.port, path, data, etag)  # RAM hits
+            # the SSD write is queued after the fill: wait for the copy
+            wait_for(lambda: any(f for _, _, fs in os.walk(store) for f in fs), 10, "the SSD copy")
+            time.sleep(0.5)
+        with server(o, ssd=store + ":64m") as srv:  # a new process: the RAM tier is empty
+            _conditional_round(srv.port, path, data, etag)  # SSD hits (and a promotion)
+            expect_eq(o.count(path), 1, "origin requests: one fill for all of it")
 
 
 if __name__ == "__main__":
