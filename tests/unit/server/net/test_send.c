@@ -582,14 +582,14 @@ static void test_no_body(void)
     close(peer);
 }
 
-/* ---------------------------------------------------------------- known bug */
+/* ---------------------------------------------------------------- small file shrank */
 
 /* A small body of a file is copied behind the head from the source's
  * mapping of it (peek with need_mem, which file.c answers with
  * he_fcache_map). A file that shrank since it was last checked must end
  * like test_file_short: -EBADMSG to the source and a close. The copy reads
- * the mapping past the file's end, unguarded: SIGBUS. Runs in a child;
- * HE_TEST_KNOWN_BUGS=1 turns it on (it fails today). */
+ * the mapping past the file's end, unguarded: SIGBUS (as it did before
+ * the copy took memory spans only). Runs in a child. */
 static void test_small_file_shrank(void)
 {
     char data[600];
@@ -597,10 +597,6 @@ static void test_small_file_shrank(void)
     pid_t pid;
     char *path;
 
-    if (!getenv("HE_TEST_KNOWN_BUGS")) {
-        fprintf(stderr, "test_small_file_shrank: known bug, skipped (HE_TEST_KNOWN_BUGS=1)\n");
-        return;
-    }
     memset(data, 'f', sizeof(data));
     path = tmpfile_of(data, sizeof(data), &fd);
     pid = fork();
