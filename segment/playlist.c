@@ -611,3 +611,54 @@ bool he_seg_playlist_is_live(const he_seg_playlist_t *pl)
 {
     return pl != NULL && !pl->is_master && !pl->endlist;
 }
+
+/* ---------------------------------------------------------------- URIs */
+
+/* Tags whose URI attribute names a resource a player fetches. */
+static const char *const he_seg_uri_tags[] = {
+    "#EXT-X-MEDIA",        "#EXT-X-I-FRAME-STREAM-INF", "#EXT-X-MAP",
+    "#EXT-X-KEY",          "#EXT-X-SESSION-KEY",        "#EXT-X-PART",
+    "#EXT-X-PRELOAD-HINT", "#EXT-X-RENDITION-REPORT",   "#EXT-X-SESSION-DATA",
+};
+
+int he_seg_playlist_uris(const char *buf, size_t len, he_seg_uri_fn fn, void *ctx)
+{
+    const char *s = buf, *end = buf + len;
+    unsigned line = 0;
+    int n = 0;
+
+    if (!buf) return -EINVAL;
+    if (len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3; /* UTF-8 BOM */
+    while (s < end) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        const char *l = s;
+        size_t ln = (size_t)((nl ? nl : end) - s);
+        s = nl ? nl + 1 : end;
+        he_seg_trim(&l, &ln);
+        if (line++ == 0) {
+            if (!he_seg_name_is(l, ln, "#EXTM3U")) return -EINVAL;
+            continue;
+        }
+        if (ln == 0) continue;
+        if (l[0] != '#') { /* a URI line: a variant stream or a segment */
+            fn(ctx, (size_t)(l - buf), ln);
+            n++;
+            continue;
+        }
+        const char *colon = memchr(l, ':', ln);
+        if (!colon) continue;
+        size_t name_len = (size_t)(colon - l);
+        bool wanted = false;
+        for (size_t i = 0; !wanted && i < sizeof(he_seg_uri_tags) / sizeof(he_seg_uri_tags[0]); i++)
+            wanted = he_seg_name_is(l, name_len, he_seg_uri_tags[i]);
+        if (!wanted) continue;
+        const char *v = colon + 1, *vend = l + ln;
+        he_seg_attr_t a;
+        while (he_seg_attr_next(&v, vend, &a) > 0) {
+            if (!he_seg_attr_is(&a, "URI") || a.val_len == 0) continue;
+            fn(ctx, (size_t)(a.val - buf), a.val_len);
+            n++;
+        }
+    }
+    return line ? n : -EINVAL;
+}
