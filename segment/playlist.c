@@ -614,11 +614,19 @@ bool he_seg_playlist_is_live(const he_seg_playlist_t *pl)
 
 /* ---------------------------------------------------------------- URIs */
 
-/* Tags whose URI attribute names a resource a player fetches. */
-static const char *const he_seg_uri_tags[] = {
-    "#EXT-X-MEDIA",        "#EXT-X-I-FRAME-STREAM-INF", "#EXT-X-MAP",
-    "#EXT-X-KEY",          "#EXT-X-SESSION-KEY",        "#EXT-X-PART",
-    "#EXT-X-PRELOAD-HINT", "#EXT-X-RENDITION-REPORT",   "#EXT-X-SESSION-DATA",
+/* Tags whose URI attribute names a resource a player fetches, without
+ * their "#EXT-X-" (every one has it), with their lengths: a long media
+ * playlist's #EXTINF lines are turned away by one byte compare. */
+#define HE_SEG_URI_TAG(s) {s, sizeof(s) - 1}
+static const struct {
+    const char *name;
+    size_t len;
+} he_seg_uri_tags[] = {
+    HE_SEG_URI_TAG("MEDIA"),        HE_SEG_URI_TAG("I-FRAME-STREAM-INF"),
+    HE_SEG_URI_TAG("MAP"),          HE_SEG_URI_TAG("KEY"),
+    HE_SEG_URI_TAG("SESSION-KEY"),  HE_SEG_URI_TAG("PART"),
+    HE_SEG_URI_TAG("PRELOAD-HINT"), HE_SEG_URI_TAG("RENDITION-REPORT"),
+    HE_SEG_URI_TAG("SESSION-DATA"),
 };
 
 int he_seg_playlist_uris(const char *buf, size_t len, he_seg_uri_fn fn, void *ctx)
@@ -645,12 +653,14 @@ int he_seg_playlist_uris(const char *buf, size_t len, he_seg_uri_fn fn, void *ct
             n++;
             continue;
         }
-        const char *colon = memchr(l, ':', ln);
+        if (ln < 8 || memcmp(l, "#EXT-X-", 7) != 0) continue; /* #EXTINF, comments */
+        const char *colon = memchr(l + 7, ':', ln - 7);
         if (!colon) continue;
-        size_t name_len = (size_t)(colon - l);
+        size_t name_len = (size_t)(colon - l - 7);
         bool wanted = false;
         for (size_t i = 0; !wanted && i < sizeof(he_seg_uri_tags) / sizeof(he_seg_uri_tags[0]); i++)
-            wanted = he_seg_name_is(l, name_len, he_seg_uri_tags[i]);
+            wanted = he_seg_uri_tags[i].len == name_len &&
+                     memcmp(l + 7, he_seg_uri_tags[i].name, name_len) == 0;
         if (!wanted) continue;
         const char *v = colon + 1, *vend = l + ln;
         he_seg_attr_t a;

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,9 +279,80 @@ bool he_auth_to_origin(const he_worker_t *w, const he_req_t *r)
 
 /* ---------------------------------------------------------------- the answer */
 
+/* Output buffers, kept per worker thread for the next rewrite: a fresh
+ * malloc of a long media playlist's output is fresh pages, and faulting
+ * them in cost more than the rewrite (perf, tests/bench/auth-cost.py).
+ * A memory body's release runs on the worker that sent it. */
+#define HE_AUTH_POOL 8
+
+typedef struct he_auth_buf {
+    char *p;
+    size_t cap;
+} he_auth_buf_t;
+
+typedef struct he_auth_pool {
+    unsigned n;
+    he_auth_buf_t *b[HE_AUTH_POOL];
+} he_auth_pool_t;
+
+static pthread_key_t he_auth_pool_key;
+static pthread_once_t he_auth_pool_once = PTHREAD_ONCE_INIT;
+
+static void he_auth_buf_free(he_auth_buf_t *b)
+{
+    free(b->p);
+    free(b);
+}
+
+static void he_auth_pool_free(void *p)
+{
+    he_auth_pool_t *pool = p;
+    for (unsigned i = 0; i < pool->n; i++)
+        he_auth_buf_free(pool->b[i]);
+    free(pool);
+}
+
+static void he_auth_pool_init(void)
+{
+    pthread_key_create(&he_auth_pool_key, he_auth_pool_free); /* freed at thread exit */
+}
+
+static he_auth_pool_t *he_auth_pool(void)
+{
+    he_auth_pool_t *pool;
+    pthread_once(&he_auth_pool_once, he_auth_pool_init);
+    pool = pthread_getspecific(he_auth_pool_key);
+    if (!pool && (pool = calloc(1, sizeof(*pool)))) pthread_setspecific(he_auth_pool_key, pool);
+    return pool;
+}
+
+/* The memory body's release: back to the pool, or freed when it is full. */
 static void he_auth_free(void *p)
 {
-    free(p);
+    he_auth_pool_t *pool = he_auth_pool();
+    if (pool && pool->n < HE_AUTH_POOL)
+        pool->b[pool->n++] = p;
+    else
+        he_auth_buf_free(p);
+}
+
+/* The playlist rewritten into a pooled buffer: the length, *bp the
+ * buffer (to he_auth_free); or an error. */
+static ssize_t he_auth_rewrite_pooled(const char *in, size_t len, const he_auth_rewrite_t *rw,
+                                      he_auth_buf_t **bp)
+{
+    he_auth_pool_t *pool = he_auth_pool();
+    he_auth_buf_t *b = pool && pool->n ? pool->b[--pool->n] : calloc(1, sizeof(*b));
+    ssize_t n;
+    *bp = NULL;
+    if (!b) return -ENOMEM;
+    n = he_auth_rewrite(in, len, rw, &b->p, &b->cap);
+    if (n < 0) {
+        he_auth_free(b);
+        return n;
+    }
+    *bp = b;
+    return n;
 }
 
 /* The whole representation from body, in memory: the body's own bytes
@@ -313,7 +385,8 @@ static const char *he_auth_gather(he_body_t *b, uint64_t size, char **copy)
 void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he_body_t *body)
 {
     he_http_head_t hh = *head, *h = &hh;
-    char etag[200], path[PATH_MAX], *copy, *out;
+    char etag[200], path[PATH_MAX], *copy;
+    he_auth_buf_t *out;
     const he_conf_auth_t *rule;
     const char *in, *drop[3] = {NULL, NULL, NULL};
     size_t etag_len;
@@ -365,7 +438,7 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
     for (unsigned i = 0; i < rule->npropagate_hosts; i++)
         hosts[i] = rule->propagate_hosts[i];
     rw.hosts = hosts;
-    n = he_auth_rewrite(in, (size_t)size, &rw, &out);
+    n = he_auth_rewrite_pooled(in, (size_t)size, &rw, &out);
     free(copy);
     h->status = 200; /* a Range of the stored bytes names nothing in these */
     h->range = false;
@@ -382,7 +455,7 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
         return;
     }
     w->stats.auth_rewrites++;
-    he__body_mem(&nb, out, (size_t)n, he_auth_free, out);
+    he__body_mem(&nb, out->p, (size_t)n, he_auth_free, out);
     h->clen = (uint64_t)n;
     he_http_respond(w, r, h, &nb);
 }

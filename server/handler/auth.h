@@ -73,9 +73,11 @@ typedef struct he_auth_rewrite {
 } he_auth_rewrite_t;
 
 /* The playlist in (len bytes) with rw->text added to the query of every
- * URI it names (he_seg_playlist_uris), into a buffer of its own (*out,
- * free()). One pass; the buffer grows by doubling, never per line. The
- * length, -EINVAL when in is no playlist, -ENOMEM. */
-ssize_t he_auth_rewrite(const char *in, size_t len, const he_auth_rewrite_t *rw, char **out);
+ * URI it names (he_seg_playlist_uris), into *out (*cap bytes; NULL or too
+ * small: realloc'd, and *out, *cap updated; the caller frees it whatever
+ * the result). One pass, no allocation per line. The length, -EINVAL when
+ * in is no playlist, -ENOMEM. */
+ssize_t he_auth_rewrite(const char *in, size_t len, const he_auth_rewrite_t *rw, char **out,
+                        size_t *cap);
 
 #endif

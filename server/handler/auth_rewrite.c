@@ -1,8 +1,8 @@
 /* A playlist with the viewer's token carried into every URI it names:
  * built on the one playlist parser's URI walk (segment/playlist.c
  * he_seg_playlist_uris), in one pass, the bytes between URIs copied as
- * they are. Only the output buffer is allocated, and it grows by
- * doubling: nothing per line. */
+ * they are. Only the output buffer is allocated (or the caller's reused),
+ * sized once for the worst case: nothing per line. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,26 +109,33 @@ static void he_auth_rw_uri(void *ctx, size_t off, size_t n)
     he_auth_rw_put(s, u + base, n - base); /* the fragment */
 }
 
-ssize_t he_auth_rewrite(const char *in, size_t len, const he_auth_rewrite_t *rw, char **out)
+ssize_t he_auth_rewrite(const char *in, size_t len, const he_auth_rewrite_t *rw, char **out,
+                        size_t *cap)
 {
     he_auth_rw_t s = {.rw = rw, .in = in};
+    size_t lines = 1;
     int n;
 
-    *out = NULL;
-    /* room for 64 URIs before the first doubling: a master playlist's
-     * worth; a long media playlist doubles a few times */
-    s.cap = len + 64 * (rw->text_len + 1) + 64;
-    if (!(s.out = malloc(s.cap))) return -ENOMEM;
+    /* a line names at most one URI: sized for that, the buffer never
+     * grows (a realloc of a long media playlist's output cost more than
+     * its rewrite); memchr runs at memory speed */
+    for (const char *p = in, *e = in + len; p < e && (p = memchr(p, '\n', (size_t)(e - p))); p++)
+        lines++;
+    s.cap = len + lines * (rw->text_len + 1) + 64;
+    if (*out && *cap >= s.cap) {
+        s.out = *out;
+        s.cap = *cap;
+    } else {
+        char *o = realloc(*out, s.cap);
+        if (!o) return -ENOMEM;
+        s.out = *out = o;
+        *cap = s.cap;
+    }
     n = he_seg_playlist_uris(in, len, he_auth_rw_uri, &s);
-    if (n < 0) {
-        free(s.out);
-        return n;
-    }
+    if (n < 0) return n;
     he_auth_rw_put(&s, in + s.done, len - s.done);
-    if (s.nomem) {
-        free(s.out);
-        return -ENOMEM;
-    }
     *out = s.out;
+    *cap = s.cap;
+    if (s.nomem) return -ENOMEM;
     return (ssize_t)s.len;
 }

@@ -16,7 +16,8 @@ static char *rewrite(const char *in, const char *text)
     he_auth_rewrite_t rw = {.text = text, .text_len = strlen(text), .drop = drop, .hosts = hosts,
                             .nhosts = 1};
     char *out = NULL;
-    ssize_t n = he_auth_rewrite(in, strlen(in), &rw, &out);
+    size_t cap = 0;
+    ssize_t n = he_auth_rewrite(in, strlen(in), &rw, &out, &cap);
     if (n < 0) return NULL;
     char *s = malloc((size_t)n + 1);
     memcpy(s, out, (size_t)n);
@@ -93,20 +94,25 @@ static void test_media_ll(void)
     free(got);
 }
 
-/* A long media playlist: the buffer doubles several times, the output is
- * exactly the input plus the token per URI. */
+/* A long media playlist: the output is exactly the input plus the token
+ * per URI; a buffer given back is reused when large enough, grown when not. */
 static void test_long(void)
 {
-    size_t cap = 1 << 20, n = 0;
-    char *in = malloc(cap);
-    n += (size_t)snprintf(in + n, cap - n, "#EXTM3U\n#EXT-X-TARGETDURATION:6\n");
+    size_t icap = 1 << 20, n = 0;
+    char *in = malloc(icap);
+    n += (size_t)snprintf(in + n, icap - n, "#EXTM3U\n#EXT-X-TARGETDURATION:6\n");
     for (int i = 0; i < 1000; i++)
-        n += (size_t)snprintf(in + n, cap - n, "#EXTINF:6.0,\nseg_%05d.ts\n", i);
+        n += (size_t)snprintf(in + n, icap - n, "#EXTINF:6.0,\nseg_%05d.ts\n", i);
     he_auth_rewrite_t rw = {.text = "__token__=0123456789", .text_len = 20, .drop = drop};
-    char *out = NULL;
-    ssize_t got = he_auth_rewrite(in, n, &rw, &out);
+    char *out = malloc(16);
+    size_t cap = 16;
+    ssize_t got = he_auth_rewrite(in, n, &rw, &out, &cap);
     HE_CHECK_INT(got, (ssize_t)(n + 1000 * 21));
+    HE_CHECK(cap >= (size_t)got);
     HE_CHECK(out && memmem(out, (size_t)got, "seg_00999.ts?__token__=0123456789\n", 34) != NULL);
+    char *again = out;
+    HE_CHECK_INT(he_auth_rewrite(in, n, &rw, &out, &cap), got);
+    HE_CHECK(out == again);
     free(out);
     free(in);
 }
@@ -114,10 +120,11 @@ static void test_long(void)
 static void test_not_a_playlist(void)
 {
     he_auth_rewrite_t rw = {.text = "t=1", .text_len = 3};
-    char *out = (char *)1;
-    HE_CHECK_INT(he_auth_rewrite("<html>", 6, &rw, &out), -22);
-    HE_CHECK(out == NULL);
-    HE_CHECK_INT(he_auth_rewrite("", 0, &rw, &out), -22);
+    char *out = NULL;
+    size_t cap = 0;
+    HE_CHECK_INT(he_auth_rewrite("<html>", 6, &rw, &out, &cap), -22);
+    HE_CHECK_INT(he_auth_rewrite("", 0, &rw, &out, &cap), -22);
+    free(out);
 }
 
 int main(void)
