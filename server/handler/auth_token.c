@@ -4,6 +4,7 @@
  * secure_link_md5 (MD5 over a template, base64url without padding).
  * Nothing here knows a request; auth.c feeds it. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -137,15 +138,31 @@ bool he_auth_acl_match(const char *acl, size_t acl_len, const char *path, size_t
 /* ---------------------------------------------------------------- EdgeAuth */
 
 /* One MAC context per thread, keyed afresh for each key tried: no fetch
- * and no allocation per request. */
+ * and no allocation per request. Freed when the thread (a worker) ends. */
+static pthread_key_t he_auth_mac_key;
+static pthread_once_t he_auth_mac_once = PTHREAD_ONCE_INIT;
+
+static void he_auth_mac_free(void *ctx)
+{
+    EVP_MAC_CTX_free(ctx);
+}
+
+static void he_auth_mac_init(void)
+{
+    pthread_key_create(&he_auth_mac_key, he_auth_mac_free);
+}
+
 static EVP_MAC_CTX *he_auth_hmac_ctx(void)
 {
-    static __thread EVP_MAC_CTX *ctx;
+    EVP_MAC_CTX *ctx;
+    pthread_once(&he_auth_mac_once, he_auth_mac_init);
+    ctx = pthread_getspecific(he_auth_mac_key);
     if (!ctx) {
         EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
         if (!mac) return NULL;
         ctx = EVP_MAC_CTX_new(mac);
         EVP_MAC_free(mac); /* the context holds its own reference */
+        if (ctx) pthread_setspecific(he_auth_mac_key, ctx);
     }
     return ctx;
 }
