@@ -65,6 +65,40 @@ typedef struct he_conf_listen {
     char text[64]; /* as written, normalized: "127.0.0.1:8080", "[::1]:8080" */
 } he_conf_listen_t;
 
+
+/* auth: signed-URL rules (conf/auth.c), matched by path prefix, longest
+ * first. Each rule names its scheme, where the token travels, the keys
+ * that may have signed it (any one validates: rotation) and whether
+ * playlists served under it carry the token into their URIs. */
+#define HE_CONF_MAX_AUTH 16
+#define HE_CONF_AUTH_MAX_KEYS 8
+#define HE_CONF_AUTH_KEY_MAX 64 /* bytes, once hex-decoded */
+#define HE_CONF_AUTH_MAX_HOSTS 8
+
+typedef enum he_conf_auth_scheme {
+    HE_CONF_AUTH_EDGEAUTH = 0, /* Akamai EdgeAuth 2.0 tokens, HMAC-SHA256 */
+    HE_CONF_AUTH_SECURE_LINK,  /* nginx secure_link_md5 */
+} he_conf_auth_scheme_t;
+
+typedef struct he_conf_auth {
+    char prefix[256]; /* "/live/": the request paths the rule covers */
+    unsigned scheme;  /* he_conf_auth_scheme_t */
+    char param[64];   /* edgeauth: the query parameter (and cookie) of the token */
+    unsigned char keys[HE_CONF_AUTH_MAX_KEYS][HE_CONF_AUTH_KEY_MAX];
+    unsigned key_len[HE_CONF_AUTH_MAX_KEYS];
+    unsigned nkeys;
+    bool propagate; /* playlists carry the token into every URI */
+    bool cookie;    /* edgeauth: also from a cookie named param */
+    bool to_origin; /* the token goes on to the origin (default: stripped) */
+    unsigned clock_skew_ms;
+    /* secure_link: the MD5 input, over $expires $uri $remote_addr $secret */
+    char template_[256];
+    char md5_param[64], expires_param[64];
+    /* absolute URIs to these hosts get the token too (others never) */
+    char propagate_hosts[HE_CONF_AUTH_MAX_HOSTS][256];
+    unsigned npropagate_hosts;
+} he_conf_auth_t;
+
 typedef struct he_conf {
     char file[PATH_MAX]; /* "" when running on built-in defaults */
     unsigned generation; /* bumped by the caller on each successful reload */
@@ -160,6 +194,10 @@ typedef struct he_conf {
 
     /* features.disable: HE_CONF_FEATURE_BIT()s the probe reports as absent */
     uint32_t features_disabled;
+
+    /* auth: the rules, in file order (he_conf_auth_match picks the longest) */
+    he_conf_auth_t auth[HE_CONF_MAX_AUTH];
+    unsigned nauth;
 } he_conf_t;
 
 /* Fills c with the built-in defaults (valid on their own). */
@@ -194,6 +232,11 @@ int he_conf_parse_listen(const char *s, he_conf_listen_t *l);
 int he_conf_parse_duration_ms(const char *s, unsigned *ms);
 
 const char *he_conf_log_level_name(he_log_level_t l);
+
+/* The auth rule whose prefix is the longest one starting path, a
+ * normalized path without its leading '/' ("a/b.ts" for prefix "/a/"), or
+ * NULL. */
+const he_conf_auth_t *he_conf_auth_match(const he_conf_t *c, const char *path, size_t len);
 
 /* Whether features.disable names the feature called name ("send_zc"); an
  * unknown name is never disabled. */

@@ -132,4 +132,16 @@ int he__conf_is_token(const char *s, size_t len);
  * expected ("a port in 1..65535 after the host"). */
 int he__conf_check_url(const char *s, size_t len, const char **what);
 
+/* auth.c: the keys of one auth rule (NULL-terminated, for messages);
+ * a rule's defaults; one key's value (idx as for he__conf_set; -ENOENT for
+ * a key no rule has); whether a key takes a list; the rules a whole rule
+ * keeps (*key: the key to blame, NULL for the rule itself). */
+extern const char *const he__conf_auth_keys[];
+void he__conf_auth_init(he_conf_auth_t *r);
+int he__conf_auth_set(he_conf_auth_t *r, const char *key, size_t klen, const char *v, size_t len,
+                      int idx, char *why, size_t whylen);
+int he__conf_auth_takes_list(const char *key, size_t klen);
+int he__conf_auth_check(const he_conf_t *c, const he_conf_auth_t *r, const char **key, char *why,
+                        size_t whylen);
+
 #endif

@@ -29,6 +29,11 @@ typedef struct he_conf_walk {
     unsigned char seen[HE__CONF_MAX_KEYS];
     yaml_mark_t key_mark[HE__CONF_MAX_KEYS]; /* where a key was given, for duplicates */
     yaml_mark_t val_mark[HE__CONF_MAX_KEYS]; /* and its value, for cross-key errors */
+    /* auth: a list of rules, each a mapping of its own keys (conf/auth.c) */
+    bool auth_seen;
+    yaml_mark_t auth_mark;
+    yaml_mark_t auth_rule_mark[HE_CONF_MAX_AUTH];
+    yaml_mark_t auth_val_mark[HE_CONF_MAX_AUTH][16];
 } he_conf_walk_t;
 
 /* Formats "name:line:col: key: fmt..." (key may be NULL) and returns rc. */
@@ -179,6 +184,132 @@ static int he_conf_walk_value(he_conf_walk_t *w, const he__conf_key_t *k, yaml_n
     return 0;
 }
 
+/* auth: a list of rules, each a mapping of the keys of conf/auth.c. The
+ * rules are checked once the whole file is read (he_conf_walk_auth_check),
+ * since cache.key_params may come after them. */
+static int he_conf_walk_auth(he_conf_walk_t *w, yaml_node_t *kn, yaml_node_t *vn)
+{
+    char why[HE_CONF_ERR_MAX], name[48];
+
+    if (w->auth_seen)
+        return he_conf_walk_fail(w, kn->start_mark, "auth", -EINVAL,
+                                 "duplicate key (first given at line %zu)", w->auth_mark.line + 1);
+    w->auth_seen = true;
+    w->auth_mark = kn->start_mark;
+    w->c->nauth = 0;
+    if (he_conf_is_null(vn)) return 0;
+    if (vn->type != YAML_SEQUENCE_NODE)
+        return he_conf_walk_fail(w, vn->start_mark, "auth", -EINVAL,
+                                 "expected a list of rules (mappings), got %s",
+                                 he_conf_node_kind(vn));
+    for (yaml_node_item_t *it = vn->data.sequence.items.start; it < vn->data.sequence.items.top;
+         it++) {
+        yaml_node_t *rn = yaml_document_get_node(w->doc, *it);
+        unsigned ri = w->c->nauth;
+        he_conf_auth_t *r;
+        unsigned char seen[16] = {0};
+
+        if (rn == NULL) return -EINVAL;
+        if (ri == HE_CONF_MAX_AUTH)
+            return he_conf_walk_fail(w, rn->start_mark, "auth", -EINVAL,
+                                     "expected at most %d rules", HE_CONF_MAX_AUTH);
+        snprintf(name, sizeof(name), "auth[%u]", ri);
+        if (rn->type != YAML_MAPPING_NODE)
+            return he_conf_walk_fail(w, rn->start_mark, name, -EINVAL,
+                                     "expected a rule (a mapping of prefix, scheme, keys, ...), "
+                                     "got %s",
+                                     he_conf_node_kind(rn));
+        r = &w->c->auth[ri];
+        he__conf_auth_init(r);
+        w->c->nauth = ri + 1;
+        w->auth_rule_mark[ri] = rn->start_mark;
+        for (yaml_node_pair_t *p = rn->data.mapping.pairs.start; p < rn->data.mapping.pairs.top;
+             p++) {
+            yaml_node_t *k = yaml_document_get_node(w->doc, p->key);
+            yaml_node_t *v = yaml_document_get_node(w->doc, p->value);
+            const char *key;
+            size_t klen, ki;
+            int rc;
+
+            if (k == NULL || v == NULL) return -EINVAL;
+            if (k->type != YAML_SCALAR_NODE)
+                return he_conf_walk_fail(w, k->start_mark, name, -EINVAL,
+                                         "expected a key name, got %s", he_conf_node_kind(k));
+            key = (const char *)k->data.scalar.value;
+            klen = k->data.scalar.length;
+            for (ki = 0; he__conf_auth_keys[ki]; ki++)
+                if (strlen(he__conf_auth_keys[ki]) == klen &&
+                    memcmp(he__conf_auth_keys[ki], key, klen) == 0)
+                    break;
+            if (!he__conf_auth_keys[ki]) {
+                char valid[256] = "";
+                for (size_t j = 0; he__conf_auth_keys[j]; j++)
+                    he__conf_cat(valid, sizeof(valid), j ? ", " : ""),
+                        he__conf_cat(valid, sizeof(valid), he__conf_auth_keys[j]);
+                return he_conf_walk_fail(w, k->start_mark, name, -EINVAL,
+                                         "unknown key \"%.40s\" (valid here: %s)", key, valid);
+            }
+            snprintf(name, sizeof(name), "auth[%u].%s", ri, he__conf_auth_keys[ki]);
+            if (seen[ki])
+                return he_conf_walk_fail(w, k->start_mark, name, -EINVAL, "duplicate key");
+            seen[ki] = 1;
+            w->auth_val_mark[ri][ki] = v->start_mark;
+            if (v->type == YAML_SEQUENCE_NODE && he__conf_auth_takes_list(key, klen)) {
+                if (v->data.sequence.items.start == v->data.sequence.items.top)
+                    rc = he__conf_auth_set(r, key, klen, "", 0, -1, why, sizeof(why));
+                else
+                    rc = 0;
+                for (yaml_node_item_t *li = v->data.sequence.items.start;
+                     rc == 0 && li < v->data.sequence.items.top; li++) {
+                    yaml_node_t *ln = yaml_document_get_node(w->doc, *li);
+                    if (ln == NULL) return -EINVAL;
+                    if (ln->type != YAML_SCALAR_NODE)
+                        return he_conf_walk_fail(w, ln->start_mark, name, -EINVAL,
+                                                 "expected a list of scalars, got %s in it",
+                                                 he_conf_node_kind(ln));
+                    rc = he__conf_auth_set(r, key, klen, (const char *)ln->data.scalar.value,
+                                           ln->data.scalar.length,
+                                           (int)(li - v->data.sequence.items.start), why,
+                                           sizeof(why));
+                    if (rc < 0) return he_conf_walk_fail(w, ln->start_mark, name, rc, "%s", why);
+                }
+            } else if (v->type == YAML_SCALAR_NODE) {
+                const char *sv = (const char *)v->data.scalar.value;
+                size_t sl = v->data.scalar.length;
+                if (he_conf_is_null(v)) sv = "", sl = 0;
+                rc = he__conf_auth_set(r, key, klen, sv, sl, -1, why, sizeof(why));
+            } else {
+                return he_conf_walk_fail(w, v->start_mark, name, -EINVAL, "expected %s, got %s",
+                                         he__conf_auth_takes_list(key, klen) ? "a scalar or a list"
+                                                                             : "a scalar",
+                                         he_conf_node_kind(v));
+            }
+            if (rc < 0) return he_conf_walk_fail(w, v->start_mark, name, rc, "%s", why);
+            snprintf(name, sizeof(name), "auth[%u]", ri);
+        }
+    }
+    return 0;
+}
+
+/* Each rule against the whole file: required keys, the scheme's own
+ * rules, cache.key_params. */
+static int he_conf_walk_auth_check(he_conf_walk_t *w)
+{
+    char why[HE_CONF_ERR_MAX], name[48];
+    for (unsigned i = 0; i < w->c->nauth; i++) {
+        const char *key;
+        yaml_mark_t mark = w->auth_rule_mark[i];
+        int rc = he__conf_auth_check(w->c, &w->c->auth[i], &key, why, sizeof(why));
+        if (rc == 0) continue;
+        snprintf(name, sizeof(name), "auth[%u]%s%s", i, key ? "." : "", key ? key : "");
+        for (size_t ki = 0; key && he__conf_auth_keys[ki]; ki++)
+            if (strcmp(he__conf_auth_keys[ki], key) == 0 && w->auth_val_mark[i][ki].line + w->auth_val_mark[i][ki].column)
+                mark = w->auth_val_mark[i][ki];
+        return he_conf_walk_fail(w, mark, name, rc, "%s", why);
+    }
+    return 0;
+}
+
 /* Walks the keys of one mapping: the top level (section -1) or a section. */
 static int he_conf_walk_map(he_conf_walk_t *w, yaml_node_t *map, int section)
 {
@@ -196,6 +327,11 @@ static int he_conf_walk_map(he_conf_walk_t *w, yaml_node_t *map, int section)
             return he_conf_walk_fail(w, kn->start_mark,
                                      section < 0 ? NULL : he__conf_keys[section].name, -EINVAL,
                                      "expected a key name, got %s", he_conf_node_kind(kn));
+        if (section < 0 && kn->data.scalar.length == 4 &&
+            memcmp(kn->data.scalar.value, "auth", 4) == 0) {
+            if ((rc = he_conf_walk_auth(w, kn, vn)) < 0) return rc;
+            continue;
+        }
         idx = he__conf_find(section, (const char *)kn->data.scalar.value, kn->data.scalar.length);
         if (idx < 0) return he_conf_walk_unknown(w, kn, section);
         k = &he__conf_keys[idx];
@@ -328,6 +464,8 @@ static int he_conf_walk_doc(he_conf_walk_t *w, yaml_parser_t *parser, const char
          * break a rule, which the unit tests rule out), so point at it. */
         return he_conf_walk_fail(w, w->val_mark[bad], he__conf_keys[bad].name, rc, "%s", why);
     }
+    if ((rc = he_conf_walk_auth_check(w)) < 0) return rc;
+    if (w->c->nauth) return 0;
     /* Valid, but a file that sets nothing is most likely the wrong file
      * (a config management run that wrote it out empty, say). */
     for (size_t i = 0; i < he__conf_nkeys; i++)

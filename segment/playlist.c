@@ -611,3 +611,64 @@ bool he_seg_playlist_is_live(const he_seg_playlist_t *pl)
 {
     return pl != NULL && !pl->is_master && !pl->endlist;
 }
+
+/* ---------------------------------------------------------------- URIs */
+
+/* Tags whose URI attribute names a resource a player fetches, without
+ * their "#EXT-X-" (every one has it), with their lengths: a long media
+ * playlist's #EXTINF lines are turned away by one byte compare. */
+#define HE_SEG_URI_TAG(s) {s, sizeof(s) - 1}
+static const struct {
+    const char *name;
+    size_t len;
+} he_seg_uri_tags[] = {
+    HE_SEG_URI_TAG("MEDIA"),        HE_SEG_URI_TAG("I-FRAME-STREAM-INF"),
+    HE_SEG_URI_TAG("MAP"),          HE_SEG_URI_TAG("KEY"),
+    HE_SEG_URI_TAG("SESSION-KEY"),  HE_SEG_URI_TAG("PART"),
+    HE_SEG_URI_TAG("PRELOAD-HINT"), HE_SEG_URI_TAG("RENDITION-REPORT"),
+    HE_SEG_URI_TAG("SESSION-DATA"),
+};
+
+int he_seg_playlist_uris(const char *buf, size_t len, he_seg_uri_fn fn, void *ctx)
+{
+    const char *s = buf, *end = buf + len;
+    unsigned line = 0;
+    int n = 0;
+
+    if (!buf) return -EINVAL;
+    if (len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3; /* UTF-8 BOM */
+    while (s < end) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        const char *l = s;
+        size_t ln = (size_t)((nl ? nl : end) - s);
+        s = nl ? nl + 1 : end;
+        he_seg_trim(&l, &ln);
+        if (line++ == 0) {
+            if (!he_seg_name_is(l, ln, "#EXTM3U")) return -EINVAL;
+            continue;
+        }
+        if (ln == 0) continue;
+        if (l[0] != '#') { /* a URI line: a variant stream or a segment */
+            fn(ctx, (size_t)(l - buf), ln);
+            n++;
+            continue;
+        }
+        if (ln < 8 || memcmp(l, "#EXT-X-", 7) != 0) continue; /* #EXTINF, comments */
+        const char *colon = memchr(l + 7, ':', ln - 7);
+        if (!colon) continue;
+        size_t name_len = (size_t)(colon - l - 7);
+        bool wanted = false;
+        for (size_t i = 0; !wanted && i < sizeof(he_seg_uri_tags) / sizeof(he_seg_uri_tags[0]); i++)
+            wanted = he_seg_uri_tags[i].len == name_len &&
+                     memcmp(l + 7, he_seg_uri_tags[i].name, name_len) == 0;
+        if (!wanted) continue;
+        const char *v = colon + 1, *vend = l + ln;
+        he_seg_attr_t a;
+        while (he_seg_attr_next(&v, vend, &a) > 0) {
+            if (!he_seg_attr_is(&a, "URI") || a.val_len == 0) continue;
+            fn(ctx, (size_t)(a.val - buf), a.val_len);
+            n++;
+        }
+    }
+    return line ? n : -EINVAL;
+}

@@ -126,4 +126,15 @@ void he_seg_playlist_free(he_seg_playlist_t *pl);
 /* True for a media playlist that is live: no ENDLIST. */
 bool he_seg_playlist_is_live(const he_seg_playlist_t *pl);
 
+/* Every URI a playlist names, in the order they appear: URI lines
+ * (variant streams, segments) and the URI attribute of EXT-X-MEDIA,
+ * EXT-X-I-FRAME-STREAM-INF, EXT-X-MAP, EXT-X-KEY, EXT-X-SESSION-KEY,
+ * EXT-X-PART, EXT-X-PRELOAD-HINT, EXT-X-RENDITION-REPORT and
+ * EXT-X-SESSION-DATA. fn gets each one's offset and length in buf (without
+ * quotes or surrounding blanks). Lenient, as a proxy must be: a tag whose
+ * attribute list does not parse names no URI. No allocation; returns the
+ * number of URIs, or -EINVAL when buf does not start with #EXTM3U. */
+typedef void (*he_seg_uri_fn)(void *ctx, size_t off, size_t len);
+int he_seg_playlist_uris(const char *buf, size_t len, he_seg_uri_fn fn, void *ctx);
+
 #endif

@@ -64,6 +64,20 @@ typedef enum he_stats_tls_err {
     HE_STATS_TLS_ERR_COUNT
 } he_stats_tls_err_t;
 
+/* What the signed-URL check (handler/auth.c) made of a request under an
+ * auth rule: ok, or why it was refused (403; expired: 410). */
+typedef enum he_stats_auth {
+    HE_STATS_AUTH_OK = 0,
+    HE_STATS_AUTH_MISSING,       /* no token */
+    HE_STATS_AUTH_MALFORMED,     /* bad syntax, a duplicate field, two tokens */
+    HE_STATS_AUTH_BAD_SIGNATURE, /* no key of the rule signed it (tampered, wrong key) */
+    HE_STATS_AUTH_ACL,           /* signed, but for other paths */
+    HE_STATS_AUTH_IP,            /* signed for another client address */
+    HE_STATS_AUTH_NOT_YET_VALID, /* before its st */
+    HE_STATS_AUTH_EXPIRED,       /* past its exp */
+    HE_STATS_AUTH_COUNT
+} he_stats_auth_t;
+
 /* Every field is a uint64_t counter, the histograms too: the control
  * thread sums workers as arrays of uint64_t (he_metrics_stats_add), so a
  * new counter needs no summing code, only its line in server/metrics.c. */
@@ -92,6 +106,10 @@ typedef struct he_stats {
 
     /* access log ring */
     uint64_t log_dropped;
+
+    /* signed URLs (handler/auth.c) */
+    uint64_t auth[HE_STATS_AUTH_COUNT];
+    uint64_t auth_rewrites; /* playlists sent with the token in their URIs */
 
     /* edge cache (server/cache_glue.h): zero without origin.urls */
     he_cache_stats_t cache;

@@ -70,6 +70,10 @@ static bool he_reload_needs_workers(const he_conf_t *a, const he_conf_t *b, char
     /* certificates: he_tls_reload swaps them under running workers */
     memcpy(t->tls_certs, a->tls_certs, sizeof(t->tls_certs));
     t->ntls_certs = a->ntls_certs;
+    /* auth rules and keys: read per request from the worker's conf, so a
+     * key rotated by SIGHUP applies to the next request on every worker */
+    memcpy(t->auth, a->auth, sizeof(t->auth));
+    t->nauth = a->nauth;
     differ = memcmp(t, a, sizeof(*t)) != 0;
     free(t);
     if (!differ) return false;

@@ -39,6 +39,10 @@ static const char *const he_metrics_errors[HE_STATS_ERR_COUNT] = {
 static const char *const he_metrics_tls_errors[HE_STATS_TLS_ERR_COUNT] = {
     "plain_http", "garbage", "truncated", "protocol", "other"};
 
+/* he_stats_auth_t, as /metrics and /stats name the causes */
+static const char *const he_metrics_auth[HE_STATS_AUTH_COUNT] = {
+    "ok", "missing", "malformed", "bad_signature", "acl", "ip", "not_yet_valid", "expired"};
+
 /* Bucket bounds of the exported latency histograms, microseconds. */
 static const uint64_t he_metrics_le_us[] = {100,     250,     500,     1000,     2500,    5000,
                                             10000,   25000,   50000,   100000,   250000,  500000,
@@ -250,6 +254,14 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
                            "cause", he_metrics_tls_errors, HE_OFF(tls_errors),
                            HE_STATS_TLS_ERR_COUNT);
 
+    he__prom_per_worker_by(b, s, "auth_requests_total",
+                           "Requests under an auth rule, by what the token check made of them "
+                           "(ok, or the cause of a 403/410).",
+                           "result", he_metrics_auth, HE_OFF(auth), HE_STATS_AUTH_COUNT);
+    he_prom_per_worker(b, s, "auth_playlist_rewrites_total", "counter",
+                       "Playlists sent with the viewer's token carried into their URIs.",
+                       HE_OFF(auth_rewrites));
+
     he_prom_head(b, "access_log_enabled", "gauge", "1 when an access log is open.");
     he_buf_printf(b, "hlsedge_access_log_enabled %d\n", s->alog_on ? 1 : 0);
     he_prom_head(b, "access_log_records_total", "counter", "Access log records written.");
@@ -409,6 +421,11 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
     he_buf_printf(b, "}");
     he_buf_printf(b, "},");
     if (s->tls_json && s->tls_json[0] == '{') he_buf_printf(b, "\"tls_config\":%s,", s->tls_json);
+    he_buf_printf(b, "\"auth\":{");
+    for (int e = 0; e < HE_STATS_AUTH_COUNT; e++)
+        he_buf_printf(b, "\"%s\":%llu,", he_metrics_auth[e], (unsigned long long)t->auth[e]);
+    he_json_u64(b, "playlist_rewrites", t->auth_rewrites, false);
+    he_buf_printf(b, "},");
     he_buf_printf(b, "\"access_log\":{\"enabled\":%s,\"path\":", s->alog_on ? "true" : "false");
     he_buf_json_str(b, s->alog_path ? s->alog_path : "");
     he_buf_printf(b, ",\"format\":\"%s\",", s->alog_format ? s->alog_format : "combined");

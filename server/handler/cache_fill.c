@@ -92,12 +92,14 @@ static void he_rc_on_headers(he_worker_t *w, he_req_t *r)
         return;
     }
     cc->obj = o;
-    if (resp->content_length < 0 || resp->chunked) {
+    key = he_cache_obj_key(o);
+    type = he_seg_type_from_path(key->s, key->path_len);
+    /* a playlist to carry a token is rewritten whole (auth.c) */
+    if (resp->content_length < 0 || resp->chunked ||
+        (r->auth_propagate && type == HE_SEG_TYPE_M3U8)) {
         cc->await_done = true; /* answered whole, like a hit, at DONE */
         return;
     }
-    key = he_cache_obj_key(o);
-    type = he_seg_type_from_path(key->s, key->path_len);
     memset(&m, 0, sizeof(m));
     snprintf(m.content_type, sizeof(m.content_type), "%s", resp->content_type);
     snprintf(m.etag, sizeof(m.etag), "%s", resp->etag);
@@ -152,17 +154,23 @@ static void he_rc_notify(he_cache_waiter_t *wt, he_cache_fill_ev_t ev)
 }
 
 /* Starts the origin request of a fill r created, for the target exactly as
- * r sent it (escapes and every query parameter: a signature the key leaves
- * out is still the origin's business), however long; never one rebuilt
- * from the key, which names another resource. A fill that cannot start
- * ends at once (its waiters get an error). */
+ * r sent it (escapes and every query parameter the key leaves out), however
+ * long; never one rebuilt from the key, which names another resource. A
+ * signed-URL token is no longer in it (auth.c took it out) and goes back
+ * only when its rule says to_origin. A fill that cannot start ends at once
+ * (its waiters get an error). */
 static void he_rc_fetch(he_worker_t *w, he_req_t *r, he_cache_fill_t *f, he_cache_obj_t *stale)
 {
-    size_t n = r->url_len;
-    char *target = malloc(n + 1);
+    size_t n = r->url_len, tn = he_auth_to_origin(w, r) ? r->auth_text_len : 0;
+    char *target = malloc(n + tn + 2);
     int rc = -ENOMEM;
     if (target) {
         memcpy(target, r->url, n);
+        if (tn) {
+            target[n++] = memchr(r->url, '?', r->url_len) ? '&' : '?';
+            memcpy(target + n, r->auth_text, tn);
+            n += tn;
+        }
         target[n] = 0;
         rc = he__oio_fetch_start(w, f, target, stale);
         free(target);

@@ -117,7 +117,7 @@ he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path
         h.status = 304;
         he_file_validators(w, &h, f);
         he_fcache_put(fc, f);
-        he_http_respond(w, r, &h, NULL);
+        he_auth_respond(w, r, &h, NULL);
         return HE_HANDLER_DONE;
     case 416:
         h.status = 416;
@@ -147,7 +147,7 @@ he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path
     body.off = first;
     body.end = f->size ? last + 1 : 0;
     body.name = f->path;
-    he_http_respond(w, r, &h, &body); /* the body holds f's reference now */
+    he_auth_respond(w, r, &h, &body); /* the body holds f's reference now */
     return HE_HANDLER_DONE;
 }
 

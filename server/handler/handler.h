@@ -8,7 +8,9 @@
  *   fcache.c         per-worker cache of open files, stat results, small bodies
  *   respond_cache.c  the edge cache: RAM and SSD hits, fills (cache_glue.h)
  *   origin_io.c      origin fetches, SSD writes and unlinks on the ring
- *   cache_glue.c     the edge cache's start-up, worker hooks, purge */
+ *   cache_glue.c     the edge cache's start-up, worker hooks, purge
+ *   auth.c           signed URLs: the token check before the others, the
+ *                    playlist rewrite on the way out (auth.h) */
 #ifndef HE_HANDLER_H
 #define HE_HANDLER_H
 
@@ -47,6 +49,17 @@ void he_route_request(he_worker_t *w, he_req_t *r);
 /* A handler declined r after answering it was under way: the next one
  * gets it. */
 void he_route_next(he_worker_t *w, he_req_t *r);
+
+/* auth.c: the first handler. Under an auth rule it answers 403 or 410,
+ * or takes a valid token out of the target (r->auth_text) and declines. */
+he_handler_result_t he_auth_handle(he_worker_t *w, he_req_t *r, const char *path, size_t len);
+/* he_http_respond for the handlers' answers from a representation: a
+ * playlist answering a request with a token to carry (r->auth_propagate)
+ * goes out rewritten (the token in every URI, its own Content-Length, an
+ * ETag of its own); anything else as it is. */
+void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *h, he_body_t *body);
+/* Whether r's token goes on to the origin (its rule's to_origin). */
+bool he_auth_to_origin(const he_worker_t *w, const he_req_t *r);
 
 /* file.c */
 he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path, size_t len);

@@ -194,7 +194,7 @@ void he__rc_send_obj(he_worker_t *w, he_req_t *r, const he_http_head_t *h, uint6
     cc->active = true;
     cc->conn = r->conn;
     cc->fixed_buf = he__wcache(w)->fixed_buf;
-    he_http_respond(w, r, h, &body);
+    he_auth_respond(w, r, h, &body);
 }
 
 /* A media playlist served: prefetch learns its segments, and the request's
@@ -299,7 +299,7 @@ bool he__rc_serve_ssd(he_worker_t *w, he_req_t *r, const he_cache_key_t *key,
     /* the second hit (SIEVE's visited bit) moves it up: before the send,
      * which may end the response and close fd */
     if (promote && hit->revisit && hit->meta.status == 200) he__oio_promote(w, key, hit, fd, epoch);
-    he_http_respond(w, r, &h, &body);
+    he_auth_respond(w, r, &h, &body);
     return true;
 }
 

@@ -2,7 +2,8 @@
  * counts the request, refuses what no handler serves (methods, bad
  * paths), answers OPTIONS and PURGE, and asks the handlers in source
  * order: root-first, the library under root and then the edge cache;
- * origin-first (origin.sources: origin-first), the other way round. The first that
+ * origin-first (origin.sources: origin-first), the other way round;
+ * before both, the signed-URL check (auth.c), which only declines or refuses. The first that
  * does not decline answers; when all decline, 404, or 502 when the edge
  * cache declined because the origin failed (origin-first, nothing in
  * root either). */
@@ -14,7 +15,7 @@
 #include "server/base/log.h"
 #include "server/handler/handler.h"
 
-#define HE_ROUTE_MAX 2
+#define HE_ROUTE_MAX 3
 
 /* Per generation: the handlers in source order. */
 typedef struct he_route {
@@ -34,6 +35,8 @@ int he_route_server_init(he_server_t *s)
     s->proto = &he_http1_proto;
     s->hooks[s->nhooks++] = &he_http_worker_hooks;
     s->hooks[s->nhooks++] = &he_file_worker_hooks;
+    /* always first, even with no rule yet: a reload may add rules live */
+    rt->fn[rt->n++] = he_auth_handle;
     if (s->cache) {
         s->hooks[s->nhooks++] = &he_cache_worker_hooks;
         if (s->conf->origin_first) {

@@ -2,6 +2,7 @@
  * stored into its own ring (base/); the control thread formats it. */
 #include <netinet/in.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "server/base/alog_ring.h"
 #include "server/http/http.h"
@@ -29,10 +30,43 @@ static void he_alog_copy(char *dst, const char *src, size_t n)
     __builtin_memcpy(dst + n - 8, &v, 8);
 }
 
+/* The target with the signed-URL parameters handler/auth.c took out of it
+ * put back with "-" for each value: the log shows that a token came and
+ * under which name, never the token. Its length (at most cap). */
+static size_t he_alog_masked(const he_req_t *r, char *out, size_t cap)
+{
+    size_t o = r->url_len < cap ? r->url_len : cap;
+    const char *s = r->auth_text, *end = r->auth_text + r->auth_text_len;
+    char sep = memchr(r->url, '?', r->url_len) ? '&' : '?';
+    memcpy(out, r->url, o);
+    while (s < end) {
+        const char *amp = memchr(s, '&', (size_t)(end - s)), *pe = amp ? amp : end;
+        const char *eq = memchr(s, '=', (size_t)(pe - s));
+        size_t nn = (size_t)((eq ? eq : pe) - s);
+        if (o + nn + 3 > cap) break;
+        out[o++] = sep;
+        memcpy(out + o, s, nn);
+        o += nn;
+        out[o++] = '=';
+        out[o++] = '-';
+        sep = '&';
+        s = amp ? amp + 1 : end;
+    }
+    return o;
+}
+
 void he__http_alog_push(he_worker_t *w, const he_conn_t *c, const he_req_t *r, uint64_t end_ns,
                         uint64_t ttfb_us, uint64_t total_us)
 {
-    size_t n = r->url_len > HE_ALOG_TARGET_MAX ? HE_ALOG_TARGET_MAX : r->url_len;
+    char masked[HE_ALOG_TARGET_MAX];
+    const char *target = r->url;
+    size_t full = r->url_len;
+    if (r->auth_text_len && r->auth_text != r->cookie) { /* a cookie's token was never in it */
+        full = he_alog_masked(r, masked, sizeof(masked));
+        target = masked;
+        if (full == sizeof(masked)) full++; /* cut: marked truncated */
+    }
+    size_t n = full > HE_ALOG_TARGET_MAX ? HE_ALOG_TARGET_MAX : full;
     he_alog_rec_t *rec = he_alog_reserve_in(w->alog, n);
     uint64_t a0 = 0, a1 = 0;
 
@@ -55,7 +89,7 @@ void he__http_alog_push(he_worker_t *w, const he_conn_t *c, const he_req_t *r, u
                : c->tls->ktls_tx ? HE_ALOG_TLS_KTLS
                                  : HE_ALOG_TLS_USERSPACE;
     rec->cache = r->cache_st; /* a number here; the control thread names it */
-    rec->truncated = r->url_len > HE_ALOG_TARGET_MAX;
+    rec->truncated = full > HE_ALOG_TARGET_MAX;
     rec->family = (uint8_t)c->peer.ss_family;
     if (c->peer.ss_family == AF_INET) {
         const struct sockaddr_in *a = (const struct sockaddr_in *)&c->peer;
@@ -73,6 +107,6 @@ void he__http_alog_push(he_worker_t *w, const he_conn_t *c, const he_req_t *r, u
      * cache compares them as two words */
     __builtin_memcpy(rec->addr, &a0, 8);
     __builtin_memcpy(rec->addr + 8, &a1, 8);
-    he_alog_copy(rec->target, r->url, n);
+    he_alog_copy(rec->target, target, n);
     he_alog_commit_in(w->alog, rec);
 }

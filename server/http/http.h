@@ -41,7 +41,8 @@ typedef struct he_req {
     char im[256];
     char ius[40];
     char if_range[HE_HDR_SMALL];
-    uint16_t range_len, inm_len, ims_len, im_len, ius_len, if_range_len;
+    char cookie[512]; /* Cookie lines joined by "; " (handler/auth.c: a token cookie) */
+    uint16_t range_len, inm_len, ims_len, im_len, ius_len, if_range_len, cookie_len;
     uint8_t has_origin;
     uint64_t t_start_ns; /* first byte of the request seen */
 
@@ -54,7 +55,7 @@ typedef struct he_req {
     uint8_t field_overflow;
     bool value_more;   /* the current header line's value already has bytes */
     uint8_t host_seen; /* Host lines, counted up to 2 */
-    uint8_t hdr_cut;   /* 1 << HE_HDR_x: that value was cut to its buffer */
+    uint16_t hdr_cut;  /* 1 << HE_HDR_x: that value was cut to its buffer */
 
     /* the answer */
     int status;
@@ -63,6 +64,13 @@ typedef struct he_req {
     uint8_t cache_st;   /* he_alog cache status, for the access log */
     uint8_t route_next; /* handler/: the next handler to ask */
     bool origin_failed; /* handler/: the edge cache could not get it */
+    /* handler/auth.c: a valid token's parameters, taken out of url
+     * ("name=value[&name=value]" as sent, or "name=value" from a cookie),
+     * for the playlist rewrite, the origin (a rule's to_origin) and the
+     * access log (which shows each value as "-"); 0: none */
+    const char *auth_text;
+    uint16_t auth_text_len;
+    bool auth_propagate; /* playlists answering r carry auth_text in their URIs */
 } he_req_t;
 
 enum {
@@ -75,6 +83,7 @@ enum {
     HE_HDR_IF_RANGE,
     HE_HDR_ORIGIN,
     HE_HDR_HOST,
+    HE_HDR_COOKIE,
     HE_HDR_COUNT
 };
 

@@ -133,6 +133,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if path == "/_control":
             return self._send_json(o._control(urllib.parse.parse_qs(url.query)))
         o._count(path)
+        with o._lock:
+            o.targets.append(self.path)  # as sent: test_auth checks no token reaches us
         b = o._behaviour(path)
         if b.get("delay"):
             time.sleep(b["delay"])
@@ -245,6 +247,7 @@ class Origin:
         self._thread = None
         self._up_timer = None
         self._conns = set()
+        self.targets = []  # every request-target as received, query included
 
     # ---- lifecycle
     @property

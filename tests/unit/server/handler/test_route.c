@@ -197,8 +197,10 @@ static void test_source_order(void)
     s.conf = &conf;
     HE_CHECK_INT(he_route_server_init(&s), 0); /* no edge cache: root only */
     rt = s.handlers;
-    HE_CHECK_INT(rt->n, 1);
-    HE_CHECK(rt->fn[0] == he_file_handle);
+    /* the signed-URL check comes first, with or without rules (a reload
+     * may add them live) */
+    HE_CHECK_INT(rt->n, 2);
+    HE_CHECK(rt->fn[0] == he_auth_handle && rt->fn[1] == he_file_handle);
     HE_CHECK(s.proto == &he_http1_proto);
     HE_CHECK_INT(s.nhooks, 2);
     HE_CHECK(s.hooks[HE_HOOK_HTTP] == &he_http_worker_hooks);
@@ -212,8 +214,9 @@ static void test_source_order(void)
     conf.origin_first = false;
     HE_CHECK_INT(he_route_server_init(&s), 0); /* root-first */
     rt = s.handlers;
-    HE_CHECK_INT(rt->n, 2);
-    HE_CHECK(rt->fn[0] == he_file_handle && rt->fn[1] == he_cache_handle);
+    HE_CHECK_INT(rt->n, 3);
+    HE_CHECK(rt->fn[0] == he_auth_handle && rt->fn[1] == he_file_handle &&
+             rt->fn[2] == he_cache_handle);
     HE_CHECK_INT(s.nhooks, 3);
     HE_CHECK(s.hooks[HE_HOOK_CACHE] == &he_cache_worker_hooks);
     he_route_server_free(&s);
@@ -224,8 +227,9 @@ static void test_source_order(void)
     conf.origin_first = true;
     HE_CHECK_INT(he_route_server_init(&s), 0); /* origin-first */
     rt = s.handlers;
-    HE_CHECK_INT(rt->n, 2);
-    HE_CHECK(rt->fn[0] == he_cache_handle && rt->fn[1] == he_file_handle);
+    HE_CHECK_INT(rt->n, 3);
+    HE_CHECK(rt->fn[0] == he_auth_handle && rt->fn[1] == he_cache_handle &&
+             rt->fn[2] == he_file_handle);
     HE_CHECK(s.hooks[HE_HOOK_FILE] == &he_file_worker_hooks);
     HE_CHECK(s.hooks[HE_HOOK_CACHE] == &he_cache_worker_hooks);
     he_route_server_free(&s);

@@ -1,0 +1,461 @@
+/* The signed-URL step: the router's first handler when the configuration
+ * has auth rules. Under a rule, the request's token is checked
+ * (auth_token.c) and, when valid, taken out of the target, so neither the
+ * cache key, nor the origin (unless the rule's to_origin), nor the access
+ * log sees it; the step then declines, and the file or cache handler
+ * answers. A playlist that answers such a request goes out through
+ * he_auth_respond, which carries the token into its URIs. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/base/log.h"
+#include "server/handler/auth.h"
+#include "server/handler/handler.h"
+
+#define HE_AUTH_TEXT_MAX 2048 /* the token parameters of one request */
+
+/* The client's address as $remote_addr and EdgeAuth's ip= spell it (an
+ * IPv4 client on a dual-stack socket as IPv4). */
+static void he_auth_peer_text(const he_conn_t *c, char *out, size_t cap)
+{
+    out[0] = 0;
+    if (c->peer.ss_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)&c->peer)->sin_addr, out, (socklen_t)cap);
+    } else if (c->peer.ss_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)&c->peer)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(a))
+            inet_ntop(AF_INET, a->s6_addr + 12, out, (socklen_t)cap);
+        else
+            inet_ntop(AF_INET6, a, out, (socklen_t)cap);
+    }
+}
+
+/* One query parameter of a rule found in the target. */
+typedef struct he_auth_param {
+    const char *name;
+    size_t start, end; /* the "name=value" in url */
+    const char *val;
+    size_t val_len;
+    unsigned count;
+} he_auth_param_t;
+
+/* Finds each wanted parameter in the query of url; false when one is
+ * given twice (two tokens). */
+static bool he_auth_find(const char *url, size_t len, he_auth_param_t *ps, unsigned np)
+{
+    const char *q = memchr(url, '?', len), *end = url + len;
+    for (const char *p = q ? q + 1 : end; p < end;) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *pe = amp ? amp : end, *eq = memchr(p, '=', (size_t)(pe - p));
+        size_t nn = (size_t)((eq ? eq : pe) - p);
+        for (unsigned i = 0; i < np; i++) {
+            if (strlen(ps[i].name) != nn || memcmp(ps[i].name, p, nn) != 0) continue;
+            if (ps[i].count++) return false;
+            ps[i].start = (size_t)(p - url);
+            ps[i].end = (size_t)(pe - url);
+            ps[i].val = eq ? eq + 1 : pe;
+            ps[i].val_len = eq ? (size_t)(pe - eq - 1) : 0;
+        }
+        p = amp ? amp + 1 : end;
+    }
+    return true;
+}
+
+/* The cookie named name in r's Cookie lines, moved to the start of
+ * r->cookie as "name=value" (quotes dropped). 1 found, 0 none, -1 twice. */
+static int he_auth_cookie(he_req_t *r, const char *name, const char **val, size_t *val_len)
+{
+    const char *s = r->cookie, *end = r->cookie + r->cookie_len, *v = NULL;
+    size_t nn = strlen(name), vn = 0;
+    while (s < end) {
+        const char *semi = memchr(s, ';', (size_t)(end - s)), *ce = semi ? semi : end;
+        while (s < ce && (*s == ' ' || *s == '\t'))
+            s++;
+        if ((size_t)(ce - s) > nn && memcmp(s, name, nn) == 0 && s[nn] == '=') {
+            if (v) return -1;
+            v = s + nn + 1;
+            vn = (size_t)(ce - v);
+            while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
+                vn--;
+            if (vn >= 2 && v[0] == '"' && v[vn - 1] == '"') v++, vn -= 2;
+        }
+        s = semi ? semi + 1 : end;
+    }
+    if (!v) return 0;
+    memmove(r->cookie, name, nn); /* the value lies after its name: a move to the front keeps it */
+    r->cookie[nn] = '=';
+    memmove(r->cookie + nn + 1, v, vn);
+    r->cookie_len = (uint16_t)(nn + 1 + vn);
+    r->auth_text = r->cookie;
+    r->auth_text_len = r->cookie_len;
+    *val = r->cookie + nn + 1;
+    *val_len = vn;
+    return 1;
+}
+
+/* Takes the found parameters out of r->url, keeping the rest in order,
+ * and puts them ("a=1&b=2") just past the shortened target, inside the
+ * bytes it gave up. */
+static int he_auth_strip(he_req_t *r, he_auth_param_t *ps, unsigned np)
+{
+    char text[HE_AUTH_TEXT_MAX];
+    size_t tn = 0, o, qpos;
+    char *url = r->url;
+    const char *q = memchr(url, '?', r->url_len);
+
+    for (unsigned i = 0; i < np; i++) {
+        size_t n = ps[i].end - ps[i].start;
+        if (!ps[i].count) continue;
+        if (tn + n + 1 > sizeof(text)) return -ENAMETOOLONG;
+        if (tn) text[tn++] = '&';
+        memcpy(text + tn, url + ps[i].start, n);
+        tn += n;
+    }
+    if (!q || !tn) return 0;
+    qpos = (size_t)(q - url);
+    o = qpos + 1;
+    for (size_t p = qpos + 1; p < r->url_len;) {
+        const char *amp = memchr(url + p, '&', r->url_len - p);
+        size_t pe = amp ? (size_t)(amp - url) : r->url_len;
+        bool drop = pe == p;
+        for (unsigned i = 0; i < np && !drop; i++)
+            drop = ps[i].count && ps[i].start == p;
+        if (!drop) {
+            if (o > qpos + 1) url[o++] = '&';
+            memmove(url + o, url + p, pe - p);
+            o += pe - p;
+        }
+        p = pe + 1;
+    }
+    if (o == qpos + 1) o = qpos; /* nothing left: no '?' either */
+    /* removed: every parameter's bytes and at least one separator each */
+    memcpy(url + o + 1, text, tn);
+    url[o] = 0;
+    r->url_len = (uint32_t)o;
+    r->auth_text = url + o + 1;
+    r->auth_text_len = (uint16_t)tn;
+    return 0;
+}
+
+static he_stats_auth_t he_auth_edgeauth(he_worker_t *w, he_req_t *r, const he_conf_auth_t *rule,
+                                        const char *full, size_t full_len)
+{
+    he_auth_param_t p = {.name = rule->param};
+    char tok[HE_AUTH_TEXT_MAX], ip[INET6_ADDRSTRLEN];
+    he_auth_edgeauth_t t;
+    const char *val;
+    size_t val_len;
+    int n;
+
+    if (!he_auth_find(r->url, r->url_len, &p, 1)) return HE_STATS_AUTH_MALFORMED;
+    if (p.count) {
+        val = p.val;
+        val_len = p.val_len;
+    } else if (rule->cookie) {
+        int c = he_auth_cookie(r, rule->param, &val, &val_len);
+        if (c < 0) return HE_STATS_AUTH_MALFORMED;
+        if (c == 0) return HE_STATS_AUTH_MISSING;
+    } else {
+        return HE_STATS_AUTH_MISSING;
+    }
+    n = he_auth_pct_decode(val, val_len, tok, sizeof(tok));
+    if (n < 0 || he_auth_edgeauth_parse(tok, (size_t)n, &t) < 0) return HE_STATS_AUTH_MALFORMED;
+    he_auth_peer_text(r->conn, ip, sizeof(ip));
+    he_stats_auth_t res =
+        he_auth_edgeauth_verify(tok, &t, rule, full, full_len, ip, (uint64_t)w->date_sec);
+    if (res == HE_STATS_AUTH_OK && p.count && he_auth_strip(r, &p, 1) < 0)
+        return HE_STATS_AUTH_MALFORMED;
+    return res;
+}
+
+static he_stats_auth_t he_auth_secure_link(he_worker_t *w, he_req_t *r, const he_conf_auth_t *rule,
+                                           const char *full, size_t full_len)
+{
+    he_auth_param_t ps[2] = {{.name = rule->md5_param}, {.name = rule->expires_param}};
+    char md5[64], exp[32], ip[INET6_ADDRSTRLEN];
+    int mn, en = 0;
+
+    if (!he_auth_find(r->url, r->url_len, ps, 2)) return HE_STATS_AUTH_MALFORMED;
+    if (!ps[0].count) return HE_STATS_AUTH_MISSING;
+    mn = he_auth_pct_decode(ps[0].val, ps[0].val_len, md5, sizeof(md5));
+    if (ps[1].count) en = he_auth_pct_decode(ps[1].val, ps[1].val_len, exp, sizeof(exp));
+    if (mn < 0 || en < 0) return HE_STATS_AUTH_MALFORMED;
+    he_auth_peer_text(r->conn, ip, sizeof(ip));
+    he_stats_auth_t res = he_auth_secure_link_verify(rule, md5, (size_t)mn, ps[1].count ? exp : NULL,
+                                                     (size_t)en, full, full_len, ip,
+                                                     (uint64_t)w->date_sec);
+    if (res == HE_STATS_AUTH_OK && he_auth_strip(r, ps, 2) < 0) return HE_STATS_AUTH_MALFORMED;
+    return res;
+}
+
+/* ---------------------------------------------------------------- ETags */
+
+/* The tag a tokenised playlist is sent with: the stored one with the
+ * token's hash before its closing quote ("abc" -> "abc-t1a2b3c4d"), so no
+ * cache between us and the player hands one viewer's URIs to another. */
+static uint32_t he_auth_text_hash(const he_req_t *r)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < r->auth_text_len; i++)
+        h = (h ^ (unsigned char)r->auth_text[i]) * 16777619u;
+    return h;
+}
+
+static size_t he_auth_etag(const he_req_t *r, const char *etag, size_t n, char *out, size_t cap)
+{
+    if (!etag || n < 2 || etag[n - 1] != '"' || n + 11 > cap) return 0;
+    memcpy(out, etag, n - 1);
+    snprintf(out + n - 1, cap - (n - 1), "-t%08x\"", he_auth_text_hash(r));
+    return n + 10;
+}
+
+/* If-None-Match naming our tag for this token compares as the stored tag:
+ * the suffix goes, so the handler's own evaluation can answer 304. */
+static void he_auth_inm(he_req_t *r)
+{
+    char suffix[16];
+    size_t o = 0;
+    snprintf(suffix, sizeof(suffix), "-t%08x\"", he_auth_text_hash(r));
+    for (size_t i = 0; i < r->inm_len;) {
+        if (i + 11 <= r->inm_len && memcmp(r->inm + i, suffix, 11) == 0) {
+            r->inm[o++] = '"';
+            i += 11;
+        } else {
+            r->inm[o++] = r->inm[i++];
+        }
+    }
+    r->inm_len = (uint16_t)o;
+    r->inm[o] = 0;
+}
+
+/* ---------------------------------------------------------------- the step */
+
+he_handler_result_t he_auth_handle(he_worker_t *w, he_req_t *r, const char *path, size_t len)
+{
+    const he_conf_auth_t *rule = he_conf_auth_match(w->conf, path, len);
+    char full[PATH_MAX + 1];
+    he_stats_auth_t res;
+
+    if (!rule) return HE_HANDLER_DECLINED;
+    if (r->auth_text_len) return HE_HANDLER_DECLINED; /* he_route_next: checked already */
+    if (len + 1 >= sizeof(full)) {
+        he_http_respond_error(w, r, 414);
+        return HE_HANDLER_DONE;
+    }
+    full[0] = '/';
+    memcpy(full + 1, path, len);
+    full[len + 1] = 0;
+    res = rule->scheme == HE_CONF_AUTH_SECURE_LINK ? he_auth_secure_link(w, r, rule, full, len + 1)
+                                                   : he_auth_edgeauth(w, r, rule, full, len + 1);
+    w->stats.auth[res]++;
+    if (res != HE_STATS_AUTH_OK) {
+        /* the cause is in /metrics, never in the answer */
+        r->auth_text = NULL;
+        r->auth_text_len = 0;
+        he_http_respond_error(w, r, res == HE_STATS_AUTH_EXPIRED ? 410 : 403);
+        return HE_HANDLER_DONE;
+    }
+    r->auth_propagate = rule->propagate && r->auth_text_len &&
+                        he_seg_type_from_path(path, len) == HE_SEG_TYPE_M3U8;
+    if (r->auth_propagate && r->inm_len) he_auth_inm(r);
+    return HE_HANDLER_DECLINED;
+}
+
+bool he_auth_to_origin(const he_worker_t *w, const he_req_t *r)
+{
+    char path[PATH_MAX];
+    int n;
+    const he_conf_auth_t *rule;
+    if (!r->auth_text_len || r->auth_text == r->cookie) return false; /* cookies never */
+    n = he_seg_url_normalize(r->url, r->url_len, path, sizeof(path));
+    rule = n < 0 ? NULL : he_conf_auth_match(w->conf, path, (size_t)n);
+    return rule && rule->to_origin;
+}
+
+/* ---------------------------------------------------------------- the answer */
+
+/* Output buffers, kept per worker thread for the next rewrite: a fresh
+ * malloc of a long media playlist's output is fresh pages, and faulting
+ * them in cost more than the rewrite (perf, tests/bench/auth-cost.py).
+ * A memory body's release runs on the worker that sent it. */
+#define HE_AUTH_POOL 8
+
+typedef struct he_auth_buf {
+    char *p;
+    size_t cap;
+} he_auth_buf_t;
+
+typedef struct he_auth_pool {
+    unsigned n;
+    he_auth_buf_t *b[HE_AUTH_POOL];
+} he_auth_pool_t;
+
+static pthread_key_t he_auth_pool_key;
+static pthread_once_t he_auth_pool_once = PTHREAD_ONCE_INIT;
+
+static void he_auth_buf_free(he_auth_buf_t *b)
+{
+    free(b->p);
+    free(b);
+}
+
+static void he_auth_pool_free(void *p)
+{
+    he_auth_pool_t *pool = p;
+    for (unsigned i = 0; i < pool->n; i++)
+        he_auth_buf_free(pool->b[i]);
+    free(pool);
+}
+
+static void he_auth_pool_init(void)
+{
+    pthread_key_create(&he_auth_pool_key, he_auth_pool_free); /* freed at thread exit */
+}
+
+static he_auth_pool_t *he_auth_pool(void)
+{
+    he_auth_pool_t *pool;
+    pthread_once(&he_auth_pool_once, he_auth_pool_init);
+    pool = pthread_getspecific(he_auth_pool_key);
+    if (!pool && (pool = calloc(1, sizeof(*pool)))) pthread_setspecific(he_auth_pool_key, pool);
+    return pool;
+}
+
+/* The memory body's release: back to the pool, or freed when it is full. */
+static void he_auth_free(void *p)
+{
+    he_auth_pool_t *pool = he_auth_pool();
+    if (pool && pool->n < HE_AUTH_POOL)
+        pool->b[pool->n++] = p;
+    else
+        he_auth_buf_free(p);
+}
+
+/* The playlist rewritten into a pooled buffer: the length, *bp the
+ * buffer (to he_auth_free); or an error. */
+static ssize_t he_auth_rewrite_pooled(const char *in, size_t len, const he_auth_rewrite_t *rw,
+                                      he_auth_buf_t **bp)
+{
+    he_auth_pool_t *pool = he_auth_pool();
+    he_auth_buf_t *b = pool && pool->n ? pool->b[--pool->n] : calloc(1, sizeof(*b));
+    ssize_t n;
+    *bp = NULL;
+    if (!b) return -ENOMEM;
+    n = he_auth_rewrite(in, len, rw, &b->p, &b->cap);
+    if (n < 0) {
+        he_auth_free(b);
+        return n;
+    }
+    *bp = b;
+    return n;
+}
+
+/* The whole representation from body, in memory: the body's own bytes
+ * when they are one span, else a copy (*copy, to free). NULL when it has
+ * not all arrived or cannot be read. */
+static const char *he_auth_gather(he_body_t *b, uint64_t size, char **copy)
+{
+    he_body_span_t s;
+    ssize_t n;
+    char *c;
+    *copy = NULL;
+    memset(&s, 0, sizeof(s));
+    n = b->ops->peek(b, 0, &s, true);
+    if (n <= 0 || !s.p) return NULL;
+    if ((uint64_t)n >= size) return s.p;
+    if (!(c = malloc(size))) return NULL;
+    for (uint64_t off = 0; off < size; off += (uint64_t)n) {
+        n = b->ops->peek(b, off, &s, true);
+        if (n <= 0 || !s.p) {
+            free(c);
+            return NULL;
+        }
+        if ((uint64_t)n > size - off) n = (ssize_t)(size - off);
+        memcpy(c + off, s.p, (size_t)n);
+    }
+    *copy = c;
+    return c;
+}
+
+void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he_body_t *body)
+{
+    he_http_head_t hh = *head, *h = &hh;
+    char etag[200], path[PATH_MAX], *copy;
+    he_auth_buf_t *out;
+    const he_conf_auth_t *rule;
+    const char *in, *drop[3] = {NULL, NULL, NULL};
+    size_t etag_len;
+    uint64_t size;
+    he_body_t nb;
+    ssize_t n;
+    int pn;
+
+    if (!r->auth_propagate || h->type != HE_SEG_TYPE_M3U8 ||
+        (h->status != 200 && h->status != 206 && h->status != 304) || (h->cenc && h->cenc[0])) {
+        he_http_respond(w, r, h, body);
+        return;
+    }
+    etag_len = he_auth_etag(r, h->etag, h->etag_len, etag, sizeof(etag));
+    h->etag = etag_len ? etag : NULL;
+    h->etag_len = etag_len;
+    if (h->status == 304 || !body || !body->ops || r->method == HTTP_HEAD) {
+        he_http_respond(w, r, h, body);
+        return;
+    }
+    pn = he_seg_url_normalize(r->url, r->url_len, path, sizeof(path));
+    rule = pn < 0 ? NULL : he_conf_auth_match(w->conf, path, (size_t)pn);
+    if (!rule) { /* a reload took the rule away meanwhile: as it is now */
+        he_http_respond(w, r, h, body);
+        return;
+    }
+    size = h->range ? h->size : body->end;
+    body->off = 0;
+    body->end = size;
+    in = size ? he_auth_gather(body, size, &copy) : NULL;
+    if (!in) {
+        he__body_release(body);
+        he_log_error("worker %u: playlist /%s not complete for its token rewrite", w->id, path);
+        he_http_respond_error(w, r, 502);
+        return;
+    }
+    if (rule->scheme == HE_CONF_AUTH_SECURE_LINK) {
+        drop[0] = rule->md5_param;
+        drop[1] = rule->expires_param;
+    } else {
+        drop[0] = rule->param;
+    }
+    he_auth_rewrite_t rw = {.text = r->auth_text,
+                            .text_len = r->auth_text_len,
+                            .drop = drop,
+                            .hosts = NULL,
+                            .nhosts = rule->npropagate_hosts};
+    const char *hosts[HE_CONF_AUTH_MAX_HOSTS];
+    for (unsigned i = 0; i < rule->npropagate_hosts; i++)
+        hosts[i] = rule->propagate_hosts[i];
+    rw.hosts = hosts;
+    n = he_auth_rewrite_pooled(in, (size_t)size, &rw, &out);
+    free(copy);
+    h->status = 200; /* a Range of the stored bytes names nothing in these */
+    h->range = false;
+    h->accept_ranges = false;
+    h->has_clen = true;
+    if (n == -EINVAL) { /* no playlist after all (no #EXTM3U): no URI to carry it */
+        h->clen = size;
+        he_http_respond(w, r, h, body);
+        return;
+    }
+    he__body_release(body);
+    if (n < 0) {
+        he_http_respond_error(w, r, 503);
+        return;
+    }
+    w->stats.auth_rewrites++;
+    he__body_mem(&nb, out->p, (size_t)n, he_auth_free, out);
+    h->clen = (uint64_t)n;
+    he_http_respond(w, r, h, &nb);
+}

@@ -1,0 +1,83 @@
+/* handler/: signed URLs. The router's first step under an auth rule
+ * (auth.c) checks the request's token and takes it out of the target;
+ * a playlist answered to it then carries the token in every URI
+ * (auth_rewrite.c); the token schemes themselves are pure functions
+ * (auth_token.c).
+ *
+ *   auth_token.c    EdgeAuth 2.0 and nginx secure_link: parse and verify
+ *   auth_rewrite.c  a playlist with a query text added to its URIs
+ *   auth.c          the handler step, the answer's rewrite, the access log's view */
+#ifndef HE_HANDLER_AUTH_H
+#define HE_HANDLER_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "conf/conf.h"
+#include "server/base/stats.h"
+
+/* ---------------------------------------------------------------- auth_token.c */
+
+/* A field of an EdgeAuth token: its value's bytes in the token. */
+typedef struct he_auth_field {
+    const char *p;
+    size_t len;
+} he_auth_field_t;
+
+/* An EdgeAuth 2.0 token, "[ip=IP~][st=START~]exp=END~acl=ACL[!ACL...]~
+ * [id=ID~][data=DATA~]hmac=HEX", split into its fields (pointers into the
+ * token). signed_len: the bytes the HMAC covers, those before "~hmac=". */
+typedef struct he_auth_edgeauth {
+    he_auth_field_t ip, st, exp, acl, id, data, hmac;
+    uint64_t start, end; /* st (0 when absent) and exp, seconds since the epoch */
+    size_t signed_len;
+} he_auth_edgeauth_t;
+
+/* Splits tok (already percent-decoded). 0, or -EINVAL: an unknown or
+ * duplicate field, no exp or hmac, hmac not last or not 64 hex digits, a
+ * time that is not a number, an empty field. */
+int he_auth_edgeauth_parse(const char *tok, size_t len, he_auth_edgeauth_t *t);
+/* Whether one ACL (a path in which '*' matches any run of bytes) covers
+ * path; acl may hold several separated by '!'. */
+bool he_auth_acl_match(const char *acl, size_t acl_len, const char *path, size_t path_len);
+/* Checks a parsed token for path ("/live/a.ts", normalized), the client's
+ * address as text and the time now (seconds): the HMAC-SHA256 under any of
+ * the rule's keys (constant-time compare), the time window with the rule's
+ * skew, the ACL (or, without one, the path as the url= the HMAC covers),
+ * the ip. */
+he_stats_auth_t he_auth_edgeauth_verify(const char *tok, const he_auth_edgeauth_t *t,
+                                        const he_conf_auth_t *rule, const char *path,
+                                        size_t path_len, const char *ip, uint64_t now);
+/* nginx secure_link: md5 (base64url, no padding) over the rule's template
+ * with $expires, $uri, $remote_addr and $secret (each key in turn)
+ * substituted; expires (NULL: none given) is when it ends. */
+he_stats_auth_t he_auth_secure_link_verify(const he_conf_auth_t *rule, const char *md5,
+                                           size_t md5_len, const char *expires,
+                                           size_t expires_len, const char *uri, size_t uri_len,
+                                           const char *ip, uint64_t now);
+/* Percent-decodes src into dst (cap bytes): the length, or -EINVAL for a
+ * bad escape or a decoded NUL, -ENAMETOOLONG. */
+int he_auth_pct_decode(const char *src, size_t len, char *dst, size_t cap);
+
+/* ---------------------------------------------------------------- auth_rewrite.c */
+
+/* What a playlist's URIs get. */
+typedef struct he_auth_rewrite {
+    const char *text; /* "__token__=..." as it goes into a query */
+    size_t text_len;
+    const char *const *drop; /* query parameters the URIs lose (a token of their own); NULL-ended */
+    const char *const *hosts; /* absolute URIs to these hosts get text too */
+    unsigned nhosts;
+} he_auth_rewrite_t;
+
+/* The playlist in (len bytes) with rw->text added to the query of every
+ * URI it names (he_seg_playlist_uris), into *out (*cap bytes; NULL or too
+ * small: realloc'd, and *out, *cap updated; the caller frees it whatever
+ * the result). One pass, no allocation per line. The length, -EINVAL when
+ * in is no playlist, -ENOMEM. */
+ssize_t he_auth_rewrite(const char *in, size_t len, const he_auth_rewrite_t *rw, char **out,
+                        size_t *cap);
+
+#endif
