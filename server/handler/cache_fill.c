@@ -91,6 +91,17 @@ static void he_rc_on_headers(he_worker_t *w, he_req_t *r)
         he__rc_serve_obj(w, r, o, cst);
         return;
     }
+    if (resp->content_length >= 0 && !resp->chunked && !resp->no_body &&
+        he_cache_obj_len(o) >= (uint64_t)resp->content_length) {
+        /* every byte is here (a small object, or a request that joined
+         * late: pipelined behind the one that filled it, whose response
+         * ended before the fill published): answered like the hit it is
+         * about to be, Range and conditionals honoured */
+        he_cache_fill_leave(&cc->waiter);
+        if (r->cache_st == HE_ALOG_CACHE_COALESCED) r->cache_st = HE_ALOG_CACHE_HIT_RAM;
+        he__rc_serve_obj(w, r, o, r->cache_st);
+        return;
+    }
     cc->obj = o;
     key = he_cache_obj_key(o);
     type = he_seg_type_from_path(key->s, key->path_len);

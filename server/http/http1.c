@@ -385,6 +385,7 @@ static void he_http1_request(he_worker_t *w, he_conn_t *c)
     he_http1_error = 0;
     c->t_first_byte_ns = 0;
     c->bytes_sent = 0;
+    r->kind = HE_SEG_KIND_OTHER; /* until a handler knows better */
     if (err) {
         /* everything buffered after the bad bytes goes with the connection */
         c->in_off = c->in_len = 0;

@@ -21,7 +21,12 @@ origin (origin.py):
   - a request that falls back to the other source is counted once;
   - 304, 416 and 206 from a RAM hit and from an SSD hit carry exactly the
     body their head announces, so the next request on the same keep-alive
-    connection is read right.
+    connection is read right;
+  - over TLS (SSL_write, which may finish a response before its fill has
+    published the object), a Range, conditional or HEAD request pipelined
+    behind the miss that fills the object is answered as a hit: 206, 304,
+    416, not a full 200;
+  - responses to requests that never parse count as kind "other".
 
 Written against the intended behaviour before the server's data path uses
 the cache: when a path absent from root is not fetched from origin.urls,
@@ -39,7 +44,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Server, blob, expect, expect_eq, recv_until_close, run_tests  # noqa: E402
+from he import Server, blob, connect, expect, expect_eq, recv_until_close, run_tests  # noqa: E402
 from he_admin import metrics_text, stats, wait_for  # noqa: E402
 from origin import Origin  # noqa: E402
 
@@ -461,6 +466,78 @@ def test_conditionals_on_ram_and_ssd_hits():
             _conditional_round(srv.port, path, data, etag)  # SSD hits (and a promotion)
             expect_eq(o.count(path), 1, "origin requests: one fill for all of it")
 
+
+def _read_responses(sock, heads, timeout=20):
+    """One HTTP/1.1 response per entry of heads (True: the request was a
+    HEAD, no body) off sock: [(status, headers dict, body)]."""
+    buf, out, deadline = b"", [], time.time() + timeout
+    while len(out) < len(heads) and time.time() < deadline:
+        while b"\r\n\r\n" in buf and len(out) < len(heads):
+            head, rest = buf.split(b"\r\n\r\n", 1)
+            lines = head.decode("latin-1").split("\r\n")
+            hdrs = dict((k.lower(), v.strip()) for k, v in (l.split(":", 1) for l in lines[1:]))
+            status = int(lines[0].split()[1])
+            no_body = status in (204, 304) or heads[len(out)]
+            clen = 0 if no_body else int(hdrs.get("content-length", 0))
+            if len(rest) < clen:
+                break
+            out.append((status, hdrs, rest[:clen]))
+            buf = rest[clen:]
+        if len(out) == len(heads):
+            break
+        try:
+            d = sock.recv(1 << 20)
+        except socket.timeout:
+            break
+        if not d:
+            break
+        buf += d
+    return out
+
+
+def test_tls_pipelined_behind_a_miss():
+    data = blob(200 << 10, 9)
+    cases = [("GET", "Range: bytes=1-2\r\n", 206, data[1:3]),
+             ("GET", "If-None-Match: *\r\n", 304, b""),
+             ("GET", "Range: bytes=%d-\r\n" % (len(data) + 5), 416, b""),
+             ("HEAD", "", 200, b"")]
+    with Origin(files={"/tlspipe/%d.ts" % i: data for i in range(len(cases))}) as o:
+        with Server(ROOT, extra=cache_conf(o), tls=True) as srv:
+            for i, (method, extra, want, body) in enumerate(cases):
+                path = "/tlspipe/%d.ts" % i
+                s = connect(srv.port, tls=True)
+                try:
+                    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n"
+                               "%s %s HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n"
+                               % (path, method, path, extra)).encode())
+                    rs = _read_responses(s, [False, method == "HEAD"])
+                finally:
+                    s.close()
+                expect_eq(len(rs), 2, "%s: two responses" % path)
+                if len(rs) < 2:
+                    continue
+                expect(rs[0][0] == 200 and rs[0][2] == data, "%s: the miss is whole" % path)
+                expect_eq(rs[1][0], want, "%s: the pipelined %s %s" % (path, method, extra.strip()))
+                expect(rs[1][2] == body, "%s: its body" % path)
+                expect_eq(o.count(path), 1, "%s: one origin request" % path)
+
+
+def test_parse_errors_count_as_other():
+    """A 400 for bytes that never parsed is of no kind: "other", not the
+    kind of the request before it on the connection."""
+    os.makedirs(os.path.join(ROOT, "k"), exist_ok=True)
+    with open(os.path.join(ROOT, "k", "master.m3u8"), "w") as f:
+        f.write("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000\nv/index.m3u8\n")
+    with Origin(files={}) as o, server(o, admin=True) as srv:
+        before = stats(srv)["kinds"]
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(b"GET /k/master.m3u8 HTTP/1.1\r\nHost: x\r\n\r\nBAD\r\n\r\n")
+        recv_until_close(s)
+        s.close()
+        after = wait_for(lambda: (lambda k: k if sum(k.values()) == sum(before.values()) + 2 else None)(
+            stats(srv)["kinds"]), 5, "both responses counted")
+        expect_eq(after["master"] - before["master"], 1, "the master playlist counts as master")
+        expect_eq(after["other"] - before["other"], 1, "the 400 counts as other")
 
 if __name__ == "__main__":
     try:
