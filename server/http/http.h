@@ -41,7 +41,8 @@ typedef struct he_req {
     char im[256];
     char ius[40];
     char if_range[HE_HDR_SMALL];
-    uint16_t range_len, inm_len, ims_len, im_len, ius_len, if_range_len;
+    char via[512]; /* Via: loops are refused (508), the rest goes to the origin */
+    uint16_t range_len, inm_len, ims_len, im_len, ius_len, if_range_len, via_len;
     uint8_t has_origin;
     uint64_t t_start_ns; /* first byte of the request seen */
 
@@ -54,7 +55,7 @@ typedef struct he_req {
     uint8_t field_overflow;
     bool value_more;   /* the current header line's value already has bytes */
     uint8_t host_seen; /* Host lines, counted up to 2 */
-    uint8_t hdr_cut;   /* 1 << HE_HDR_x: that value was cut to its buffer */
+    uint16_t hdr_cut;  /* 1 << HE_HDR_x: that value was cut to its buffer */
 
     /* the answer */
     int status;
@@ -75,6 +76,7 @@ enum {
     HE_HDR_IF_RANGE,
     HE_HDR_ORIGIN,
     HE_HDR_HOST,
+    HE_HDR_VIA,
     HE_HDR_COUNT
 };
 
@@ -133,6 +135,8 @@ typedef struct he_http_head {
     bool cache_control;  /* our Cache-Control for type */
     bool expose_headers; /* CORS: Access-Control-Expose-Headers */
     const char *extra;   /* whole header lines, CRLF-terminated */
+    bool has_age;        /* Age: age_s (RFC 9111 5.1), on answers from a cache */
+    uint64_t age_s;
 } he_http_head_t;
 
 /* Sends head and body (NULL: none) as the answer to r. The body source
