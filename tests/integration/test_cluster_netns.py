@@ -114,7 +114,11 @@ def start(box, argv, hostname=None, log=None):
 def kill(box, sig=signal.SIGKILL):
     p = PROCS.pop(box, None)
     if p and p.poll() is None:
-        p.send_signal(sig)
+        # the whole session it was started in (nginx's workers too), by its id
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            pass
         try:
             p.wait(timeout=30)
         except subprocess.TimeoutExpired:
