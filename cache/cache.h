@@ -47,6 +47,7 @@
 #include "cache/origin.h"
 #include "cache/prefetch.h"
 #include "cache/result.h"
+#include "cache/select.h"
 #include "cache/stats.h"
 #include "cache/store.h"
 

@@ -49,13 +49,16 @@ enum he_cache_fetch_state {
 #define HE_FETCH_OBUF 16384
 
 struct he_cache_fetch {
+    he_cache_parent_t parents[HE_CONF_MAX_ORIGINS];
     he_cache_origins_t *o;
     he_cache_stats_t *st;
     he_cache_sink_t sink;
     unsigned connect_ms, read_ms, total_ms;
     unsigned attempts_max, attempt, origin;
     bool head;
-    char *target, *inm, *ims;
+    char *target, *inm, *ims, *via; /* via: the whole Via value to send, or NULL */
+    uint8_t order[HE_CONF_MAX_ORIGINS]; /* he_cache_select_order, fixed at the start */
+    uint64_t now_ms;                    /* of the last call in, for health marks */
 
     int state, after_send, after_close;
     he_cache_conn_t conn;
@@ -85,6 +88,14 @@ struct he_cache_fetch {
     char pbuf[HE_FETCH_IBUF]; /* TLS plaintext */
 };
 
+static const he_cache_parent_t *he_fetch_parents(const he_cache_origins_t *o,
+                                                he_cache_parent_t *out)
+{
+    for (unsigned i = 0; i < o->n; i++)
+        out[i] = o->org[i].parent;
+    return out;
+}
+
 static char *he_fetch_dup(const char *s)
 {
     return s && *s ? strdup(s) : NULL;
@@ -107,13 +118,31 @@ he_cache_fetch_t *he_cache_fetch_new(he_cache_origins_t *o, const he_conf_t *con
     f->total_ms = conf->origin_total_timeout_ms;
     f->attempts_max = 1 + conf->origin_retries;
     f->head = req->head;
+    f->now_ms = now_ms;
+    he_cache_select_order(he_fetch_parents(o, f->parents), o->n, o->select, req->select_hash,
+                          o->health, now_ms, f->order);
+    f->origin = f->order[0];
+    if (o->via[0] || (req->via_in && *req->via_in)) {
+        size_t a = req->via_in ? strlen(req->via_in) : 0, b = strlen(o->via);
+        if ((f->via = malloc(a + b + 3))) {
+            /* a Via with CR or LF would end the request head: never forwarded */
+            if (a && strpbrk(req->via_in, "\r\n")) a = 0;
+            memcpy(f->via, req->via_in, a);
+            if (a && b) memcpy(f->via + a, ", ", 2), a += 2;
+            memcpy(f->via + a, o->via, b + 1);
+            if (!f->via[0]) {
+                free(f->via);
+                f->via = NULL;
+            }
+        }
+    }
     f->target = strdup(req->path);
     f->inm = he_fetch_dup(req->inm);
     f->ims = he_fetch_dup(req->ims);
     f->conn.fd = -1;
     f->new_attempt = true;
     f->state = HE_FS_START;
-    if (!f->target || (req->inm && *req->inm && !f->inm) || (req->ims && *req->ims && !f->ims)) {
+    if (!f->target || ((o->via[0] || (req->via_in && *req->via_in)) && !f->via) || (req->inm && *req->inm && !f->inm) || (req->ims && *req->ims && !f->ims)) {
         he_cache_fetch_free(f);
         return NULL;
     }
@@ -133,6 +162,7 @@ void he_cache_fetch_free(he_cache_fetch_t *f)
     free(f->target);
     free(f->inm);
     free(f->ims);
+    free(f->via);
     free(f);
 }
 
@@ -157,11 +187,27 @@ static void he_fetch_drop(he_cache_fetch_t *f)
  * sink and attempts are left, else the end. */
 static void he_fetch_fail(he_cache_fetch_t *f, int err, he_cache_oerr_t cause)
 {
-    if (f->st) f->st->origin_errors[cause]++;
+    if (f->st) {
+        f->st->origin_errors[cause]++;
+        if (f->origin < HE_CONF_MAX_ORIGINS) f->st->parent_errors[f->origin]++;
+    }
     ERR_clear_error();
+    /* the parent's fault, not the response's: skipped by every worker for
+     * origin.down_time (a truncated body or a protocol error is not) */
+    if (cause == HE_CACHE_OERR_CONNECT || cause == HE_CACHE_OERR_TIMEOUT_CONNECT ||
+        cause == HE_CACHE_OERR_TIMEOUT_READ || cause == HE_CACHE_OERR_TIMEOUT_TOTAL ||
+        cause == HE_CACHE_OERR_STATUS_5XX) {
+        if (he_cache_health_fail(f->o->health, f->origin, f->now_ms) && f->st)
+            f->st->parent_marked_down++;
+    }
+    /* a 5xx is an answer, cheap to retry: even with origin.retries 0 the
+     * fill's waiters get one more try on another origin when there is one,
+     * rather than all failing together on one parent's error */
+    if (cause == HE_CACHE_OERR_STATUS_5XX && f->attempts_max == 1 && f->o->n > 1)
+        f->attempts_max = 2;
     if (!f->delivered && f->attempt + 1 < f->attempts_max) {
         f->attempt++;
-        f->origin = f->attempt % f->o->n;
+        f->origin = f->order[f->attempt % f->o->n];
         f->new_attempt = true;
         f->skip_pool = f->pool_retried = false;
         if (f->st) f->st->origin_failovers++;
@@ -198,6 +244,7 @@ static int he_fetch_deliver_head(he_cache_fetch_t *f)
     int rc;
     if (f->delivered) return 0;
     f->delivered = true;
+    he_cache_health_ok(f->o->health, f->origin);
     rc = f->sink.headers ? f->sink.headers(f->sink.ctx, &f->parser.resp) : 0;
     if (rc < 0) he_fetch_abort(f, rc);
     return rc;
@@ -358,14 +405,15 @@ static int he_fetch_build(he_cache_fetch_t *f, char **out)
     n = he_cache_origin_path(org, f->target, path, pcap);
     /* the head's other lines are short; grown if they are not */
     cap = (size_t)(n > 0 ? n : 0) + strlen(org->authority) + (f->inm ? strlen(f->inm) : 0) +
+          (f->via ? strlen(f->via) : 0) +
           (f->ims ? strlen(f->ims) : 0) + 512;
     while (n >= 0) {
         if (!(req = malloc(cap))) {
             n = -ENOMEM;
             break;
         }
-        n = he_cache_httpc_request_method(req, cap, f->head ? "HEAD" : "GET", org->authority, path,
-                                          f->inm, f->ims);
+        n = he_cache_httpc_request_via(req, cap, f->head ? "HEAD" : "GET", org->authority, path,
+                                       f->inm, f->ims, f->via);
         if (n != -ENOSPC || cap > (64u << 20)) break;
         free(req);
         req = NULL;
@@ -389,6 +437,7 @@ static int he_fetch_request(he_cache_fetch_t *f)
     f->got_bytes = false;
     if (f->st) {
         f->st->origin_requests++;
+        if (f->origin < HE_CONF_MAX_ORIGINS) f->st->parent_requests[f->origin]++;
         if (f->reused) f->st->origin_reused++;
     }
     free(f->reqbuf); /* a retry's: the last request went (or failed) */
@@ -413,6 +462,7 @@ he_cache_io_op_t he_cache_fetch_next(he_cache_fetch_t *f, uint64_t now_ms, he_ca
 {
     const he_cache_origin_t *org;
     int rc;
+    f->now_ms = now_ms;
     memset(io, 0, sizeof(*io));
     io->fd = -1;
     for (;;) {
@@ -532,6 +582,7 @@ void he_cache_fetch_complete(he_cache_fetch_t *f, int res, uint64_t now_ms)
 {
     he_cache_io_op_t op = f->inflight;
     f->inflight = HE_CACHE_IO_NONE;
+    f->now_ms = now_ms;
     switch (op) {
     case HE_CACHE_IO_SOCKET:
         if (res < 0) {

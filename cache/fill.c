@@ -451,6 +451,11 @@ int he_cache_fill_status(const he_cache_fill_t *f)
     return f->status;
 }
 
+const he_cache_key_t *he_cache_fill_key(const he_cache_fill_t *f)
+{
+    return &f->key;
+}
+
 he_cache_obj_t *he_cache_fill_obj(const he_cache_fill_t *f)
 {
     return f->obj;

@@ -66,6 +66,7 @@ void he_cache_fill_end(he_cache_fill_t *f, int res, he_cache_oerr_t cause, int64
  * waiter takes its own reference if it keeps it past the notification). */
 int he_cache_fill_status(const he_cache_fill_t *f);
 he_cache_obj_t *he_cache_fill_obj(const he_cache_fill_t *f);
+const he_cache_key_t *he_cache_fill_key(const he_cache_fill_t *f); /* what it fills */
 bool he_cache_fill_stale(const he_cache_fill_t *f); /* answering from a stale object */
 /* Hit-for-miss. After HEADERS: whether waiter w may take this answer. The
  * request that started the fill may; others unless the response is one

@@ -179,7 +179,11 @@ bool he_cache_fresh_compute(const he_conf_t *conf, he_seg_kind_t kind,
     bool explicit_ = false;
 
     memset(out, 0, sizeof(*out));
+    /* when the response was generated: Age (a shield's copy) is already
+     * that old, and the Age we send on (respond_cache.c) counts from here */
     out->stored_ms = wall_ms;
+    if (r->age_s > 0) /* a silly Age makes it as old as 1970, no older */
+        out->stored_ms = r->age_s < wall_ms / 1000 ? wall_ms - r->age_s * 1000 : 1;
     if (cc.no_store || cc.private_ || r->set_cookie || r->vary) return false;
     if (r->date[0] && he_cache_http_date_parse(r->date, strlen(r->date), &t) == 0) date_ms = t;
     if (r->status == 404) {

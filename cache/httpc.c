@@ -422,22 +422,31 @@ int he_cache_httpc_eof(he_cache_httpc_t *p)
     return -EPIPE;
 }
 
-int he_cache_httpc_request_method(char *out, size_t cap, const char *method, const char *host,
-                                  const char *path, const char *inm, const char *ims)
+int he_cache_httpc_request_via(char *out, size_t cap, const char *method, const char *host,
+                               const char *path, const char *inm, const char *ims,
+                               const char *via)
 {
     int n;
     /* a path or header with CR/LF would smuggle a second request */
     if (strpbrk(method, "\r\n ") || strpbrk(path, "\r\n ") || strpbrk(host, "\r\n") ||
-        (inm && strpbrk(inm, "\r\n")) || (ims && strpbrk(ims, "\r\n")))
+        (inm && strpbrk(inm, "\r\n")) || (ims && strpbrk(ims, "\r\n")) ||
+        (via && strpbrk(via, "\r\n")))
         return -EINVAL;
     n = snprintf(out, cap,
                  "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: hlsedge\r\n"
-                 "Accept-Encoding: identity\r\n%s%s%s%s%s%s\r\n",
+                 "Accept-Encoding: identity\r\n%s%s%s%s%s%s%s%s%s\r\n",
                  method, path, host, inm && *inm ? "If-None-Match: " : "", inm && *inm ? inm : "",
                  inm && *inm ? "\r\n" : "", ims && *ims ? "If-Modified-Since: " : "",
-                 ims && *ims ? ims : "", ims && *ims ? "\r\n" : "");
+                 ims && *ims ? ims : "", ims && *ims ? "\r\n" : "", via && *via ? "Via: " : "",
+                 via && *via ? via : "", via && *via ? "\r\n" : "");
     if (n < 0 || (size_t)n >= cap) return -ENOSPC;
     return n;
+}
+
+int he_cache_httpc_request_method(char *out, size_t cap, const char *method, const char *host,
+                                  const char *path, const char *inm, const char *ims)
+{
+    return he_cache_httpc_request_via(out, cap, method, host, path, inm, ims, NULL);
 }
 
 int he_cache_httpc_request(char *out, size_t cap, const char *host, const char *path,

@@ -46,7 +46,32 @@ static bool he_cache_origin_numeric(he_cache_origin_t *o)
     return false;
 }
 
-int he_cache_origin_parse(const char *url, he_cache_origin_t *o, char *err, size_t errlen)
+static int he_cache_origin_parse_url(const char *url, he_cache_origin_t *o, char *err,
+                                     size_t errlen);
+
+int he_cache_origin_parse(const char *spec, he_cache_origin_t *o, char *err, size_t errlen)
+{
+    char url[512];
+    const char *what = NULL;
+    size_t ul;
+    unsigned weight;
+    int rc;
+    if (he_conf_origin_url_split(spec, strlen(spec), &ul, &weight, &what) < 0 ||
+        ul >= sizeof(url)) {
+        memset(o, 0, sizeof(*o));
+        return he_cache_origin_err(err, errlen, spec, what ? what : "too long");
+    }
+    memcpy(url, spec, ul);
+    url[ul] = 0;
+    rc = he_cache_origin_parse_url(url, o, err, errlen);
+    if (rc < 0) return rc;
+    o->parent.weight = weight;
+    o->parent.id = he_cache_select_id(url, ul);
+    return 0;
+}
+
+static int he_cache_origin_parse_url(const char *url, he_cache_origin_t *o, char *err,
+                                     size_t errlen)
 {
     const char *p, *hs, *he, *path;
     size_t hl;
@@ -190,12 +215,23 @@ int he_cache_origins_new(he_cache_origins_t **out, const he_cache_origins_opts_t
     if (!o) return -ENOMEM;
     o->n = opts->norigins;
     o->pool_max = opts->conf ? opts->conf->origin_pool : 0;
+    o->select = opts->conf ? opts->conf->origin_select : HE_CONF_SELECT_ORDERED;
+    if (opts->via) snprintf(o->via, sizeof(o->via), "%s", opts->via);
+    o->health = opts->health;
+    if (!o->health) {
+        o->health = he_cache_health_new(o->n, opts->conf ? opts->conf->origin_down_time_ms : 0);
+        o->own_health = true;
+        if (!o->health) {
+            free(o);
+            return -ENOMEM;
+        }
+    }
     for (unsigned i = 0; i < o->n; i++) {
         o->org[i] = opts->origins[i];
         tls |= o->org[i].tls;
         if (!o->org[i].addrlen) {
             if (err && errlen) snprintf(err, errlen, "origin %s: not resolved", o->org[i].host);
-            free(o);
+            he_cache_origins_free(o);
             return -EINVAL;
         }
         if (o->pool_max) {
@@ -224,7 +260,13 @@ void he_cache_origins_free(he_cache_origins_t *o)
     for (unsigned i = 0; i < o->n; i++)
         free(o->pool[i].conns);
     SSL_CTX_free(o->ssl_ctx);
+    if (o->own_health) he_cache_health_free(o->health);
     free(o);
+}
+
+he_cache_health_t *he_cache_origins_health(const he_cache_origins_t *o)
+{
+    return o->health;
 }
 
 unsigned he_cache_origins_count(const he_cache_origins_t *o)

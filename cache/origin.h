@@ -13,6 +13,7 @@
 
 #include "cache/fresh.h"
 #include "cache/obj.h"
+#include "cache/select.h"
 #include "cache/stats.h"
 #include "conf/conf.h"
 
@@ -78,6 +79,10 @@ int he_cache_httpc_request(char *out, size_t cap, const char *host, const char *
 /* Same with any method ("GET", "HEAD"). */
 int he_cache_httpc_request_method(char *out, size_t cap, const char *method, const char *host,
                                   const char *path, const char *inm, const char *ims);
+/* Same with a Via field (NULL or "": none). */
+int he_cache_httpc_request_via(char *out, size_t cap, const char *method, const char *host,
+                               const char *path, const char *inm, const char *ims,
+                               const char *via);
 
 /* ---- origins (origin.c, pool.c)
  *
@@ -102,10 +107,12 @@ typedef struct he_cache_origin {
     char base[512];      /* path prefix without a trailing '/'; "" for none */
     struct sockaddr_storage addr;
     socklen_t addrlen; /* 0: not resolved (a name, he_cache_origin_parse only) */
+    he_cache_parent_t parent; /* weight (" weight=N", else 1) and id for origin.select: hash */
 } he_cache_origin_t;
 
-/* Parses "http[s]://host[:port][/prefix]" (IPv6 as [addr]); numeric hosts
- * get their address, names are left unresolved. 0 or -EINVAL (err set). */
+/* Parses "http[s]://host[:port][/prefix]" (IPv6 as [addr]), optionally
+ * followed by " weight=N"; numeric hosts get their address, names are left
+ * unresolved. 0 or -EINVAL (err set). */
 int he_cache_origin_parse(const char *url, he_cache_origin_t *o, char *err, size_t errlen);
 /* Parses and resolves conf->origin_urls in order (getaddrinfo for names:
  * control thread only). Returns the count, or -EINVAL / -EHOSTUNREACH
@@ -125,6 +132,12 @@ typedef struct he_cache_origins_opts {
     const he_cache_origin_t *origins; /* he_cache_origins_resolve's output */
     unsigned norigins;
     const char *tls_ca_file; /* NULL: the system store; tests: a private CA (PEM) */
+    /* shared by the workers of a generation (select.h); NULL: one of its
+     * own, made from conf (origin.down_time) */
+    he_cache_health_t *health;
+    /* sent to the origins as "Via: <via>" after the request's own Via;
+     * NULL or "": none */
+    const char *via;
 } he_cache_origins_opts_t;
 
 int he_cache_origins_new(he_cache_origins_t **out, const he_cache_origins_opts_t *opts, char *err,
@@ -132,6 +145,8 @@ int he_cache_origins_new(he_cache_origins_t **out, const he_cache_origins_opts_t
 void he_cache_origins_free(he_cache_origins_t *o); /* closes pooled fds */
 unsigned he_cache_origins_count(const he_cache_origins_t *o);
 const he_cache_origin_t *he_cache_origins_get(const he_cache_origins_t *o, unsigned i);
+/* The health table the fetches read and mark (shared or its own). */
+he_cache_health_t *he_cache_origins_health(const he_cache_origins_t *o);
 
 /* A connection to an origin: the socket and, for https, its TLS state
  * (an SSL * with memory BIOs). */
@@ -205,14 +220,25 @@ typedef struct he_cache_fetch_req {
     const char *inm;  /* If-None-Match or NULL */
     const char *ims;  /* If-Modified-Since or NULL */
     bool head;        /* HEAD instead of GET */
+    /* origin.select: hash: the hash of the cache key's path
+     * (he_cache_select_key); ignored by ordered */
+    uint64_t select_hash;
+    /* the Via of the request the fill is for (NULL: none): forwarded with
+     * ours appended, so a loop through several boxes is seen by each */
+    const char *via_in;
 } he_cache_fetch_req_t;
 
 /* Sets inm/ims from a stale object being revalidated (its ETag and
  * Last-Modified; they point into the object's meta). */
 void he_cache_fetch_req_validators(he_cache_fetch_req_t *req, const he_cache_obj_t *stale);
 
-/* One origin request with failover: attempt k goes to origin k mod n, up
- * to 1 + origin_retries attempts. A connect error or timeout, a reset, a
+/* One origin request with failover: the origins are ordered once, when
+ * the fetch starts (he_cache_select_order: origin.select, health), and
+ * attempt k goes to the k-th of them (mod n), up to 1 + origin_retries
+ * attempts; a 5xx on the first attempt always gets one more on another
+ * origin when there is one, even with origin_retries 0, so one parent's
+ * error does not fail every waiter of a fill. A connect failure, a timeout or a 5xx marks the origin down
+ * (origin.down_time) for every worker; an answer marks it up. A connect error or timeout, a reset, a
  * malformed head, a 5xx or a read/total timeout before the sink saw
  * anything moves to the next origin; after that the fetch ends. A 5xx on
  * the last attempt ends the fetch with an error (cause STATUS_5XX), so the

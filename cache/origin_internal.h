@@ -17,6 +17,10 @@ struct he_cache_origins {
     unsigned pool_max;
     he__cache_pool_t pool[HE_CONF_MAX_ORIGINS];
     SSL_CTX *ssl_ctx; /* only when an origin is https */
+    unsigned select;  /* origin.select */
+    he_cache_health_t *health;
+    bool own_health; /* made for this one (no shared table was given) */
+    char via[128];   /* "1.1 hlsedge-<host>", or "" */
 };
 
 #endif

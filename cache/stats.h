@@ -6,6 +6,9 @@
 
 #include <stdint.h>
 
+/* = HE_CONF_MAX_ORIGINS (checked in select.c), without conf.h */
+#define HE_CACHE_PARENTS_MAX 8
+
 typedef enum he_cache_tier {
     HE_CACHE_TIER_RAM = 0,
     HE_CACHE_TIER_SSD,
@@ -67,6 +70,11 @@ typedef struct he_cache_stats {
     uint64_t zc_sends;
     uint64_t zc_copied;
     uint64_t promotions; /* SSD hits copied into the RAM tier */
+    /* parent selection: per origin.urls index */
+    uint64_t parent_requests[HE_CACHE_PARENTS_MAX];
+    uint64_t parent_errors[HE_CACHE_PARENTS_MAX];
+    uint64_t parent_marked_down; /* failures that marked a parent down */
+    uint64_t via_loops;          /* requests refused 508: Via named this box */
 } __attribute__((aligned(64))) he_cache_stats_t;
 
 const char *he_cache_oerr_name(he_cache_oerr_t e);

@@ -18,6 +18,19 @@
 #define HE_CONF_ERR_MAX 512
 #define HE_CONF_MAX_CERTS 16
 #define HE_CONF_MAX_ORIGINS 8
+
+/* origin.select: which origin a miss tries first. */
+typedef enum he_conf_origin_select {
+    HE_CONF_SELECT_ORDERED = 0, /* in the order of origin.urls */
+    HE_CONF_SELECT_HASH         /* consistent hashing of the key's path */
+} he_conf_origin_select_t;
+
+/* An origin.urls entry is "URL" or "URL weight=N" (N in 1..HE_CONF_WEIGHT_MAX).
+ * Splits it: *url_len is the URL's length, *weight its weight (1 when not
+ * given). 0, or -EINVAL with *what saying what was expected. */
+#define HE_CONF_WEIGHT_MAX 1000
+int he_conf_origin_url_split(const char *s, size_t len, size_t *url_len, unsigned *weight,
+                             const char **what);
 #define HE_CONF_MAX_STORES 8
 #define HE_CONF_MAX_KEY_PARAMS 8
 
@@ -179,6 +192,9 @@ typedef struct he_conf {
     unsigned origin_pool;    /* keep-alive connections per worker per origin */
     /* origin.tls_ca_file: CAs (PEM) for https:// origins; "" = the system's store */
     char origin_tls_ca_file[PATH_MAX];
+    /* parent selection (beyond one box): origin.select, origin.down_time */
+    unsigned origin_select;       /* he_conf_origin_select_t */
+    unsigned origin_down_time_ms; /* a failed parent is skipped this long */
     unsigned cache_negative_ttl_ms; /* cache.negative_ttl: 404s */
     unsigned cache_stale_while_revalidate_ms;
     unsigned cache_stale_if_error_ms;

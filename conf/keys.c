@@ -33,6 +33,9 @@ const char *const he__conf_log_level_names[] = {"error", "warn", "info", "debug"
 static const char *const he_conf_access_format_names[] = {"combined", "json", NULL};
 /* Stored as the bool origin_first: index 1 is true. */
 static const char *const he_conf_sources_names[] = {"root-first", "origin-first", NULL};
+static const char *const he_conf_select_names[] = {[HE_CONF_SELECT_ORDERED] = "ordered",
+                                                   [HE_CONF_SELECT_HASH] = "hash", NULL};
+_Static_assert(sizeof(he_conf_origin_select_t) == sizeof(unsigned), "origin.select size");
 const char *const he_conf_feature_names[] = {
     [HE_CONF_FEATURE_SINGLE_ISSUER] = "single_issuer",
     [HE_CONF_FEATURE_DEFER_TASKRUN] = "defer_taskrun",
@@ -274,6 +277,10 @@ const he__conf_key_t he__conf_keys[] = {
      * and reports OpenSSL's reasons. */
     HE_CONF_K_STR("origin.tls_ca_file", origin_tls_ca_file, 0, "",
                   "CA certificates (PEM) for https:// origins; \"\" = the system's store"),
+    HE_CONF_K_ENUM("origin.select", origin_select, he_conf_select_names, "ordered",
+                   "which origin a miss tries first: in order, or by consistent hashing"),
+    HE_CONF_K_DURATION("origin.down_time", origin_down_time_ms, 0, HE_CONF_HOUR_MS, "10s",
+                       "an origin that failed is skipped this long"),
 
     HE_CONF_K_SECTION("features", "kernel features the server probes for at start"),
     {.name = "features.disable",

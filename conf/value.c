@@ -250,10 +250,39 @@ static int he_conf_check_host(const char *s, size_t len)
     return inet_pton(AF_INET, buf, &a4) == 1 ? 0 : -EINVAL;
 }
 
-int he__conf_check_url(const char *s, size_t len, const char **what)
+int he_conf_origin_url_split(const char *s, size_t len, size_t *url_len, unsigned *weight,
+                             const char **what)
 {
-    size_t i, end;
-    unsigned port;
+    const char *sp = memchr(s, ' ', len);
+    const char *w;
+    size_t wl;
+    unsigned v;
+
+    *url_len = len;
+    *weight = 1;
+    if (!sp) return 0;
+    *url_len = (size_t)(sp - s);
+    for (w = sp; w < s + len && *w == ' '; w++)
+        ;
+    wl = (size_t)(s + len - w);
+    if (wl < 7 || memcmp(w, "weight=", 7) != 0) {
+        *url_len = len; /* not a weight: the URL's own check says what is wrong */
+        return 0;
+    }
+    if (he__conf_parse_uint(w + 7, wl - 7, &v) < 0 || v < 1 || v > HE_CONF_WEIGHT_MAX) {
+        *what = "a URL, optionally followed by \" weight=N\" with N in 1..1000";
+        return -EINVAL;
+    }
+    *weight = v;
+    return 0;
+}
+
+int he__conf_check_url(const char *s, size_t whole, const char **what)
+{
+    size_t i, end, len;
+    unsigned port, weight;
+
+    if (he_conf_origin_url_split(s, whole, &len, &weight, what) < 0) return -EINVAL;
 
     if (len >= 7 && memcmp(s, "http://", 7) == 0) {
         i = 7;

@@ -12,6 +12,10 @@ set -euo pipefail
 BUILD_PKGS=(build-essential cmake pkg-config liburing-dev libuv1-dev libssl-dev
             libnuma-dev libyaml-dev node-llhttp clang python3)
 TEST_PKGS=(curl ffmpeg openssl nginx wrk procps testssl.sh prometheus chromium)
+# beyond one box: the HAProxy front, network namespaces for the cluster
+# test, the Debian package build (tests/integration/test_cluster_netns.py,
+# test_deb.py)
+TEST_PKGS+=(haproxy iproute2 util-linux debhelper dpkg-dev fakeroot adduser)
 BENCH_PKGS=(linux-perf)
 KTLS_VM_PKGS=(qemu-system-x86 busybox-static)
 

@@ -85,6 +85,20 @@ bool he_server_cache_enabled(void);
  * for a target that makes no key, -ENOMEM. */
 int he_server_purge(he_server_t *s, const char *target, size_t len);
 
+/* One origin (parent) of a generation's edge cache, for /metrics and
+ * /stats: as configured, and its health (shared by the workers). */
+typedef struct he_server_parent {
+    char url[512]; /* without its weight */
+    unsigned weight;
+    bool up;
+    uint64_t down_left_ms; /* 0 when up */
+    uint64_t marked_down;  /* times it went down */
+} he_server_parent_t;
+/* s's origins in origin.urls order (at most cap) and *select, the name of
+ * origin.select; 0 without a cache. */
+unsigned he_server_parents(const he_server_t *s, he_server_parent_t *out, unsigned cap,
+                           const char **select);
+
 /* The reason phrase the server answers status with. */
 const char *he_server_http_reason(int status);
 

@@ -139,6 +139,30 @@ int he_server_purge(he_server_t *s, const char *target, size_t len)
     return he__cache_purge(&((he_scache_t *)s->cache)->conf, target, len);
 }
 
+unsigned he_server_parents(const he_server_t *s, he_server_parent_t *out, unsigned cap,
+                           const char **select)
+{
+    const he_scache_t *sc = s->cache;
+    uint64_t now_ms = he__now_ns() / 1000000;
+    unsigned n;
+    if (!sc) return 0;
+    n = sc->norigins < cap ? sc->norigins : cap;
+    *select = sc->conf.origin_select == HE_CONF_SELECT_HASH ? "hash" : "ordered";
+    for (unsigned i = 0; i < n; i++) {
+        he_cache_health_view_t v;
+        const char *u = sc->conf.origin_urls[i], *sp = strchr(u, ' ');
+        size_t ul = sp ? (size_t)(sp - u) : strlen(u);
+        memset(&out[i], 0, sizeof(out[i]));
+        snprintf(out[i].url, sizeof(out[i].url), "%.*s", (int)ul, u);
+        out[i].weight = sc->origins[i].parent.weight;
+        he_cache_health_get(sc->health, i, now_ms, &v);
+        out[i].up = v.up;
+        out[i].down_left_ms = v.down_left_ms;
+        out[i].marked_down = v.marked_down;
+    }
+    return n;
+}
+
 const char *he_server_http_reason(int status)
 {
     return he_http_reason(status);

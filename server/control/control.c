@@ -281,6 +281,9 @@ static void he_control_snapshot(he_control_t *ctl, he_metrics_snap_t *s)
     s->control_cpus = ctl->cpus_text;
     s->control_apart = ctl->cpus_apart;
     if (serving) s->features = *he_server_features(serving->server);
+    if (serving)
+        s->nparents = he_server_parents(serving->server, s->parents, HE_CONF_MAX_ORIGINS,
+                                        &s->parent_select);
     s->process_cpu_seconds = he_control_proc_cpu("/proc/self/stat");
     if (s->process_cpu_seconds < 0) s->process_cpu_seconds = 0;
     s->workers = calloc(ctl->nids ? ctl->nids : 1, sizeof(*s->workers));

@@ -67,6 +67,11 @@ typedef struct he_metrics_snap {
 
     const char *tls_json; /* he_tls_describe() of the serving generation, or NULL */
 
+    /* the serving generation's origins (parent selection) */
+    he_server_parent_t parents[HE_CONF_MAX_ORIGINS];
+    unsigned nparents;
+    const char *parent_select;
+
     bool alog_on;
     const char *alog_path;
     const char *alog_format;

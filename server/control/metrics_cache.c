@@ -47,6 +47,9 @@ static const he_mc_counter_t he_mc_counters[] = {
     {"zc_copied", "Zero-copy sends the kernel reported as copied after all (loopback, no offload).",
      HE_MC(zc_copied)},
     {"promotions", "SSD hits copied into the RAM tier.", HE_MC(promotions)},
+    {"parent_marked_down", "Origin failures that marked a parent down.",
+     HE_MC(parent_marked_down)},
+    {"via_loops", "Requests refused 508: their Via named this box already.", HE_MC(via_loops)},
 };
 
 #define HE_MC_N (sizeof(he_mc_counters) / sizeof(he_mc_counters[0]))
@@ -55,6 +58,8 @@ static uint64_t he_mc_get(const he_cache_stats_t *c, size_t off)
 {
     return *(const uint64_t *)((const char *)c + off);
 }
+
+static void he_mc_parents_prom(const he_metrics_snap_t *s, he_buf_t *b);
 
 void he__metrics_cache_prom(const he_metrics_snap_t *s, he_buf_t *b)
 {
@@ -85,6 +90,52 @@ void he__metrics_cache_prom(const he_metrics_snap_t *s, he_buf_t *b)
                           s->workers[i].id,
                           (unsigned long long)he_mc_get(&s->workers[i].st.cache, m->off));
     }
+    he_mc_parents_prom(s, b);
+}
+
+/* Every parent's state, and its requests and errors per worker. */
+static void he_mc_parents_prom(const he_metrics_snap_t *s, he_buf_t *b)
+{
+    const char *urls[HE_CONF_MAX_ORIGINS];
+    if (!s->nparents) return;
+    for (unsigned p = 0; p < s->nparents; p++)
+        urls[p] = s->parents[p].url;
+    he_buf_printf(b, "# HELP hlsedge_cache_parent_up Whether an origin is up (1) or marked down "
+                     "for origin.down_time after a failure (0).\n"
+                     "# TYPE hlsedge_cache_parent_up gauge\n");
+    for (unsigned p = 0; p < s->nparents; p++)
+        he_buf_printf(b, "hlsedge_cache_parent_up{parent=\"%s\",weight=\"%u\",select=\"%s\"} %d\n",
+                      urls[p], s->parents[p].weight, s->parent_select, s->parents[p].up ? 1 : 0);
+    he_buf_printf(b, "# HELP hlsedge_cache_parent_down_total Times an origin was marked down.\n"
+                     "# TYPE hlsedge_cache_parent_down_total counter\n");
+    for (unsigned p = 0; p < s->nparents; p++)
+        he_buf_printf(b, "hlsedge_cache_parent_down_total{parent=\"%s\"} %llu\n", urls[p],
+                      (unsigned long long)s->parents[p].marked_down);
+    he__prom_per_worker_by(b, s, "cache_parent_requests_total", "Requests sent to each origin.",
+                           "parent", urls, HE_MS(parent_requests), (int)s->nparents);
+    he__prom_per_worker_by(b, s, "cache_parent_errors_total",
+                           "Failed attempts on each origin (any cause).", "parent", urls,
+                           HE_MS(parent_errors), (int)s->nparents);
+}
+
+static void he_mc_parents_json(const he_metrics_snap_t *s, he_buf_t *b)
+{
+    const he_cache_stats_t *c = &s->total.cache;
+    he_buf_printf(b, ",\"parents\":{\"select\":\"%s\",\"list\":[",
+                  s->parent_select ? s->parent_select : "ordered");
+    for (unsigned p = 0; p < s->nparents; p++) {
+        const he_server_parent_t *x = &s->parents[p];
+        he_buf_printf(b, "%s{\"url\":", p ? "," : "");
+        he_buf_json_str(b, x->url);
+        he_buf_printf(b,
+                      ",\"weight\":%u,\"state\":\"%s\",\"down_left_ms\":%llu,"
+                      "\"marked_down\":%llu,\"requests\":%llu,\"errors\":%llu}",
+                      x->weight, x->up ? "up" : "down", (unsigned long long)x->down_left_ms,
+                      (unsigned long long)x->marked_down,
+                      (unsigned long long)c->parent_requests[p],
+                      (unsigned long long)c->parent_errors[p]);
+    }
+    he_buf_printf(b, "]}");
 }
 
 void he__metrics_cache_json(const he_metrics_snap_t *s, he_buf_t *b)
@@ -111,5 +162,7 @@ void he__metrics_cache_json(const he_metrics_snap_t *s, he_buf_t *b)
     for (int e = 0; e < HE_CACHE_DERR_COUNT; e++)
         he_buf_printf(b, "%s\"%s\":%llu", e ? "," : "", he_cache_derr_name((he_cache_derr_t)e),
                       (unsigned long long)c->disk_errors[e]);
-    he_buf_printf(b, "}},");
+    he_buf_printf(b, "}");
+    he_mc_parents_json(s, b);
+    he_buf_printf(b, "},");
 }

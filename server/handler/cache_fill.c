@@ -117,6 +117,9 @@ static void he_rc_on_headers(he_worker_t *w, he_req_t *r)
     snprintf(m.last_modified, sizeof(m.last_modified), "%s", resp->last_modified);
     snprintf(m.content_encoding, sizeof(m.content_encoding), "%s", resp->content_encoding);
     he__rc_head(&h, he_cache_fill_status(f), &m, type, (uint64_t)resp->content_length);
+    /* a miss: the parent's own Age, if it said one */
+    h.has_age = resp->age_s >= 0;
+    h.age_s = resp->age_s > 0 ? (uint64_t)resp->age_s : 0;
     if (h.status == 200 && type != HE_SEG_TYPE_M3U8) he__oio_prefetch(w, key);
     he__rc_send_obj(w, r, &h, 0, r->method == HTTP_HEAD || resp->no_body ? 0 : h.clen);
 }
@@ -183,7 +186,7 @@ static void he_rc_fetch(he_worker_t *w, he_req_t *r, he_cache_fill_t *f, he_cach
             n += tn;
         }
         target[n] = 0;
-        rc = he__oio_fetch_start(w, f, target, stale);
+        rc = he__oio_fetch_start(w, f, target, stale, r->via_len ? r->via : NULL);
         free(target);
     }
     if (rc < 0) he_cache_fill_end(f, rc, HE_CACHE_OERR_IO, he__cache_wall_ms(w));

@@ -185,6 +185,13 @@ int he__cache_server_init(he_server_t *s, char *err, size_t errlen)
         return n;
     }
     sc->norigins = (unsigned)n;
+    sc->health = he_cache_health_new(sc->norigins, conf->origin_down_time_ms);
+    if (!sc->health) {
+        free(sc);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    snprintf(sc->via, sizeof(sc->via), "1.1 %s", he__via_name());
 
     pthread_mutex_lock(&he_cache_g.mu);
     if (he_cache_g.nservers == sizeof(he_cache_g.servers) / sizeof(he_cache_g.servers[0])) {
@@ -208,7 +215,10 @@ int he__cache_server_init(he_server_t *s, char *err, size_t errlen)
         s->cache = sc;
     }
     pthread_mutex_unlock(&he_cache_g.mu);
-    if (rc < 0) free(sc);
+    if (rc < 0) {
+        he_cache_health_free(sc->health);
+        free(sc);
+    }
     return rc;
 }
 
@@ -233,6 +243,7 @@ void he__cache_server_free(he_server_t *s)
         he_cache_g.ram = NULL;
     }
     pthread_mutex_unlock(&he_cache_g.mu);
+    he_cache_health_free(((he_scache_t *)s->cache)->health);
     free(s->cache);
     s->cache = NULL;
 }
@@ -271,6 +282,8 @@ int he__cache_worker_setup(he_worker_t *w)
     oo.origins = sc->origins;
     oo.norigins = sc->norigins;
     oo.tls_ca_file = wc->conf->origin_tls_ca_file[0] ? wc->conf->origin_tls_ca_file : NULL;
+    oo.health = sc->health;
+    oo.via = sc->via;
     rc = he_cache_origins_new(&wc->origins, &oo, err, sizeof(err));
     if (rc < 0) {
         he_log_error("worker %u: origins: %s", w->id, err);

@@ -25,6 +25,8 @@
  * the shared tiers. */
 typedef struct he_scache {
     he_conf_t conf;
+    he_cache_health_t *health; /* the origins' health, shared by the generation's workers */
+    char via[112];             /* "1.1 hlsedge-<hostname>" */
     he_cache_origin_t origins[HE_CONF_MAX_ORIGINS];
     unsigned norigins;
     he_cache_ram_t *ram;
@@ -124,11 +126,14 @@ bool he__rc_serve_ssd(he_worker_t *w, he_req_t *r, const he_cache_key_t *key,
 
 /* cache_fill.c */
 void he__rc_join(he_worker_t *w, he_req_t *r, const he_cache_key_t *key, he_cache_obj_t *stale);
+/* Age from when the response was generated (RFC 9111 4.2.3), wall ms. */
+void he__rc_age(he_http_head_t *h, int64_t stored_ms, int64_t wall_ms);
 void he__rc_refresh(he_worker_t *w, he_req_t *r, const he_cache_key_t *key, he_cache_obj_t *stale);
 
 /* origin_io.c */
+/* via_in: the Via of the request the fill is for, forwarded (NULL: none) */
 int he__oio_fetch_start(he_worker_t *w, he_cache_fill_t *f, const char *target,
-                        he_cache_obj_t *stale);
+                        he_cache_obj_t *stale, const char *via_in);
 void he__oio_on_cqe(he_worker_t *w, struct io_uring_cqe *cqe);
 void he__oio_tick(he_worker_t *w);
 void he__oio_pull_writes(he_worker_t *w);

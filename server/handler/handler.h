@@ -83,6 +83,11 @@ bool he__cache_enabled(void);
 /* Removes target's key from both tiers; how many entries went. */
 int he__cache_purge(const he_conf_t *conf, const char *target, size_t len);
 
+/* via.c: "hlsedge-<hostname>", this box's name in Via; whether a Via
+ * value already names it (a loop: answered 508). */
+const char *he__via_name(void);
+bool he__via_loop(const char *via, size_t len);
+
 /* ---------------------------------------------------------------- file cache */
 
 typedef struct he_file {

@@ -335,8 +335,9 @@ static void he_oio_fetch_drive(he_worker_t *w, uint32_t idx)
 }
 
 int he__oio_fetch_start(he_worker_t *w, he_cache_fill_t *f, const char *target,
-                        he_cache_obj_t *stale)
+                        he_cache_obj_t *stale, const char *via_in)
 {
+    const he_cache_key_t *key = he_cache_fill_key(f);
     he_wcache_t *wc = he__wcache(w);
     he_cache_fetch_req_t req;
     he_cache_sink_t sink = he_cache_fill_sink(f);
@@ -345,6 +346,8 @@ int he__oio_fetch_start(he_worker_t *w, he_cache_fill_t *f, const char *target,
 
     memset(&req, 0, sizeof(req));
     req.path = target;
+    req.select_hash = he_cache_select_key(key->s, key->path_len);
+    req.via_in = via_in;
     if (stale) he_cache_fetch_req_validators(&req, stale);
     j = he_oio_job_new(wc, &idx);
     if (!j) return -ENOMEM;
@@ -482,7 +485,7 @@ static void he_oio_playlist_refresh(he_worker_t *w, const char *seg_path)
     if (!it) return;
     if (he_cache_prefetch_refresh(wc->pf, seg_path, it) == 0) {
         f = he_cache_fill_join(wc->fills, &it->key, NULL, NULL, false, &created);
-        if (f && created && he__oio_fetch_start(w, f, it->target, NULL) < 0)
+        if (f && created && he__oio_fetch_start(w, f, it->target, NULL, NULL) < 0)
             he_cache_fill_end(f, -ENOMEM, HE_CACHE_OERR_IO, he__cache_wall_ms(w));
     }
     free(it);
@@ -507,7 +510,7 @@ static void he_oio_prefetch(he_worker_t *w, const char *path, bool refresh)
         bool created;
         he_cache_fill_t *f =
             he_cache_fill_join(wc->fills, &items[i].key, NULL, NULL, true, &created);
-        if (f && created && he__oio_fetch_start(w, f, items[i].target, NULL) < 0)
+        if (f && created && he__oio_fetch_start(w, f, items[i].target, NULL, NULL) < 0)
             he_cache_fill_end(f, -ENOMEM, HE_CACHE_OERR_IO, he__cache_wall_ms(w));
     }
     free(items);

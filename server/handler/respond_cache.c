@@ -155,6 +155,16 @@ void he__rc_head(he_http_head_t *h, int status, const he_cache_meta_t *m, he_seg
     }
 }
 
+void he__rc_age(he_http_head_t *h, int64_t stored_ms, int64_t wall_ms)
+{
+    /* stored_ms is when the response was generated (the parent's Age
+     * already taken off, cache/fresh.c), so edges behind a shield see the
+     * whole age */
+    if (stored_ms <= 0) return;
+    h->has_age = true;
+    h->age_s = wall_ms > stored_ms ? (uint64_t)(wall_ms - stored_ms) / 1000 : 0;
+}
+
 /* A complete representation: conditionals and a single Range. Fills h
  * and [*first, *last]; returns the status, 412 for an error page. */
 static int he_rc_head_complete(he_req_t *r, he_http_head_t *h, const he_cache_meta_t *m,
@@ -228,6 +238,11 @@ void he__rc_serve_obj(he_worker_t *w, he_req_t *r, he_cache_obj_t *o, uint8_t cs
     r->cache_st = cst;
     if (m->status == 404) he__wcache(w)->st->negative_hits++;
     status = he_rc_head_complete(r, &h, m, size, type, &first, &last);
+    {
+        he_cache_fresh_t fr;
+        he_cache_obj_fresh(o, &fr);
+        he__rc_age(&h, fr.stored_ms, he__cache_wall_ms(w));
+    }
     if (status == 412) {
         he_cache_obj_unref(o);
         he_http_respond_error(w, r, 412);
@@ -278,6 +293,7 @@ bool he__rc_serve_ssd(he_worker_t *w, he_req_t *r, const he_cache_key_t *key,
     r->kind = hit->meta.kind;
     if (hit->meta.status == 404) wc->st->negative_hits++;
     status = he_rc_head_complete(r, &h, &hit->meta, hit->body_len, type, &first, &last);
+    he__rc_age(&h, hit->meta.fresh.stored_ms, he__cache_wall_ms(w));
     if (status == 412) {
         close(fd);
         free(path);

@@ -128,6 +128,12 @@ void he_route_request(he_worker_t *w, he_req_t *r)
     /* timeouts.keepalive 0: say so in this response, not by closing
      * under the client at the next tick */
     if (!r->keepalive || !w->conf->keepalive_timeout_ms) c->close_after = true;
+    /* a request that already went through this box: a loop of parents */
+    if (r->via_len && he__via_loop(r->via, r->via_len)) {
+        w->stats.cache.via_loops++;
+        he_http_respond_error(w, r, 508);
+        return;
+    }
     if (r->method == HTTP_PURGE && w->server->cache) {
         he_cache_handle_purge(w, r);
         return;

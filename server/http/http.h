@@ -42,7 +42,8 @@ typedef struct he_req {
     char ius[40];
     char if_range[HE_HDR_SMALL];
     char cookie[512]; /* Cookie lines joined by "; " (handler/auth.c: a token cookie) */
-    uint16_t range_len, inm_len, ims_len, im_len, ius_len, if_range_len, cookie_len;
+    char via[512];    /* Via: loops are refused (508), the rest goes to the origin */
+    uint16_t range_len, inm_len, ims_len, im_len, ius_len, if_range_len, cookie_len, via_len;
     uint8_t has_origin;
     uint64_t t_start_ns; /* first byte of the request seen */
 
@@ -84,6 +85,7 @@ enum {
     HE_HDR_ORIGIN,
     HE_HDR_HOST,
     HE_HDR_COOKIE,
+    HE_HDR_VIA,
     HE_HDR_COUNT
 };
 
@@ -142,6 +144,8 @@ typedef struct he_http_head {
     bool cache_control;  /* our Cache-Control for type */
     bool expose_headers; /* CORS: Access-Control-Expose-Headers */
     const char *extra;   /* whole header lines, CRLF-terminated */
+    bool has_age;        /* Age: age_s (RFC 9111 5.1), on answers from a cache */
+    uint64_t age_s;
 } he_http_head_t;
 
 /* Sends head and body (NULL: none) as the answer to r. The body source

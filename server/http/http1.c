@@ -33,7 +33,7 @@ static int he_http1_on_message_begin(llhttp_t *p)
     memset(&r->method, 0, offsetof(he_req_t, range) - offsetof(he_req_t, method));
     r->url_len = 0;
     r->range_len = r->inm_len = r->ims_len = 0;
-    r->im_len = r->ius_len = r->if_range_len = r->cookie_len = 0;
+    r->im_len = r->ius_len = r->if_range_len = r->cookie_len = r->via_len = 0;
     r->has_origin = 0;
     r->auth_text = NULL;
     r->auth_text_len = 0;
@@ -122,6 +122,7 @@ static int he_http1_on_header_field_complete(llhttp_t *p)
         {"origin", 6, HE_HDR_ORIGIN},
         {"host", 4, HE_HDR_HOST},
         {"cookie", 6, HE_HDR_COOKIE},
+        {"via", 3, HE_HDR_VIA},
     };
     r->cur_hdr = HE_HDR_NONE;
     if (!r->field_overflow)
@@ -182,6 +183,9 @@ static int he_http1_on_header_value(llhttp_t *p, const char *at, size_t n)
             r->hdr_cut |= (uint16_t)(1u << r->cur_hdr);
         r->value_more = true;
         break;
+    case HE_HDR_VIA:
+        dst = r->via, len = &r->via_len, cap = sizeof(r->via);
+        break;
     case HE_HDR_ORIGIN:
         r->has_origin = 1;
         /* fall through */
@@ -216,6 +220,12 @@ static void he_http1_drop_cut(he_req_t *r)
     if (r->hdr_cut & (1u << HE_HDR_COOKIE)) r->cookie_len = 0;
     if (r->hdr_cut & (1u << HE_HDR_RANGE | 1u << HE_HDR_IF_RANGE))
         r->range_len = r->if_range_len = 0;
+    /* a cut Via keeps its whole entries (the loop check reads them all) */
+    if (r->hdr_cut & (1u << HE_HDR_VIA)) {
+        char *comma = memrchr(r->via, ',', r->via_len);
+        r->via_len = comma ? (uint16_t)(comma - r->via) : 0;
+        r->via[r->via_len] = 0;
+    }
 }
 
 /* RFC 9112 3.2.2: a server must accept absolute-form. One site is served

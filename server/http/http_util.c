@@ -494,6 +494,8 @@ const char *he_http_reason(int status)
         return "Service Unavailable";
     case 504:
         return "Gateway Timeout";
+    case 508:
+        return "Loop Detected";
     default:
         return status < 300   ? "OK"
                : status < 400 ? "Redirect"

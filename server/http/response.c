@@ -76,6 +76,11 @@ static bool he_http1_head(he_worker_t *w, he_conn_t *c, const he_req_t *r, const
     if (h->last_modified)
         he_http_head_line(&b, "Last-Modified: ", 15, h->last_modified, h->last_modified_len);
     if (h->etag) he_http_head_line(&b, "ETag: ", 6, h->etag, h->etag_len);
+    if (h->has_age) {
+        he_buf_lit(&b, "Age: ");
+        he_buf_u64(&b, h->age_s);
+        he_buf_lit(&b, "\r\n");
+    }
     if (h->cache_control && w->conf->cache_control[h->type][0]) {
         const char *cc = w->conf->cache_control[h->type];
         he_http_head_line(&b, "Cache-Control: ", 15, cc, strlen(cc));

@@ -27,7 +27,8 @@ static long long life(he_seg_kind_t kind, const he_cache_http_resp_t *r, const c
 {
     he_cache_fresh_t f;
     if (!he_cache_fresh_compute(&conf, kind, r, body, body ? strlen(body) : 0, T0, &f)) return -1;
-    if (f.stored_ms != T0) return -2;
+    /* stored_ms is when the response was generated: Age seconds ago */
+    if (f.stored_ms != T0 - (r->age_s > 0 ? r->age_s * 1000 : 0)) return -2;
     return f.expires_ms - T0;
 }
 

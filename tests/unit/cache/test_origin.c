@@ -424,6 +424,100 @@ static uint64_t run_until_expire(he_cache_fetch_t *f, he_cache_io_op_t which, ui
     return 0;
 }
 
+/* Parent health shared by two workers' origins: a parent that refuses is
+ * marked down by the first worker's fetch, and the second worker's next
+ * fetch goes straight to the other parent; an answer marks it up. A 503
+ * on the first attempt gets one retry on another origin even with
+ * origin.retries 0 (the fill's waiters are not all failed by one parent).
+ * The request carries the request's Via with ours appended. */
+static void test_health(void)
+{
+    srv_t *ok = srv_start(SRV_OK, body, BODY, NULL), *bad = srv_start(SRV_503, body, BODY, NULL);
+    char ua[64], ub[64];
+    const char *u[2] = {ua, ub};
+    he_cache_origin_t list[2];
+    he_cache_origins_t *w1 = NULL, *w2 = NULL;
+    he_cache_health_t *h = he_cache_health_new(2, 10000);
+    char err[256];
+    sinkbuf_t sb;
+    he_cache_oerr_t cause;
+    uint64_t now = mono_ms();
+    unsigned pool = conf.origin_pool;
+
+    conf.origin_pool = 0; /* the test server answers one connection at a time */
+    snprintf(ua, sizeof(ua), "http://127.0.0.1:%u", srv_refused_port());
+    snprintf(ub, sizeof(ub), "http://127.0.0.1:%u weight=3", ok->port);
+    for (unsigned i = 0; i < 2; i++)
+        HE_CHECK_INT(he_cache_origin_parse(u[i], &list[i], err, sizeof(err)), 0);
+    HE_CHECK_INT(list[1].parent.weight, 3);
+    he_cache_origins_opts_t oo = {.conf = &conf, .origins = list, .norigins = 2, .health = h,
+                                  .via = "1.1 hlsedge-test"};
+    HE_CHECK_INT(he_cache_origins_new(&w1, &oo, err, sizeof(err)), 0);
+    HE_CHECK_INT(he_cache_origins_new(&w2, &oo, err, sizeof(err)), 0);
+    HE_CHECK(he_cache_origins_health(w1) == h && he_cache_origins_health(w2) == h);
+
+    conf.origin_retries = 1;
+    memset(&st, 0, sizeof(st));
+    sb_init(&sb);
+    he_cache_fetch_req_t req = {.path = "/p.ts", .via_in = "1.1 hlsedge-edge1"};
+    he_cache_sink_t k = sb_sink(&sb);
+    he_cache_fetch_t *f = he_cache_fetch_new(w1, &conf, &req, &k, now, &st);
+    HE_CHECK_INT(he_cache_fetch_run_sync(f, NULL), 0);
+    HE_CHECK_INT(he_cache_fetch_origin(f), 1);
+    he_cache_fetch_free(f);
+    HE_CHECK_INT(st.origin_errors[HE_CACHE_OERR_CONNECT], 1);
+    HE_CHECK_INT(st.parent_marked_down, 1);
+    HE_CHECK_INT(st.parent_errors[0], 1);
+    HE_CHECK_INT(st.parent_requests[1], 1);
+    HE_CHECK(!he_cache_health_up(h, 0, mono_ms()));
+    HE_CHECK(strstr(ok->last_req, "\r\nVia: 1.1 hlsedge-edge1, 1.1 hlsedge-test\r\n") != NULL);
+
+    /* the other worker: straight to the parent that is up */
+    memset(&st, 0, sizeof(st));
+    sb_init(&sb);
+    HE_CHECK_INT(fetch(w2, "/q.ts", &sb, &cause), 0);
+    HE_CHECK_INT(st.origin_errors[HE_CACHE_OERR_CONNECT], 0);
+    HE_CHECK_INT(st.origin_failovers, 0);
+    HE_CHECK(strstr(ok->last_req, "\r\nVia: 1.1 hlsedge-test\r\n") != NULL);
+    he_cache_origins_free(w1);
+    he_cache_origins_free(w2);
+    he_cache_health_free(h);
+
+    /* a 503 with no retries configured: one more try on the other origin */
+    snprintf(ua, sizeof(ua), "http://127.0.0.1:%u", bad->port);
+    snprintf(ub, sizeof(ub), "http://127.0.0.1:%u", ok->port);
+    unsigned down = conf.origin_down_time_ms;
+    conf.origin_down_time_ms = 10000;
+    w1 = origins(u, 2, NULL);
+    conf.origin_retries = 0;
+    memset(&st, 0, sizeof(st));
+    sb_init(&sb);
+    int okreq = atomic_load(&ok->requests);
+    HE_CHECK_INT(fetch(w1, "/r.ts", &sb, &cause), 0);
+    HE_CHECK(sb.headers == 1 && sb.status == 200 && sb.len == BODY);
+    HE_CHECK_INT(atomic_load(&bad->requests), 1);
+    HE_CHECK_INT(atomic_load(&ok->requests) - okreq, 1);
+    HE_CHECK_INT(st.origin_errors[HE_CACHE_OERR_STATUS_5XX], 1);
+    HE_CHECK_INT(st.parent_marked_down, 1);
+    /* the 503 one is down now: the next fetch does not ask it */
+    sb_init(&sb);
+    HE_CHECK_INT(fetch(w1, "/s.ts", &sb, &cause), 0);
+    HE_CHECK_INT(atomic_load(&bad->requests), 1);
+    he_cache_origins_free(w1);
+    /* one origin only: the 503 ends it (nowhere else to go) */
+    const char *one[1] = {ua};
+    w1 = origins(one, 1, NULL);
+    sb_init(&sb);
+    HE_CHECK_INT(fetch(w1, "/t.ts", &sb, &cause), -EREMOTEIO);
+    HE_CHECK_INT(atomic_load(&bad->requests), 2);
+    he_cache_origins_free(w1);
+    conf.origin_retries = 1;
+    conf.origin_down_time_ms = down;
+    conf.origin_pool = pool;
+    srv_stop(ok);
+    srv_stop(bad);
+}
+
 static void test_timeouts(void)
 {
     srv_t *s = srv_start(SRV_SILENT, body, BODY, NULL), *ok = srv_start(SRV_OK, body, 1000, NULL);
@@ -828,11 +922,15 @@ int main(void)
     conf.origin_read_timeout_ms = 5000;
     conf.origin_total_timeout_ms = 60000;
     conf.origin_retries = 1;
+    /* health off: these tests check one fetch's failover on its own;
+     * test_health checks the marks */
+    conf.origin_down_time_ms = 0;
     alarm(120); /* bounded whatever happens */
     test_urls();
     test_socketpair();
     test_server();
     test_failover();
+    test_health();
     test_timeouts();
     test_fill();
     test_ring();

@@ -98,7 +98,7 @@ static void test_unknown_keys(void)
                "handshake_timeout)");
     expect_err("origin:\n  url: http://a\n", -EINVAL,
                "t.yaml:2:3: origin.url: unknown key, did you mean \"urls\"? (valid here: urls, "
-               "sources, connect_timeout, read_timeout, total_timeout, retries, pool, tls_ca_file)");
+               "sources, connect_timeout, read_timeout, total_timeout, retries, pool, tls_ca_file, select, down_time)");
     /* A nested section's key one level up is unknown there. */
     expect_err("cache:\n  media: 1s\n", -EINVAL,
                "t.yaml:2:3: cache.media: unknown key (valid here: ram_size, ram_object_max, ssd, "
