@@ -151,9 +151,10 @@ plain:
     w->proto->open(w, c);
     if (tls) { /* the handshake comes first; requests arrive through SSL_read */
         he__tls_conn_start(w, c);
-        return c;
+        return c->in_use && !c->closing ? c : NULL;
     }
     he__conn_arm_recv(w, c);
+    if (c->closing || !c->in_use) return NULL; /* no SQE for the recv */
     he__conn_timer_set(w, c, HE_TIMER_HEADER);
     return c;
 }
@@ -347,6 +348,10 @@ static void he_conn_free(he_worker_t *w, he_conn_t *c)
         if (sqe) {
             io_uring_prep_files_update(sqe, &minus_one, 1, (int)c->slot);
             sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+        } else {
+            /* SQ full: the table keeps the socket until the slot is
+             * reused, so end the TCP connection now */
+            shutdown(c->fd, SHUT_RDWR);
         }
     }
     he__send_dispose(w, c); /* the body source goes */
@@ -373,7 +378,13 @@ void he__conn_close(he_worker_t *w, he_conn_t *c)
     if (c->inflight) {
         /* Cancel by file: every recv, send and poll on this socket. */
         struct io_uring_sqe *sqe = he__worker_sqe(w);
-        if (!sqe) return; /* what is in flight completes on its own; freed at 0 */
+        if (!sqe) {
+            /* SQ full and the submit failed: a multishot recv would wait
+             * for the client forever. A shut-down socket completes every
+             * recv, send and poll on it; freed at 0. */
+            shutdown(c->fd, SHUT_RDWR);
+            return;
+        }
         io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD);
         sqe->fd = c->fixed ? (int)c->slot : c->fd;
         if (c->fixed) sqe->cancel_flags |= IORING_ASYNC_CANCEL_FD_FIXED;

@@ -208,6 +208,7 @@ typedef struct he_listener {
     unsigned index; /* he__listener_conf(server, index) */
     bool tls;       /* from conf->tls_listen: accepted connections speak TLS */
     bool paused;    /* out of descriptors or memory: re-armed at the next tick or close */
+    bool cancel_sent; /* a drain's cancel of the armed accept is queued */
 } he_listener_t;
 
 struct he_worker {
@@ -226,6 +227,9 @@ struct he_worker {
     he_listener_t listeners[2 * HE_CONF_MAX_LISTEN]; /* plain, then TLS */
     unsigned nlisteners;
     bool accept_paused; /* some listener is paused */
+    /* the SQ was full and io_uring_submit failed (he__worker_sqe NULL):
+     * what could not be armed is armed again after the next batch */
+    bool tick_lost, wake_lost, drain_cancel_lost;
 
     he_conn_t *conns;
     uint32_t conn_cap;
