@@ -143,7 +143,8 @@ enum he_timer_list {
     HE_TIMER_HEADER,
     HE_TIMER_KEEPALIVE,
     HE_TIMER_SEND,
-    HE_TIMER_TLS, /* accept -> TLS handshake done (conf tls_handshake_timeout_ms) */
+    HE_TIMER_TLS,    /* accept -> TLS handshake done (conf tls_handshake_timeout_ms) */
+    HE_TIMER_LINGER, /* half-closed, the tail still queued (timeouts.send per progress) */
     HE_TIMER_COUNT
 };
 
@@ -166,7 +167,9 @@ struct he_conn {
     bool peer_eof;       /* no more requests: close once the buffered ones are answered */
     bool recv_multishot; /* the armed recv is multishot: pausing it takes a cancel */
     bool recv_cancel;    /* input is full and that cancel is on its way */
+    bool lingering;      /* half-closed after the last response: input is dropped */
     uint8_t timer;       /* enum he_timer_list */
+    uint32_t linger_outq; /* bytes the kernel still held at the last linger check */
     struct he_conn *tprev, *tnext;
     uint64_t deadline_ms;
 
@@ -365,6 +368,9 @@ void he__worker_accept_resume(he_worker_t *w);
 /* tls: accepted on a TLS listener; the handshake starts before any recv. */
 he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *peer, bool tls);
 void he__conn_close(he_worker_t *w, he_conn_t *c);
+/* The end after a last response (Connection: close, a drain): half-closes
+ * first while the kernel still holds bytes of it, see conn.c */
+void he__conn_close_graceful(he_worker_t *w, he_conn_t *c);
 void he__conn_op_done(he_worker_t *w, he_conn_t *c);
 void he__conn_arm_recv(he_worker_t *w, he_conn_t *c);
 void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len);

@@ -427,7 +427,9 @@ static void he_worker_start_drain(he_worker_t *w, bool hard)
         w->soft_drain = true;
     for (uint32_t i = 0; i < w->conn_cap; i++) {
         he_conn_t *c = &w->conns[i];
-        if (c->in_use && !c->busy && !c->closing) w->proto->idle(w, c, hard);
+        /* a lingering one is done already: its tail goes out, or the
+         * drain timeout ends it */
+        if (c->in_use && !c->busy && !c->closing && !c->lingering) w->proto->idle(w, c, hard);
     }
 }
 
