@@ -7,6 +7,8 @@ that race an SSD write, stale-if-error for objects only on the SSD tier.
   - a purge answered while the object's SSD write is still running is not
     undone by that write: the next request goes to the origin (100 KB and
     16 MB objects, purged right after the response);
+  - POST /purge?path= takes a '+' in the path as a '+' (a path is not a
+    form field), and %2B alike;
   - an expired object within its stale-if-error window that is only on
     the SSD tier (the edge restarted) is served stale when the origin is
     down, as one in RAM is.
@@ -199,6 +201,33 @@ def test_purge_during_ssd_write():
             # nothing stale is left on disk either: one file per object
             wait_for(lambda: sum(f.endswith(".obj") for _, _, fs in os.walk(store) for f in fs) == len(files),
                      10, "one store file per object")
+
+
+# ---------------------------------------------------------------- purge ?path= with '+'
+
+
+def test_purge_query_plus_is_a_plus():
+    """A path with '+' is cached under '+'; ?path= must purge that one
+    (before: the query was read as a form, '+' as a space, and the purge
+    answered 404 not cached), and %2B spells the same path."""
+    files = {"/plus/a+b.ts": blob(5000, 60), "/plus/c+d.ts": blob(6000, 61), "/plus/e f.ts": blob(700, 62)}
+    with Origin(files=files) as o:
+        with Server(ROOT, extra=cache_conf(o.url), admin=True) as srv:
+            for p in ("/plus/a+b.ts", "/plus/c+d.ts", "/plus/e%20f.ts"):
+                st, body, ok = get(srv.port, p)
+                expect(st == 200 and ok, "%s: first fetch (%s)" % (p, st))
+            st, answer, _ = get(srv.admin_port, "/purge?path=/plus/a+b.ts", method="POST")
+            expect_eq((st, answer), (200, b"purged\n"), "'+' in ?path=")
+            st, answer, _ = get(srv.admin_port, "/purge?path=/plus/c%2Bd.ts", method="POST")
+            expect_eq((st, answer), (200, b"purged\n"), "%2B in ?path=")
+            st, answer, _ = get(srv.admin_port, "/purge?path=/plus/e%20f.ts", method="POST")
+            expect_eq((st, answer), (200, b"purged\n"), "%20 in ?path= is a space")
+            st, answer, _ = get(srv.admin_port, "/purge?path=/plus/a+b.ts", method="POST")
+            expect_eq((st, answer), (404, b"not cached\n"), "purged already")
+            for p in ("/plus/a+b.ts", "/plus/c+d.ts"):
+                st, body, ok = get(srv.port, p)
+                expect(st == 200 and body == files[p], p)
+                expect_eq(o.count(p), 2, "%s: from the origin again" % p)
 
 
 # ---------------------------------------------------------------- stale-if-error on SSD
