@@ -421,8 +421,12 @@ static void he_control_route_dashboard(void *ctx, const he_admin_req_t *req, he_
 static void he_control_drain_all(he_control_t *ctl)
 {
     ctl->draining = true;
-    for (unsigned i = 0; i < ctl->ngens; i++)
+    for (unsigned i = 0; i < ctl->ngens; i++) {
+        /* the timeout in force now: a generation a reload retired has its
+         * old configuration, whose drain may be longer */
+        he_server_set_drain_timeout(ctl->gens[i].server, ctl->conf->drain_timeout_ms);
         he_server_drain(ctl->gens[i].server);
+    }
 }
 
 static void he_control_on_signal(uv_signal_t *h, int sig)

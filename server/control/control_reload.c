@@ -273,6 +273,7 @@ static void he_reload_end_grace(he_control_t *ctl, he_gen_t *old)
     }
     for (unsigned li = 0; li < he_server_nlisteners(cur); li++)
         he_reload_steer(ctl, cur, li);
+    he_server_set_drain_timeout(s, ctl->conf->drain_timeout_ms); /* the new one */
     he_server_retire(s);
     old->state = HE_GEN_DRAINING;
 }

@@ -304,6 +304,9 @@ struct he_server {
     struct he_tls *tls;    /* TLS contexts when tls_listen is set; server/net/tls.h */
     atomic_int draining;   /* he_server_drain: stop, closing idle connections */
     atomic_int soft_drain; /* he_server_retire: a reload replaced this generation */
+    /* timeouts.drain of the configuration in force when the drain began,
+     * which a retired generation's own copy may predate (0: its own) */
+    atomic_uint drain_ms;
     atomic_int retiring;   /* listeners are being shut by the control thread:
                             * an accept that fails is not re-armed */
     void *alog_notify;     /* uv_async_t of the control thread, or NULL */

@@ -416,10 +416,16 @@ static void he_worker_cancel_accepts(he_worker_t *w)
  * connection after it. The drain timeout bounds both. */
 static void he_worker_start_drain(he_worker_t *w, bool hard)
 {
+    unsigned ms = atomic_load(&w->server->drain_ms);
+    uint64_t deadline = w->now_ms + (ms ? ms : w->conf->drain_timeout_ms);
     if (w->draining || (!hard && w->soft_drain)) return;
     if (!w->soft_drain) {
-        w->drain_deadline_ms = w->now_ms + w->conf->drain_timeout_ms;
+        w->drain_deadline_ms = deadline;
         he_worker_cancel_accepts(w);
+    } else if (deadline < w->drain_deadline_ms) {
+        /* SIGTERM during a reload's soft drain: the timeout in force now
+         * (a reload may have shortened it) */
+        w->drain_deadline_ms = deadline;
     }
     if (hard)
         w->draining = true;
