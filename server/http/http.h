@@ -53,6 +53,8 @@ typedef struct he_req {
     uint8_t field_len;
     uint8_t field_overflow;
     bool value_more;   /* the current header line's value already has bytes */
+    bool chunked;      /* a chunked body, read (and so checked) before the answer */
+    uint32_t body_bytes; /* of that body, so far */
     uint8_t host_seen; /* Host lines, counted up to 2 */
     uint8_t hdr_cut;   /* 1 << HE_HDR_x: that value was cut to its buffer */
 
@@ -81,6 +83,11 @@ enum {
 /* HTTP/1.1's per-connection state (he_conn_t.proto). */
 typedef struct he_http1_conn {
     llhttp_t parser;
+    /* the head's line ends as they go by (he_http1_scan_head) */
+    bool head_done;  /* past the head's blank line: the rest is llhttp's */
+    bool head_bytes; /* the head has begun (CRLFs before it are ignored) */
+    bool prev_cr;
+    uint8_t crlfs; /* line ends in a row */
     he_req_t req;
     char url[]; /* max_uri_bytes + 1 */
 } he_http1_conn_t;

@@ -16,6 +16,10 @@ static __thread const he_conf_t *he_http1_conf;
 static __thread char *he_http1_url; /* target buffer of the conn being parsed */
 static __thread uint32_t he_http1_url_cap;
 
+/* Most body bytes read (and dropped) for a request we answer only after
+ * its body: a chunked one, whose framing must be checked first. */
+#define HE_HTTP1_BODY_MAX (1u << 20)
+
 static int he_http1_count(he_req_t *r, size_t n)
 {
     r->header_bytes += (uint32_t)n;
@@ -42,6 +46,8 @@ static int he_http1_on_message_begin(llhttp_t *p)
     r->field_len = r->field_overflow = 0;
     r->value_more = false;
     r->host_seen = r->hdr_cut = 0;
+    r->chunked = false;
+    r->body_bytes = 0;
     return 0;
 }
 
@@ -251,6 +257,16 @@ static int he_http1_on_headers_complete(llhttp_t *p)
         return HPE_USER;
     if (he_http1_absolute_form(he_http1_url, &r->url_len) < 0) return HPE_USER;
     he_http1_drop_cut(r);
+    if (p->flags & (F_CHUNKED | F_TRANSFER_ENCODING)) {
+        /* a body on a method that has none: no reading of it can be
+         * right for every parser in the path */
+        if (r->method == HTTP_GET || r->method == HTTP_HEAD || r->method == HTTP_OPTIONS)
+            return HPE_USER;
+        /* Its framing is read, and checked by llhttp, before the answer:
+         * answered at once, a bad chunk size would go unnoticed. */
+        r->chunked = true;
+        return 0;
+    }
     if (r->has_body) {
         /* We serve no method with a body. Answer now and close rather than
          * read a body we would throw away. */
@@ -259,9 +275,52 @@ static int he_http1_on_headers_complete(llhttp_t *p)
     return 0;
 }
 
+/* The body of a chunked request: dropped, bounded. */
+static int he_http1_on_body(llhttp_t *p, const char *at, size_t n)
+{
+    he_req_t *r = &HE_H1(p)->req;
+    (void)at;
+    r->body_bytes += (uint32_t)(n < HE_HTTP1_BODY_MAX ? n : HE_HTTP1_BODY_MAX);
+    if (r->body_bytes > HE_HTTP1_BODY_MAX) {
+        r->too_long = 13; /* 413 */
+        return HPE_USER;
+    }
+    return 0;
+}
+
 static int he_http1_on_message_complete(llhttp_t *p)
 {
+    he_http1_conn_t *hc = HE_H1(p);
+    /* the next request's head is checked from its first byte */
+    hc->head_done = hc->head_bytes = hc->prev_cr = false;
+    hc->crlfs = 0;
     return HPE_PAUSED;
+}
+
+/* llhttp 8 ends a line at a bare LF, takes obs-fold (a header line that
+ * starts with a space or tab continues the one before, RFC 9112 5.2) as
+ * more of the value, and lets a NUL through in some places. RFC 9112
+ * allows a server the first; but a proxy in front may frame such a head
+ * differently, or read a folded line as a header of its own (request
+ * smuggling). So the head's bytes are checked before llhttp reads them,
+ * across buffers: every LF after a CR, every CR before an LF, no NUL, no
+ * line that starts with whitespace, up to the blank line that ends the
+ * head. A body is llhttp's alone. Returns false on a bad byte. */
+static bool he_http1_scan_head(he_http1_conn_t *hc, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n && !hc->head_done; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if (ch == 0 || hc->prev_cr != (ch == '\n')) return false;
+        if ((ch == ' ' || ch == '\t') && hc->crlfs == 1 && hc->head_bytes) return false;
+        hc->prev_cr = ch == '\r';
+        if (ch == '\n') {
+            if (++hc->crlfs == 2 && hc->head_bytes) hc->head_done = true;
+        } else if (ch != '\r') {
+            hc->crlfs = 0;
+            hc->head_bytes = true;
+        }
+    }
+    return true;
 }
 
 static const llhttp_settings_t *he_http1_settings(void)
@@ -281,6 +340,7 @@ static const llhttp_settings_t *he_http1_settings(void)
         s.on_header_value_complete = he_http1_on_header_value_complete;
         s.on_headers_complete = he_http1_on_headers_complete;
         s.on_message_complete = he_http1_on_message_complete;
+        s.on_body = he_http1_on_body;
         init = 1;
     }
     return &s;
@@ -291,6 +351,8 @@ void he__http1_init(he_conn_t *c)
     he_http1_conn_t *hc = c->proto;
     llhttp_init(&hc->parser, HTTP_REQUEST, he_http1_settings());
     hc->parser.data = hc;
+    hc->head_done = hc->head_bytes = hc->prev_cr = false;
+    hc->crlfs = 0;
     memset(&hc->req, 0, sizeof(hc->req));
     hc->req.conn = c;
     hc->req.url = hc->url;
@@ -308,6 +370,10 @@ size_t he__http1_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t le
     he_http1_conf = w->conf;
     he_http1_url_cap = (uint32_t)(w->proto_size - sizeof(he_http1_conn_t));
     he_http1_url = hc->url;
+    if (!he_http1_scan_head(hc, data, len)) {
+        *err = 400;
+        return len;
+    }
     e = llhttp_execute(&hc->parser, data, len);
     if (e == HPE_OK) return len;
     if (e == HPE_PAUSED) {
@@ -317,6 +383,8 @@ size_t he__http1_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t le
     }
     if (hc->req.too_long == 14)
         *err = 414;
+    else if (hc->req.too_long == 13)
+        *err = 413;
     else if (hc->req.too_long == 31)
         *err = 431;
     else
