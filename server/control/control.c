@@ -278,6 +278,12 @@ static void he_control_snapshot(he_control_t *ctl, he_metrics_snap_t *s)
     s->uptime_s = (double)(he_control_now_ns() - ctl->start_ns) / 1e9;
     s->start_time_s = ctl->start_real_s;
     s->draining = ctl->draining;
+    {
+        uint64_t refused[HE_ADMIN_REFUSED_COUNT];
+        he_admin_refusals(refused);
+        s->admin_refused_address = refused[HE_ADMIN_REFUSED_ADDRESS];
+        s->admin_refused_token = refused[HE_ADMIN_REFUSED_TOKEN];
+    }
     s->control_cpus = ctl->cpus_text;
     s->control_apart = ctl->cpus_apart;
     if (serving) s->features = *he_server_features(serving->server);
@@ -529,7 +535,7 @@ static int he_control_start(he_control_t *ctl, he_conf_t *conf)
     he_admin_route_add("GET", "/stats", he_control_route_stats, ctl);
     he_admin_route_add("GET", "/healthz", he_control_route_healthz, ctl);
     he_admin_route_add("GET", "/", he_control_route_dashboard, ctl);
-    he_admin_route_add("POST", "/purge", he__control_route_purge, ctl); /* purge.c */
+    he_admin_route_add_state("POST", "/purge", he__control_route_purge, ctl); /* purge.c */
     /* The admin listener first: once viewers can connect, so can the
      * monitoring (its requests wait in the backlog until the loop runs). */
     if (conf->admin_listen.addr.ss_family &&
@@ -537,6 +543,7 @@ static int he_control_start(he_control_t *ctl, he_conf_t *conf)
         he_log_error("%s", err);
         return rc;
     }
+    he_admin_set_conf(ctl->admin, conf); /* admin.allow, admin.token_file */
 
     rc = he_server_new(&s, conf, err, sizeof(err));
     if (rc < 0) {

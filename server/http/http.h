@@ -41,7 +41,8 @@ typedef struct he_req {
     char im[256];
     char ius[40];
     char if_range[HE_HDR_SMALL];
-    uint16_t range_len, inm_len, ims_len, im_len, ius_len, if_range_len;
+    char authz[HE_CONF_TOKEN_MAX + 32]; /* Authorization (PURGE's bearer token) */
+    uint16_t range_len, inm_len, ims_len, im_len, ius_len, if_range_len, authz_len;
     uint8_t has_origin;
     uint64_t t_start_ns; /* first byte of the request seen */
 
@@ -56,7 +57,7 @@ typedef struct he_req {
     bool chunked;      /* a chunked body, read (and so checked) before the answer */
     uint32_t body_bytes; /* of that body, so far */
     uint8_t host_seen; /* Host lines, counted up to 2 */
-    uint8_t hdr_cut;   /* 1 << HE_HDR_x: that value was cut to its buffer */
+    uint16_t hdr_cut;  /* 1 << HE_HDR_x: that value was cut to its buffer */
 
     /* the answer */
     int status;
@@ -77,6 +78,7 @@ enum {
     HE_HDR_IF_RANGE,
     HE_HDR_ORIGIN,
     HE_HDR_HOST,
+    HE_HDR_AUTHZ,
     HE_HDR_COUNT
 };
 

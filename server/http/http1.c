@@ -37,7 +37,7 @@ static int he_http1_on_message_begin(llhttp_t *p)
     memset(&r->method, 0, offsetof(he_req_t, range) - offsetof(he_req_t, method));
     r->url_len = 0;
     r->range_len = r->inm_len = r->ims_len = 0;
-    r->im_len = r->ius_len = r->if_range_len = 0;
+    r->im_len = r->ius_len = r->if_range_len = r->authz_len = 0;
     r->has_origin = 0;
     r->t_start_ns = he__batch_ns;
     r->header_bytes = 0;
@@ -124,6 +124,7 @@ static int he_http1_on_header_field_complete(llhttp_t *p)
         {"if-range", 8, HE_HDR_IF_RANGE},
         {"origin", 6, HE_HDR_ORIGIN},
         {"host", 4, HE_HDR_HOST},
+        {"authorization", 13, HE_HDR_AUTHZ},
     };
     r->cur_hdr = HE_HDR_NONE;
     if (!r->field_overflow)
@@ -177,6 +178,9 @@ static int he_http1_on_header_value(llhttp_t *p, const char *at, size_t n)
     case HE_HDR_IF_RANGE:
         dst = r->if_range, len = &r->if_range_len, cap = sizeof(r->if_range);
         break;
+    case HE_HDR_AUTHZ:
+        dst = r->authz, len = &r->authz_len, cap = sizeof(r->authz);
+        break;
     case HE_HDR_ORIGIN:
         r->has_origin = 1;
         /* fall through */
@@ -186,8 +190,8 @@ static int he_http1_on_header_value(llhttp_t *p, const char *at, size_t n)
     /* Another line of the same field continues its list (RFC 9110 5.3);
      * for the single-valued ones the result fails to parse, as it should. */
     if (*len && !r->value_more && !he_http1_append(dst, len, cap, ",", 1))
-        r->hdr_cut |= (uint8_t)(1u << r->cur_hdr);
-    if (!he_http1_append(dst, len, cap, at, n)) r->hdr_cut |= (uint8_t)(1u << r->cur_hdr);
+        r->hdr_cut |= (uint16_t)(1u << r->cur_hdr);
+    if (!he_http1_append(dst, len, cap, at, n)) r->hdr_cut |= (uint16_t)(1u << r->cur_hdr);
     r->value_more = true;
     return he_http1_count(r, n);
 }
@@ -208,6 +212,7 @@ static void he_http1_drop_cut(he_req_t *r)
     if (r->hdr_cut & (1u << HE_HDR_IMS)) r->ims_len = 0;
     if (r->hdr_cut & (1u << HE_HDR_IM)) r->im_len = 0;
     if (r->hdr_cut & (1u << HE_HDR_IUS)) r->ius_len = 0;
+    if (r->hdr_cut & (1u << HE_HDR_AUTHZ)) r->authz_len = 0; /* no token is that long */
     if (r->hdr_cut & (1u << HE_HDR_RANGE | 1u << HE_HDR_IF_RANGE))
         r->range_len = r->if_range_len = 0;
 }
