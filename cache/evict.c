@@ -14,6 +14,13 @@
  *           hit since insert -> move to main head, else evict it into the
  *           ghost. Otherwise take main's tail; freq > 0 -> freq--, back to
  *           main's head (CLOCK-like reinsertion), else evict it.
+ *   held:   an object a reader holds (a send, a fill's waiter: references
+ *           beyond the index's) is skipped, small's to main like a hit,
+ *           main's back to its head, and counted (ram_evict_held).
+ *           Evicting it would free nothing until the reader lets go, so
+ *           under pressure the loop asking for a chunk would go on evicting
+ *           until the node was empty. When everything is held, no victim:
+ *           the chunk comes from malloc (ram_overflow).
  *
  * Sizes are counted in chunks, the unit memory is handed out in. Every
  * function here runs with the node lock held. This file knows the queues
@@ -149,18 +156,30 @@ void he__cache_evict_remove(he__cache_node_t *n, he_cache_obj_t *o)
     o->queue = HE__CACHE_Q_NONE;
 }
 
-he_cache_obj_t *he__cache_evict_victim(he__cache_node_t *n)
+/* References beyond the index's: read under the node lock, but a lock-free
+ * hit may take one right after; that reader keeps the memory alive as
+ * before, the skip is only about not evicting what is known in use. */
+static bool he_cache_obj_held(he_cache_obj_t *o)
+{
+    return atomic_load_explicit(&o->refs, memory_order_relaxed) > 1;
+}
+
+he_cache_obj_t *he__cache_evict_victim(he__cache_node_t *n, he_cache_stats_t *st)
 {
     uint64_t small_cap = n->nchunks / 10 ? n->nchunks / 10 : 1;
     /* each pass moves an object or lowers a frequency, so this ends; the
      * bound only guards against hits racing the frequencies back up */
     uint64_t guard = 4 * (n->small.count + n->main.count) + 8;
+    uint64_t held = 0; /* main's objects skipped as held, this call */
     while (guard--) {
         he_cache_obj_t *t;
         if (n->small.count && (n->small.chunks >= small_cap || n->main.count == 0)) {
+            bool busy;
             t = n->small.tail;
             he_cache_fifo_unlink(&n->small, t);
-            if (atomic_load_explicit(&t->freq, memory_order_relaxed) > 0) {
+            busy = he_cache_obj_held(t);
+            if (busy && st) st->ram_evict_held++;
+            if (busy || atomic_load_explicit(&t->freq, memory_order_relaxed) > 0) {
                 atomic_store_explicit(&t->freq, 0, memory_order_relaxed);
                 t->queue = HE__CACHE_Q_MAIN;
                 he_cache_fifo_push(&n->main, t);
@@ -174,6 +193,12 @@ he_cache_obj_t *he__cache_evict_victim(he__cache_node_t *n)
         if (!n->main.count) return NULL;
         t = n->main.tail;
         he_cache_fifo_unlink(&n->main, t);
+        if (he_cache_obj_held(t)) {
+            he_cache_fifo_push(&n->main, t);
+            if (st) st->ram_evict_held++;
+            if (++held >= n->main.count) return NULL; /* all of main is held */
+            continue;
+        }
         {
             uint8_t f = atomic_load_explicit(&t->freq, memory_order_relaxed);
             if (f > 0 && guard > 0) {

@@ -172,7 +172,7 @@ void he__cache_evict_remove(he__cache_node_t *n, he_cache_obj_t *o);
 /* Takes the next victim off the queues (one from the small queue leaves
  * its ghost); the caller unindexes and drops it. NULL when nothing is
  * left to evict. */
-he_cache_obj_t *he__cache_evict_victim(he__cache_node_t *n);
+he_cache_obj_t *he__cache_evict_victim(he__cache_node_t *n, he_cache_stats_t *st);
 bool he__cache_ghost_contains(const he__cache_ghost_t *g, uint64_t hash);
 void he__cache_ghost_add(he__cache_ghost_t *g, uint64_t hash, uint32_t chunks);
 

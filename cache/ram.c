@@ -344,7 +344,7 @@ static void he_cache_ram_unindex(he__cache_node_t *n, he_cache_obj_t *o)
 
 bool he__cache_ram_evict_one(he__cache_node_t *n, he_cache_stats_t *st)
 {
-    he_cache_obj_t *o = he__cache_evict_victim(n);
+    he_cache_obj_t *o = he__cache_evict_victim(n, st);
     if (!o) return false;
     he_cache_ram_unindex(n, o);
     if (st) {

@@ -58,6 +58,7 @@ typedef struct he_cache_stats {
     uint64_t ram_rejected;   /* too large, not cacheable */
     uint64_t ram_ghost_hits; /* S3-FIFO: re-inserted straight into main */
     uint64_t ram_overflow;   /* chunks taken from malloc: arena pinned full */
+    uint64_t ram_evict_held; /* eviction passed over an object a reader held */
     uint64_t prefetch_issued;
     uint64_t prefetch_used;
     uint64_t prefetch_wasted;

@@ -104,6 +104,19 @@ static void he_cache_sdir_queue_unlink(he__cache_sdir_t *d, uint64_t hash, uint6
     d->unlinks = u;
 }
 
+/* A purge's unlink, at once rather than queued for the ring: the index is
+ * rebuilt from the directory at start-up, so a purged file still there
+ * after a crash (kill -9, OOM) would be served again. A purge is rare and
+ * an unlink costs microseconds; it is made before the purge is answered.
+ * (The unlink is durable once the file system commits its journal.) */
+static void he_cache_store_unlink_now(he__cache_sdir_t *d, uint64_t hash, uint64_t gen)
+{
+    char name[48];
+    he__cache_store_name(name, sizeof(name), hash, gen);
+    if (unlinkat(d->dirfd, name, 0) < 0 && errno != ENOENT)
+        he_cache_sdir_queue_unlink(d, hash, gen); /* the ring tries again */
+}
+
 /* Unlinks e from the hash and the queue, frees it, queues its file. */
 static void he_cache_sdir_drop(he__cache_sdir_t *d, he__cache_sentry_t **slot, bool unlink_file)
 {
@@ -230,18 +243,19 @@ int he__cache_store_add(he__cache_sdir_t *d, he__cache_pending_t *p, uint64_t ge
                         he_cache_stats_t *st)
 {
     int rc;
+    bool purged;
     pthread_mutex_lock(&d->lock);
     d->reserved -= he__cache_store_blocks(reserved);
     he__cache_inflight_unlink(&d->pending, p);
-    if (atomic_load(&p->purged)) {
-        /* the purge that answered "purged" must not be undone by a file
-         * of the bytes it purged */
-        he_cache_sdir_queue_unlink(d, p->key->hash, gen);
-        rc = -ESTALE;
-    } else {
-        rc = he_cache_sdir_add_locked(d, p->key, gen, hdr_len, body_len, meta, st);
-    }
+    purged = atomic_load(&p->purged);
+    if (!purged) rc = he_cache_sdir_add_locked(d, p->key, gen, hdr_len, body_len, meta, st);
     pthread_mutex_unlock(&d->lock);
+    if (purged) {
+        /* the purge that answered "purged" must not be undone by a file
+         * of the bytes it purged, not even by a restart: gone now */
+        he_cache_store_unlink_now(d, p->key->hash, gen);
+        rc = -ESTALE;
+    }
     return rc;
 }
 
@@ -533,16 +547,26 @@ int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key)
     if (!s) return rc;
     /* before the lock: see he_cache_store_purges */
     atomic_fetch_add(&s->purges, 1);
+    uint64_t hash = 0, gen = 0;
+    bool dropped = false;
     d = he__cache_store_dir_for(s, key->hash);
     pthread_mutex_lock(&d->lock);
     slot = he_cache_sdir_slot(d, key);
     if (*slot) {
-        he_cache_sdir_drop(d, slot, true);
+        hash = (*slot)->hash;
+        gen = (*slot)->gen;
+        he_cache_sdir_drop(d, slot, false);
+        dropped = true;
         rc = 0;
     }
-    /* writes of the key in flight: their files are never indexed */
+    /* writes of the key in flight: their files are never indexed (and
+     * are removed by he__cache_store_add; a crash leaves them in tmp/,
+     * which start-up empties) */
     if (he__cache_inflight_mark(d->pending, key)) rc = 0;
     pthread_mutex_unlock(&d->lock);
+    /* outside the lock: the name is unique to this version (gen), so no
+     * newer write of the key can be hit */
+    if (dropped) he_cache_store_unlink_now(d, hash, gen);
     return rc;
 }
 

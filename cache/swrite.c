@@ -112,6 +112,10 @@ int he_cache_swrite_step(he_cache_swrite_t *w, struct io_uring_sqe *sqe)
         /* purged meanwhile: no point writing the rest (not a disk error) */
         w->err = -ESTALE;
         w->state = w->fd >= 0 ? HE_SW_CLOSE : HE_SW_DONE;
+    } else if (w->state == HE_SW_RENAME && !w->err && atomic_load(&w->pend.purged)) {
+        /* nor give it a name the next start-up would index */
+        w->err = -ESTALE;
+        w->state = HE_SW_UNLINK;
     }
     switch (w->state) {
     case HE_SW_OPEN:
@@ -197,7 +201,7 @@ void he_cache_swrite_complete(he_cache_swrite_t *w, int res, he_cache_stats_t *s
                                   he_cache_obj_meta(w->obj), w->reserved, st);
         w->reserved = 0;
         if (res == -ESTALE) {
-            w->err = res; /* purged meanwhile: the file is queued for unlinking */
+            w->err = res; /* purged meanwhile: the file is unlinked already */
             break;
         }
         if (st) {

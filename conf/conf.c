@@ -63,6 +63,40 @@ void he_conf_defaults(he_conf_t *c)
     }
 }
 
+static int he_conf_read_file(const char *path, char **out, size_t *outlen, char *err, size_t errlen);
+
+/* admin.token_file: the token is read with the configuration, so that
+ * hlsedge -t checks it and a reload takes a new one. One line of visible
+ * ASCII (RFC 6750 b64token and a few more), at least 16 bytes: a short
+ * token is guessed. */
+static int he_conf_read_token(he_conf_t *c, const char *name, char *err, size_t errlen)
+{
+    char *buf = NULL, ferr[HE_CONF_ERR_MAX];
+    size_t len = 0;
+    int rc;
+
+    c->admin_token[0] = 0;
+    if (!c->admin_token_file[0]) return 0;
+    rc = he_conf_read_file(c->admin_token_file, &buf, &len, ferr, sizeof(ferr));
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: admin.token_file: %s", name, ferr);
+        return rc;
+    }
+    while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' '))
+        len--;
+    rc = len < 16 || len > HE_CONF_TOKEN_MAX ? -EINVAL : 0;
+    for (size_t i = 0; rc == 0 && i < len; i++)
+        if (buf[i] < 0x21 || buf[i] > 0x7e) rc = -EINVAL;
+    if (rc < 0)
+        snprintf(err, errlen,
+                 "%s: admin.token_file: %s must hold one token of 16 to %d visible ASCII bytes",
+                 name, c->admin_token_file, HE_CONF_TOKEN_MAX);
+    else
+        memcpy(c->admin_token, buf, len), c->admin_token[len] = 0;
+    free(buf);
+    return rc;
+}
+
 int he_conf_load_string(he_conf_t *c, const char *name, const char *yaml, size_t len, char *err,
                         size_t errlen)
 {
@@ -77,6 +111,11 @@ int he_conf_load_string(he_conf_t *c, const char *name, const char *yaml, size_t
     }
     he_conf_defaults(tmp);
     rc = he__conf_yaml_load(tmp, name, yaml ? yaml : "", yaml ? len : 0, err, errlen);
+    if (rc == 0) {
+        char scratch[HE_CONF_ERR_MAX];
+        rc = he_conf_read_token(tmp, name, err && errlen ? err : scratch,
+                                err && errlen ? errlen : sizeof(scratch));
+    }
     if (rc == 0)
         memcpy(c, tmp, sizeof(*c));
     else

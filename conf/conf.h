@@ -33,6 +33,8 @@ int he_conf_origin_url_split(const char *s, size_t len, size_t *url_len, unsigne
                              const char **what);
 #define HE_CONF_MAX_STORES 8
 #define HE_CONF_MAX_KEY_PARAMS 8
+#define HE_CONF_MAX_ALLOW 16
+#define HE_CONF_TOKEN_MAX 255
 
 typedef enum he_log_level {
     HE_LOG_ERROR = 0,
@@ -154,6 +156,14 @@ typedef struct he_conf {
     he_access_log_format_t access_log_format;
 
     he_conf_listen_t admin_listen; /* admin.listen; port 0 = off */
+    /* admin.allow: who may talk to the admin listener (he_conf_addr_allowed) */
+    char admin_allow[HE_CONF_MAX_ALLOW][64];
+    unsigned nadmin_allow;
+    /* admin.token_file, and the bearer token read from it when the
+     * configuration loads ("" = none): guards POST /purge and PURGE from
+     * other than loopback */
+    char admin_token_file[PATH_MAX];
+    char admin_token[HE_CONF_TOKEN_MAX + 1];
     bool stats_latency;            /* stats.latency: per-worker latency histograms */
 
     unsigned fd_cache_entries;  /* per worker */
@@ -257,5 +267,21 @@ const he_conf_auth_t *he_conf_auth_match(const he_conf_t *c, const char *path, s
 /* Whether features.disable names the feature called name ("send_zc"); an
  * unknown name is never disabled. */
 bool he_conf_feature_disabled(const he_conf_t *c, const char *name);
+
+/* admin.allow entries (conf/access.c): an address, an address/bits range,
+ * or "loopback". */
+typedef struct he_conf_cidr {
+    int family; /* AF_INET, AF_INET6; 0 for loopback */
+    uint8_t addr[16];
+    unsigned bits;
+    bool loopback;
+} he_conf_cidr_t;
+int he_conf_cidr_parse(const char *s, size_t len, he_conf_cidr_t *out);
+/* Whether admin.allow lets sa (the peer of an admin connection) in. */
+bool he_conf_addr_allowed(const he_conf_t *c, const struct sockaddr *sa);
+/* Whether an Authorization value ("Bearer <token>", len bytes) carries
+ * admin.token_file's token (compared in constant time); false when no
+ * token is configured. */
+bool he_conf_bearer_ok(const he_conf_t *c, const char *authz, size_t len);
 
 #endif

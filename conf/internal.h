@@ -31,6 +31,7 @@ typedef enum he__conf_type {
 #define HE__CONF_F_EMPTY_OK 4u /* lists: [], "" and null mean none (the default) */
 #define HE__CONF_F_TOKEN 8u    /* string lists: RFC 9110 token characters but '&' */
 #define HE__CONF_F_URL 16u     /* string lists: http:// or https:// base URLs */
+#define HE__CONF_F_CIDR 32u    /* string lists: addresses, ranges or "loopback" */
 
 /* Upper bound on the table size, for the per-load "seen" arrays. */
 #define HE__CONF_MAX_KEYS 128

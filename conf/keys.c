@@ -186,6 +186,10 @@ const he__conf_key_t he__conf_keys[] = {
      .off = offsetof(he_conf_t, admin_listen),
      .def = "127.0.0.1:9090",
      .doc = "admin address; \"\" or off disables"},
+    HE_CONF_K_STRS("admin.allow", admin_allow, nadmin_allow, HE__CONF_F_CIDR, "address range",
+                   "address ranges", "loopback", "who may use the admin listener (others: 403)"),
+    HE_CONF_K_STR("admin.token_file", admin_token_file, 0, "",
+                  "file with the bearer token for purges; \"\" = none"),
 
     HE_CONF_K_SECTION("stats", "what the workers measure for the admin endpoint"),
     HE_CONF_K_BOOL("stats.latency", stats_latency, "true",

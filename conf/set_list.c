@@ -125,6 +125,17 @@ int he__conf_set_strs(he_conf_t *c, const he__conf_key_t *k, const char *v, size
      * the cache key, where "a&b=1" could be either one parameter or two */
     if ((k->flags & HE__CONF_F_TOKEN) && (!he__conf_is_token(v, len) || memchr(v, '&', len)))
         return -EINVAL;
+    if (k->flags & HE__CONF_F_CIDR) {
+        he_conf_cidr_t r;
+        if (he_conf_cidr_parse(v, len, &r) < 0) {
+            he__conf_quote(v, len, got, sizeof(got));
+            snprintf(why, whylen,
+                     "expected an address, a range like 10.0.0.0/8 (no host bits) or loopback, "
+                     "got %s",
+                     got);
+            return -EINVAL;
+        }
+    }
     if ((k->flags & HE__CONF_F_URL) && he__conf_check_url(v, len, &what) < 0) {
         he__conf_quote(v, len, got, sizeof(got));
         snprintf(why, whylen, "expected %s, got %s", what, got);

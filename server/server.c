@@ -183,6 +183,11 @@ void he_server_drain(he_server_t *s)
         if (s->workers[i].thread) he__worker_wake(&s->workers[i]);
 }
 
+void he_server_set_drain_timeout(he_server_t *s, unsigned ms)
+{
+    atomic_store(&s->drain_ms, ms ? ms : 1);
+}
+
 void he_server_retire(he_server_t *s)
 {
     if (!s->workers) return;

@@ -111,6 +111,11 @@ int he_server_init(he_server_t *s, he_conf_t *conf, char *err, size_t errlen);
 void he_server_cpus_allowed(cpu_set_t *set);
 int he_server_start(he_server_t *s, char *err, size_t errlen);
 void he_server_drain(he_server_t *s);
+/* The drain timeout a later he_server_drain or he_server_retire bounds
+ * connections by, when it is not the generation's own configuration's
+ * (a generation retired by a reload keeps its configuration). A drain
+ * already running is cut short to it, never lengthened. */
+void he_server_set_drain_timeout(he_server_t *s, unsigned ms);
 /* Drains a generation replaced by a reload: connections stay open until
  * their next response (sent with Connection: close) or the drain timeout.
  * Call after its listeners stopped accepting. */

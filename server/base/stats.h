@@ -84,6 +84,7 @@ typedef enum he_stats_auth {
 typedef struct he_stats {
     uint64_t conn_accepted;
     uint64_t conn_refused;
+    uint64_t purge_refused; /* PURGE on the viewer port: not loopback, no valid token */
     uint64_t conn_closed;
     uint64_t requests[HE_STATS_METHOD_COUNT];
     uint64_t status_class[6]; /* index 1..5 = 1xx..5xx */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "server/base/log.h"
 #include "server/server.h"
@@ -35,7 +36,12 @@ typedef struct he_admin_route {
     char path[128];
     he_admin_handler_fn fn;
     void *ctx;
+    bool state; /* changes state: the token, when one is configured */
 } he_admin_route_t;
+
+/* Refusals since start, whatever listener (a reload may move it). Only
+ * the control thread writes them; /metrics is served on it too. */
+static uint64_t he_admin_refused[HE_ADMIN_REFUSED_COUNT];
 
 static he_admin_route_t he_admin_routes[HE_ADMIN_MAX_ROUTES];
 static unsigned he_admin_nroutes;
@@ -50,6 +56,13 @@ typedef struct he_admin_conn {
     size_t body_len, body_cap;
     size_t head_bytes;
     int err_status; /* 400, 413, 414 or 431 found by a callback */
+    bool allowed;   /* the peer is in admin.allow (checked at accept) */
+    bool in_authz;  /* the header value being read is Authorization's */
+    bool authz_cut; /* ... and it was longer than any token */
+    char authz[HE_CONF_TOKEN_MAX + 32];
+    size_t authz_len;
+    char fname[16]; /* the header name being read, enough for Authorization */
+    size_t fname_len;
     bool closing;
     bool close_after; /* a response said Connection: close */
     bool in_request;  /* part of a request has arrived */
@@ -69,6 +82,7 @@ struct he_admin {
     unsigned nconns;
     bool stopping;
     bool listener_closed;
+    const he_conf_t *conf; /* admin.allow, admin_token */
     char text[64];
     char rbuf[65536]; /* reads are parsed before the next one arrives */
 };
@@ -101,6 +115,28 @@ int he_admin_route_add(const char *method, const char *path, he_admin_handler_fn
     r->fn = fn;
     r->ctx = ctx;
     return 0;
+}
+
+int he_admin_route_add_state(const char *method, const char *path, he_admin_handler_fn fn,
+                             void *ctx)
+{
+    int rc = he_admin_route_add(method, path, fn, ctx);
+    if (rc < 0) return rc;
+    for (unsigned i = 0; i < he_admin_nroutes; i++)
+        if (strcmp(he_admin_routes[i].method, method) == 0 &&
+            strcmp(he_admin_routes[i].path, path) == 0)
+            he_admin_routes[i].state = true;
+    return 0;
+}
+
+void he_admin_set_conf(he_admin_t *a, const he_conf_t *conf)
+{
+    if (a) a->conf = conf;
+}
+
+void he_admin_refusals(uint64_t out[HE_ADMIN_REFUSED_COUNT])
+{
+    memcpy(out, he_admin_refused, sizeof(he_admin_refused));
 }
 
 void he_admin_resp_text(he_admin_resp_t *resp, int status, const char *text)
@@ -221,10 +257,24 @@ static void he_admin_dispatch(he_admin_conn_t *c, bool close)
     req.body_len = c->body_len;
     memset(&resp, 0, sizeof(resp));
 
+    if (!c->allowed) { /* outside admin.allow: nothing is answered but this */
+        he_admin_refused[HE_ADMIN_REFUSED_ADDRESS]++;
+        he_admin_resp_text(&resp, 403, "forbidden: not in admin.allow\n");
+        he_admin_send(c, &resp, head, true, "");
+        return;
+    }
     for (unsigned i = 0; i < he_admin_nroutes; i++) {
         he_admin_route_t *r = &he_admin_routes[i];
         if (strcmp(r->path, req.path) != 0) continue;
         if (strcmp(r->method, req.method) == 0) {
+            const he_conf_t *conf = c->admin->conf;
+            if (r->state && conf && conf->admin_token[0] &&
+                (c->authz_cut || !he_conf_bearer_ok(conf, c->authz, c->authz_len))) {
+                he_admin_refused[HE_ADMIN_REFUSED_TOKEN]++;
+                he_admin_resp_text(&resp, 401, "unauthorized: a bearer token is required\n");
+                he_admin_send(c, &resp, head, close, "WWW-Authenticate: Bearer\r\n");
+                return;
+            }
             r->fn(r->ctx, &req, &resp);
             if (!resp.status) resp.status = 200;
             he_admin_send(c, &resp, head, close, "");
@@ -254,6 +304,8 @@ static int he_admin_on_message_begin(llhttp_t *p)
     c->body_len = 0;
     c->head_bytes = 0;
     c->err_status = 0;
+    c->in_authz = c->authz_cut = false;
+    c->authz_len = c->fname_len = 0;
     c->in_request = true;
     if (!c->deadline_ms) c->deadline_ms = uv_now(c->admin->loop) + HE_ADMIN_REQUEST_MS;
     return 0;
@@ -280,6 +332,38 @@ static int he_admin_on_header(llhttp_t *p, const char *at, size_t n)
         return HPE_USER;
     }
     return 0;
+}
+
+/* The field name, which may come in pieces (a request split across
+ * reads), is only compared once whole. */
+static int he_admin_on_header_field(llhttp_t *p, const char *at, size_t n)
+{
+    he_admin_conn_t *c = HE_ADMIN_CONN(p);
+    if (c->fname_len + n <= sizeof(c->fname)) memcpy(c->fname + c->fname_len, at, n);
+    c->fname_len += n;
+    return he_admin_on_header(p, at, n);
+}
+
+static int he_admin_on_header_field_complete(llhttp_t *p)
+{
+    he_admin_conn_t *c = HE_ADMIN_CONN(p);
+    c->in_authz = c->fname_len == 13 && strncasecmp(c->fname, "authorization", 13) == 0;
+    c->fname_len = 0;
+    return 0;
+}
+
+static int he_admin_on_header_value(llhttp_t *p, const char *at, size_t n)
+{
+    he_admin_conn_t *c = HE_ADMIN_CONN(p);
+    if (c->in_authz) {
+        if (c->authz_len + n >= sizeof(c->authz)) {
+            c->authz_cut = true;
+        } else {
+            memcpy(c->authz + c->authz_len, at, n);
+            c->authz_len += n;
+        }
+    }
+    return he_admin_on_header(p, at, n);
 }
 
 static int he_admin_on_headers_complete(llhttp_t *p)
@@ -345,8 +429,9 @@ static const llhttp_settings_t *he_admin_settings(void)
         llhttp_settings_init(&s);
         s.on_message_begin = he_admin_on_message_begin;
         s.on_url = he_admin_on_url;
-        s.on_header_field = he_admin_on_header;
-        s.on_header_value = he_admin_on_header;
+        s.on_header_field = he_admin_on_header_field;
+        s.on_header_field_complete = he_admin_on_header_field_complete;
+        s.on_header_value = he_admin_on_header_value;
         s.on_headers_complete = he_admin_on_headers_complete;
         s.on_body = he_admin_on_body;
         s.on_message_complete = he_admin_on_message_complete;
@@ -439,6 +524,14 @@ static he_admin_conn_t *he_admin_victim(he_admin_conn_t *newest)
     return idle ? idle : due;
 }
 
+/* Before he_admin_set_conf: the defaults (admin.allow: loopback). */
+static const he_conf_t *he_admin_default_conf(void)
+{
+    static he_conf_t *d;
+    if (!d && (d = malloc(sizeof(*d)))) he_conf_defaults(d);
+    return d;
+}
+
 static void he_admin_on_connection(uv_stream_t *server, int status)
 {
     he_admin_t *a = server->data;
@@ -470,6 +563,13 @@ static void he_admin_on_connection(uv_stream_t *server, int status)
         he_admin_conn_close(v);
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    {
+        struct sockaddr_storage peer;
+        int plen = sizeof(peer);
+        const he_conf_t *conf = a->conf ? a->conf : he_admin_default_conf();
+        c->allowed = conf && uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &plen) == 0 &&
+                     he_conf_addr_allowed(conf, (struct sockaddr *)&peer);
+    }
     llhttp_init(&c->parser, HTTP_REQUEST, he_admin_settings());
     c->parser.data = c;
     c->last_ms = uv_now(a->loop);

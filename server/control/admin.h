@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 
 #include "conf/conf.h"
@@ -34,6 +35,18 @@ typedef void (*he_admin_handler_fn)(void *ctx, const he_admin_req_t *req, he_adm
 
 /* Registers method + exact path. 0, or -ENOSPC when the table is full. */
 int he_admin_route_add(const char *method, const char *path, he_admin_handler_fn fn, void *ctx);
+/* The same for a route that changes state (POST /purge): with
+ * admin.token_file set it needs "Authorization: Bearer <token>" (401). */
+int he_admin_route_add_state(const char *method, const char *path, he_admin_handler_fn fn,
+                             void *ctx);
+/* The configuration whose admin.allow and token the listener applies;
+ * kept by the caller (set again on every reload). */
+void he_admin_set_conf(he_admin_t *a, const he_conf_t *conf);
+
+/* Requests refused, since start: by address (admin.allow, 403) and by
+ * token (401). */
+enum { HE_ADMIN_REFUSED_ADDRESS = 0, HE_ADMIN_REFUSED_TOKEN, HE_ADMIN_REFUSED_COUNT };
+void he_admin_refusals(uint64_t out[HE_ADMIN_REFUSED_COUNT]);
 /* Sets a response body from a literal. */
 void he_admin_resp_text(he_admin_resp_t *resp, int status, const char *text);
 

@@ -278,6 +278,12 @@ static void he_control_snapshot(he_control_t *ctl, he_metrics_snap_t *s)
     s->uptime_s = (double)(he_control_now_ns() - ctl->start_ns) / 1e9;
     s->start_time_s = ctl->start_real_s;
     s->draining = ctl->draining;
+    {
+        uint64_t refused[HE_ADMIN_REFUSED_COUNT];
+        he_admin_refusals(refused);
+        s->admin_refused_address = refused[HE_ADMIN_REFUSED_ADDRESS];
+        s->admin_refused_token = refused[HE_ADMIN_REFUSED_TOKEN];
+    }
     s->control_cpus = ctl->cpus_text;
     s->control_apart = ctl->cpus_apart;
     if (serving) s->features = *he_server_features(serving->server);
@@ -424,8 +430,12 @@ static void he_control_route_dashboard(void *ctx, const he_admin_req_t *req, he_
 static void he_control_drain_all(he_control_t *ctl)
 {
     ctl->draining = true;
-    for (unsigned i = 0; i < ctl->ngens; i++)
+    for (unsigned i = 0; i < ctl->ngens; i++) {
+        /* the timeout in force now: a generation a reload retired has its
+         * old configuration, whose drain may be longer */
+        he_server_set_drain_timeout(ctl->gens[i].server, ctl->conf->drain_timeout_ms);
         he_server_drain(ctl->gens[i].server);
+    }
 }
 
 static void he_control_on_signal(uv_signal_t *h, int sig)
@@ -528,7 +538,7 @@ static int he_control_start(he_control_t *ctl, he_conf_t *conf)
     he_admin_route_add("GET", "/stats", he_control_route_stats, ctl);
     he_admin_route_add("GET", "/healthz", he_control_route_healthz, ctl);
     he_admin_route_add("GET", "/", he_control_route_dashboard, ctl);
-    he_admin_route_add("POST", "/purge", he__control_route_purge, ctl); /* purge.c */
+    he_admin_route_add_state("POST", "/purge", he__control_route_purge, ctl); /* purge.c */
     /* The admin listener first: once viewers can connect, so can the
      * monitoring (its requests wait in the backlog until the loop runs). */
     if (conf->admin_listen.addr.ss_family &&
@@ -536,6 +546,7 @@ static int he_control_start(he_control_t *ctl, he_conf_t *conf)
         he_log_error("%s", err);
         return rc;
     }
+    he_admin_set_conf(ctl->admin, conf); /* admin.allow, admin.token_file */
 
     rc = he_server_new(&s, conf, err, sizeof(err));
     if (rc < 0) {

@@ -65,6 +65,11 @@ static bool he_reload_needs_workers(const he_conf_t *a, const he_conf_t *b, char
     memcpy(t->access_log, a->access_log, sizeof(t->access_log));
     t->access_log_format = a->access_log_format;
     t->admin_listen = a->admin_listen;
+    /* the admin listener reads them per request; PURGE per request too */
+    memcpy(t->admin_allow, a->admin_allow, sizeof(t->admin_allow));
+    t->nadmin_allow = a->nadmin_allow;
+    memcpy(t->admin_token_file, a->admin_token_file, sizeof(t->admin_token_file));
+    memcpy(t->admin_token, a->admin_token, sizeof(t->admin_token));
     memcpy(t->control_cpus, a->control_cpus, sizeof(t->control_cpus)); /* he__control_pin */
     t->ncontrol_cpus = a->ncontrol_cpus;
     /* certificates: he_tls_reload swaps them under running workers */
@@ -277,6 +282,7 @@ static void he_reload_end_grace(he_control_t *ctl, he_gen_t *old)
     }
     for (unsigned li = 0; li < he_server_nlisteners(cur); li++)
         he_reload_steer(ctl, cur, li);
+    he_server_set_drain_timeout(s, ctl->conf->drain_timeout_ms); /* the new one */
     he_server_retire(s);
     old->state = HE_GEN_DRAINING;
 }
@@ -378,6 +384,8 @@ static void he_reload_admin_back(he_control_t *ctl)
     char err[256];
     if (he_admin_start(&ctl->admin, &ctl->loop, &ctl->admin_addr, err, sizeof(err)) < 0)
         he_log_error("reload: %s: no admin listener until a reload binds one", err);
+    else
+        he_admin_set_conf(ctl->admin, ctl->conf);
 }
 
 static void he_reload_fail(he_control_t *ctl, const char *what)
@@ -500,6 +508,7 @@ void he__control_reload(he_control_t *ctl)
         ctl->admin = admin;
         ctl->admin_addr = n->admin_listen;
     }
+    he_admin_set_conf(ctl->admin, n); /* admin.allow and the token are live */
     if (needs) {
         he_reload_hand_over(ctl, &ctl->gens[ctl->ngens - 2], s);
     } else {

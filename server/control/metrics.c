@@ -171,6 +171,15 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
     he_buf_printf(b, "hlsedge_uptime_seconds %.3f\n", s->uptime_s);
     he_prom_head(b, "draining", "gauge", "1 while shutting down (SIGTERM/SIGINT), else 0.");
     he_buf_printf(b, "hlsedge_draining %d\n", s->draining ? 1 : 0);
+    he_prom_head(b, "admin_refused_total", "counter",
+                 "Admin requests refused: outside admin.allow (403), no valid token (401).");
+    he_buf_printf(b, "hlsedge_admin_refused_total{reason=\"address\"} %llu\n",
+                  (unsigned long long)s->admin_refused_address);
+    he_buf_printf(b, "hlsedge_admin_refused_total{reason=\"token\"} %llu\n",
+                  (unsigned long long)s->admin_refused_token);
+    he_prom_per_worker(b, s, "purge_refused_total", "counter",
+                       "PURGE requests on the viewer port refused (not loopback, no valid token).",
+                       HE_OFF(purge_refused));
     he_prom_head(b, "kernel_feature", "gauge",
                  "Kernel features in use (probed at start): 1 used, 0 not.");
     for (size_t i = 0; i < sizeof(feats) / sizeof(feats[0]); i++)
@@ -375,6 +384,12 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
 
     he_buf_printf(b, "{\"version\":\"%s\",\"uptime_s\":%.3f,\"start_time\":%.3f,\"draining\":%s,",
                   s->version, s->uptime_s, s->start_time_s, s->draining ? "true" : "false");
+    he_buf_printf(b,
+                  "\"admin\":{\"refused\":{\"address\":%llu,\"token\":%llu},"
+                  "\"purge_refused\":%llu},",
+                  (unsigned long long)s->admin_refused_address,
+                  (unsigned long long)s->admin_refused_token,
+                  (unsigned long long)t->purge_refused);
     he_buf_printf(b, "\"config\":{\"file\":");
     he_buf_json_str(b, s->conf_file);
     he_buf_printf(b,

@@ -76,6 +76,10 @@ typedef struct he_metrics_snap {
     const char *alog_path;
     const char *alog_format;
     uint64_t alog_written, alog_write_errors;
+
+    /* admin requests refused: outside admin.allow (403), without the
+     * token a state-changing route needs (401) */
+    uint64_t admin_refused_address, admin_refused_token;
 } he_metrics_snap_t;
 
 /* Active connections of a stats block (accepted and not yet closed). */

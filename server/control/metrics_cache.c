@@ -38,6 +38,8 @@ static const he_mc_counter_t he_mc_counters[] = {
      HE_MC(ram_ghost_hits)},
     {"ram_overflow", "RAM chunks taken from malloc because the arena was pinned full.",
      HE_MC(ram_overflow)},
+    {"ram_evict_held", "RAM evictions that passed over an object a send or fill still held.",
+     HE_MC(ram_evict_held)},
     {"prefetch_issued", "Prefetch fills started.", HE_MC(prefetch_issued)},
     {"prefetch_used", "Prefetched objects later requested.", HE_MC(prefetch_used)},
     {"prefetch_wasted", "Prefetched objects evicted without a request.", HE_MC(prefetch_wasted)},

@@ -1,5 +1,5 @@
 /* POST /purge on the admin listener: the target comes in the body or as
- * ?path= (percent-decoded). The cache itself removes the entries
+ * ?path= (percent-decoded; a + is a +). The cache itself removes the entries
  * (he_server_purge); this file reads the request and words the answer:
  *
  *   200 "purged"       entries went from the RAM or SSD tier
@@ -16,8 +16,9 @@
 
 #define HE_PURGE_TARGET_MAX 4096
 
-/* application/x-www-form-urlencoded: %XX and '+'. A '%' not followed by
- * two hex digits stays as it is. */
+/* %XX only. '+' stays a '+': the value is a URL path, and a path's '+'
+ * is a '+' (the viewer's request for /a+b.ts makes the key /a+b.ts); a
+ * space comes as %20. A '%' not followed by two hex digits stays as it is. */
 static size_t he_purge_unescape(const char *in, size_t n, char *out, size_t cap)
 {
     size_t o = 0;
@@ -29,7 +30,7 @@ static size_t he_purge_unescape(const char *in, size_t n, char *out, size_t cap)
             i += 2;
             continue;
         }
-        out[o++] = in[i] == '+' ? ' ' : in[i];
+        out[o++] = in[i];
     }
     out[o] = 0;
     return o;

@@ -58,6 +58,7 @@ typedef struct he_ojob {
     uint8_t type;
     bool inflight;
     bool cancel_sent;
+    bool parked; /* an SSD write that found the SQ full: driven again at the tick */
     he_cache_fetch_t *fetch;
     he_cache_fill_t *fill;
     he_cache_swrite_t *sw;

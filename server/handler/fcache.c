@@ -17,6 +17,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +34,10 @@
 
 #define HE_FCACHE_BODY_MAX (64 * 1024)
 #define HE_FCACHE_SNIFF 4096
+/* Most entries one bucket holds: a lookup compares at most this many,
+ * however the paths were chosen. An insert into a full bucket evicts the
+ * bucket's oldest entry. */
+#define HE_FCACHE_CHAIN_MAX 8
 
 struct he_fcache {
     int root_fd;
@@ -40,14 +48,41 @@ struct he_fcache {
     unsigned nbuckets;
     he_file_t **buckets;
     he_file_t *lru_head, *lru_tail;
+    /* Paths come from clients, so the bucket must not be theirs to choose
+     * (a flood of 404 paths into one chain): SipHash-2-4 under a key drawn
+     * for each cache at start-up. OpenSSL's, not one of our own. */
+    EVP_MAC *mac;
+    EVP_MAC_CTX *mac_ctx;
+    unsigned char key[16];
+    size_t mac_size;
+    OSSL_PARAM mac_params[2];
+    unsigned walk_max;         /* the most entries one lookup compared */
+    uint64_t chain_evictions; /* entries evicted because their bucket was full */
 };
 
-static uint32_t he_fcache_hash(const char *s, size_t len)
+static uint32_t he_fcache_hash(he_fcache_t *fc, const char *s, size_t len)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
-    return h;
+    uint64_t h = 0;
+    size_t out = 0;
+    /* init with the same key resets the state: no allocation per lookup */
+    if (!EVP_MAC_init(fc->mac_ctx, fc->key, sizeof(fc->key), fc->mac_params) ||
+        !EVP_MAC_update(fc->mac_ctx, (const unsigned char *)s, len) ||
+        !EVP_MAC_final(fc->mac_ctx, (unsigned char *)&h, &out, sizeof(h)))
+        return 0; /* cannot happen once the context was set up */
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static int he_fcache_mac_new(he_fcache_t *fc)
+{
+    if (RAND_bytes(fc->key, sizeof(fc->key)) != 1) return -EIO;
+    if (!(fc->mac = EVP_MAC_fetch(NULL, "SIPHASH", NULL))) return -ENOSYS;
+    if (!(fc->mac_ctx = EVP_MAC_CTX_new(fc->mac))) return -ENOMEM;
+    /* 64-bit output (the default is 128) */
+    fc->mac_size = 8;
+    fc->mac_params[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &fc->mac_size);
+    fc->mac_params[1] = OSSL_PARAM_construct_end();
+    if (!EVP_MAC_init(fc->mac_ctx, fc->key, sizeof(fc->key), fc->mac_params)) return -EINVAL;
+    return 0;
 }
 
 he_fcache_t *he_fcache_new(int root_fd, unsigned entries, unsigned valid_ms, bool beneath)
@@ -70,8 +105,8 @@ he_fcache_t *he_fcache_new(int root_fd, unsigned entries, unsigned valid_ms, boo
     while (fc->nbuckets < fc->cap * 2)
         fc->nbuckets <<= 1;
     fc->buckets = calloc(fc->nbuckets, sizeof(*fc->buckets));
-    if (!fc->buckets) {
-        free(fc);
+    if (!fc->buckets || he_fcache_mac_new(fc) < 0) {
+        he_fcache_free(fc);
         return NULL;
     }
     return fc;
@@ -131,6 +166,9 @@ void he_fcache_free(he_fcache_t *fc)
         he_fcache_remove(fc, f);
     }
     free(fc->buckets);
+    EVP_MAC_CTX_free(fc->mac_ctx);
+    EVP_MAC_free(fc->mac);
+    OPENSSL_cleanse(fc->key, sizeof(fc->key));
     free(fc);
 }
 
@@ -253,12 +291,16 @@ static bool he_fcache_still_valid(he_fcache_t *fc, he_file_t *f, const char *pat
 he_file_t *he_fcache_get(he_fcache_t *fc, const char *path, size_t len, uint64_t now_ms, int *err,
                          bool *hit)
 {
-    uint32_t h = he_fcache_hash(path, len);
-    he_file_t *f = fc->buckets[h & (fc->nbuckets - 1)];
+    uint32_t h = he_fcache_hash(fc, path, len);
+    he_file_t *f = fc->buckets[h & (fc->nbuckets - 1)], *last = NULL;
+    unsigned walked = 0;
     int rc;
 
-    for (; f; f = f->hnext)
+    /* a bucket never holds more than HE_FCACHE_CHAIN_MAX (the insert
+     * below), so this loop is bounded whatever the paths */
+    for (; f; last = f, f = f->hnext, walked++)
         if (f->hash == h && strlen(f->path) == len && memcmp(f->path, path, len) == 0) break;
+    if (walked > fc->walk_max) fc->walk_max = walked;
 
     if (f) {
         if (now_ms - f->validated_ms >= fc->valid_ms) {
@@ -300,6 +342,12 @@ he_file_t *he_fcache_get(he_fcache_t *fc, const char *path, size_t len, uint64_t
             *err = rc;
             return NULL;
         }
+    }
+    /* a full bucket: its oldest entry (inserted first, so last in the
+     * chain) goes, whatever the LRU says */
+    if (walked >= HE_FCACHE_CHAIN_MAX && last) {
+        he_fcache_remove(fc, last);
+        fc->chain_evictions++;
     }
     f->hash = h;
     f->validated_ms = now_ms;

@@ -43,7 +43,7 @@ static he_ojob_t *he_oio_job_new(he_wcache_t *wc, uint32_t *idx)
     *idx = wc->free_jobs[--wc->nfree_jobs];
     j = &wc->jobs[*idx];
     j->gen++;
-    j->inflight = j->cancel_sent = false;
+    j->inflight = j->cancel_sent = j->parked = false;
     j->fetch = NULL;
     j->fill = NULL;
     j->sw = NULL;
@@ -75,7 +75,7 @@ static void he_oio_unlink_next(he_worker_t *w)
     he_ojob_t *j;
     uint32_t idx;
     if (!wc->store || wc->unlink_busy || w->exiting) return;
-    sqe = he__worker_sqe(w);
+    if (!(sqe = he__worker_sqe(w))) return; /* SQ full: the next tick tries again */
     if (he_cache_store_unlink_step(wc->store, sqe) != HE_CACHE_AGAIN ||
         !(j = he_oio_job_new(wc, &idx))) {
         io_uring_prep_nop(sqe);
@@ -92,7 +92,13 @@ static void he_oio_swrite_drive(he_worker_t *w, he_ojob_t *j, uint32_t idx)
 {
     he_wcache_t *wc = he__wcache(w);
     struct io_uring_sqe *sqe = he__worker_sqe(w);
-    int rc = he_cache_swrite_step(j->sw, sqe);
+    int rc;
+    if (!sqe) { /* SQ full: a step depends on its state only, so it waits */
+        j->parked = true;
+        return;
+    }
+    j->parked = false;
+    rc = he_cache_swrite_step(j->sw, sqe);
     if (rc == HE_CACHE_AGAIN) {
         he_oio_submit(w, j, idx, sqe);
         return;
@@ -182,7 +188,10 @@ static void he_oio_promote_next(he_worker_t *w, uint32_t idx)
         he_oio_promote_end(w, idx, -ENOMEM);
         return;
     }
-    sqe = he__worker_sqe(w);
+    if (!(sqe = he__worker_sqe(w))) { /* SQ full: a promotion is only a saving */
+        he_oio_promote_end(w, idx, -EBUSY);
+        return;
+    }
     io_uring_prep_readv(sqe, j->fd, j->iov, n, j->off);
     he_oio_submit(w, j, idx, sqe);
 }
@@ -326,7 +335,12 @@ static void he_oio_fetch_drive(he_worker_t *w, uint32_t idx)
             he_cache_fetch_complete(j->fetch, 0, w->now_ms);
             continue;
         default:
-            sqe = he__worker_sqe(w);
+            if (!(sqe = he__worker_sqe(w))) {
+                /* SQ full and the submit failed: this step fails like an
+                 * I/O error (the next origin, or the fill's error path) */
+                he_cache_fetch_complete(j->fetch, -EBUSY, w->now_ms);
+                continue;
+            }
             he_cache_io_prep(&io, sqe);
             he_oio_submit(w, j, idx, sqe);
             return;
@@ -404,9 +418,14 @@ void he__oio_tick(he_worker_t *w)
     he_wcache_t *wc = he__wcache(w);
     for (uint32_t i = 0; i < wc->njobs; i++) {
         he_ojob_t *j = &wc->jobs[i];
+        if (j->type == HE_OJOB_SWRITE && j->parked) {
+            he_oio_swrite_drive(w, j, i);
+            continue;
+        }
         if (j->type != HE_OJOB_FETCH || !j->inflight || j->cancel_sent) continue;
         if (he_cache_fetch_expired(j->fetch, w->now_ms)) {
             struct io_uring_sqe *sqe = he__worker_sqe(w);
+            if (!sqe) break; /* SQ full: cancelled at the next tick */
             io_uring_prep_cancel64(sqe, he__ud(HE_OP_JOB, i, j->gen), 0);
             sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
             j->cancel_sent = true;
@@ -462,6 +481,7 @@ unsigned he__oio_quiesce(he_worker_t *w)
         n++;
         if (!j->cancel_sent) {
             struct io_uring_sqe *sqe = he__worker_sqe(w);
+            if (!sqe) continue; /* SQ full: asked again on the next turn */
             io_uring_prep_cancel64(sqe, he__ud(HE_OP_JOB, i, j->gen), 0);
             sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
             j->cancel_sent = true;

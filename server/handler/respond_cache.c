@@ -397,11 +397,16 @@ static bool he_rc_loopback(const struct sockaddr_storage *ss)
     return false;
 }
 
+/* PURGE on the viewer port: from loopback, or with admin.token_file's
+ * bearer token. Without a token configured others get 405, as if the
+ * method did not exist; with one, 401. Refusals are counted. */
 void he_cache_handle_purge(he_worker_t *w, he_req_t *r)
 {
     int n;
-    if (!he_rc_loopback(&r->conn->peer)) {
-        he_http_respond_error(w, r, 405);
+    if (!he_rc_loopback(&r->conn->peer) &&
+        !he_conf_bearer_ok(w->conf, r->authz, r->authz_len)) {
+        w->stats.purge_refused++;
+        he_http_respond_error(w, r, w->conf->admin_token[0] ? 401 : 405);
         return;
     }
     n = he__cache_purge(he__wcache(w)->conf, r->url, r->url_len);

@@ -43,7 +43,9 @@ typedef struct he_req {
     char if_range[HE_HDR_SMALL];
     char cookie[512]; /* Cookie lines joined by "; " (handler/auth.c: a token cookie) */
     char via[512];    /* Via: loops are refused (508), the rest goes to the origin */
+    char authz[HE_CONF_TOKEN_MAX + 32]; /* Authorization (PURGE's bearer token) */
     uint16_t range_len, inm_len, ims_len, im_len, ius_len, if_range_len, cookie_len, via_len;
+    uint16_t authz_len;
     uint8_t has_origin;
     uint64_t t_start_ns; /* first byte of the request seen */
 
@@ -55,6 +57,8 @@ typedef struct he_req {
     uint8_t field_len;
     uint8_t field_overflow;
     bool value_more;   /* the current header line's value already has bytes */
+    bool chunked;      /* a chunked body, read (and so checked) before the answer */
+    uint32_t body_bytes; /* of that body, so far */
     uint8_t host_seen; /* Host lines, counted up to 2 */
     uint16_t hdr_cut;  /* 1 << HE_HDR_x: that value was cut to its buffer */
 
@@ -86,12 +90,18 @@ enum {
     HE_HDR_HOST,
     HE_HDR_COOKIE,
     HE_HDR_VIA,
+    HE_HDR_AUTHZ,
     HE_HDR_COUNT
 };
 
 /* HTTP/1.1's per-connection state (he_conn_t.proto). */
 typedef struct he_http1_conn {
     llhttp_t parser;
+    /* the head's line ends as they go by (he_http1_scan_head) */
+    bool head_done;  /* past the head's blank line: the rest is llhttp's */
+    bool head_bytes; /* the head has begun (CRLFs before it are ignored) */
+    bool prev_cr;
+    uint8_t crlfs; /* line ends in a row */
     he_req_t req;
     char url[]; /* max_uri_bytes + 1 */
 } he_http1_conn_t;

@@ -16,6 +16,10 @@ static __thread const he_conf_t *he_http1_conf;
 static __thread char *he_http1_url; /* target buffer of the conn being parsed */
 static __thread uint32_t he_http1_url_cap;
 
+/* Most body bytes read (and dropped) for a request we answer only after
+ * its body: a chunked one, whose framing must be checked first. */
+#define HE_HTTP1_BODY_MAX (1u << 20)
+
 static int he_http1_count(he_req_t *r, size_t n)
 {
     r->header_bytes += (uint32_t)n;
@@ -34,6 +38,7 @@ static int he_http1_on_message_begin(llhttp_t *p)
     r->url_len = 0;
     r->range_len = r->inm_len = r->ims_len = 0;
     r->im_len = r->ius_len = r->if_range_len = r->cookie_len = r->via_len = 0;
+    r->authz_len = 0;
     r->has_origin = 0;
     r->auth_text = NULL;
     r->auth_text_len = 0;
@@ -45,6 +50,8 @@ static int he_http1_on_message_begin(llhttp_t *p)
     r->field_len = r->field_overflow = 0;
     r->value_more = false;
     r->host_seen = r->hdr_cut = 0;
+    r->chunked = false;
+    r->body_bytes = 0;
     return 0;
 }
 
@@ -123,6 +130,7 @@ static int he_http1_on_header_field_complete(llhttp_t *p)
         {"host", 4, HE_HDR_HOST},
         {"cookie", 6, HE_HDR_COOKIE},
         {"via", 3, HE_HDR_VIA},
+        {"authorization", 13, HE_HDR_AUTHZ},
     };
     r->cur_hdr = HE_HDR_NONE;
     if (!r->field_overflow)
@@ -186,6 +194,9 @@ static int he_http1_on_header_value(llhttp_t *p, const char *at, size_t n)
     case HE_HDR_VIA:
         dst = r->via, len = &r->via_len, cap = sizeof(r->via);
         break;
+    case HE_HDR_AUTHZ:
+        dst = r->authz, len = &r->authz_len, cap = sizeof(r->authz);
+        break;
     case HE_HDR_ORIGIN:
         r->has_origin = 1;
         /* fall through */
@@ -218,6 +229,7 @@ static void he_http1_drop_cut(he_req_t *r)
     if (r->hdr_cut & (1u << HE_HDR_IM)) r->im_len = 0;
     if (r->hdr_cut & (1u << HE_HDR_IUS)) r->ius_len = 0;
     if (r->hdr_cut & (1u << HE_HDR_COOKIE)) r->cookie_len = 0;
+    if (r->hdr_cut & (1u << HE_HDR_AUTHZ)) r->authz_len = 0; /* no token is that long */
     if (r->hdr_cut & (1u << HE_HDR_RANGE | 1u << HE_HDR_IF_RANGE))
         r->range_len = r->if_range_len = 0;
     /* a cut Via keeps its whole entries (the loop check reads them all) */
@@ -273,6 +285,16 @@ static int he_http1_on_headers_complete(llhttp_t *p)
         return HPE_USER;
     if (he_http1_absolute_form(he_http1_url, &r->url_len) < 0) return HPE_USER;
     he_http1_drop_cut(r);
+    if (p->flags & (F_CHUNKED | F_TRANSFER_ENCODING)) {
+        /* a body on a method that has none: no reading of it can be
+         * right for every parser in the path */
+        if (r->method == HTTP_GET || r->method == HTTP_HEAD || r->method == HTTP_OPTIONS)
+            return HPE_USER;
+        /* Its framing is read, and checked by llhttp, before the answer:
+         * answered at once, a bad chunk size would go unnoticed. */
+        r->chunked = true;
+        return 0;
+    }
     if (r->has_body) {
         /* We serve no method with a body. Answer now and close rather than
          * read a body we would throw away. */
@@ -281,9 +303,52 @@ static int he_http1_on_headers_complete(llhttp_t *p)
     return 0;
 }
 
+/* The body of a chunked request: dropped, bounded. */
+static int he_http1_on_body(llhttp_t *p, const char *at, size_t n)
+{
+    he_req_t *r = &HE_H1(p)->req;
+    (void)at;
+    r->body_bytes += (uint32_t)(n < HE_HTTP1_BODY_MAX ? n : HE_HTTP1_BODY_MAX);
+    if (r->body_bytes > HE_HTTP1_BODY_MAX) {
+        r->too_long = 13; /* 413 */
+        return HPE_USER;
+    }
+    return 0;
+}
+
 static int he_http1_on_message_complete(llhttp_t *p)
 {
+    he_http1_conn_t *hc = HE_H1(p);
+    /* the next request's head is checked from its first byte */
+    hc->head_done = hc->head_bytes = hc->prev_cr = false;
+    hc->crlfs = 0;
     return HPE_PAUSED;
+}
+
+/* llhttp 8 ends a line at a bare LF, takes obs-fold (a header line that
+ * starts with a space or tab continues the one before, RFC 9112 5.2) as
+ * more of the value, and lets a NUL through in some places. RFC 9112
+ * allows a server the first; but a proxy in front may frame such a head
+ * differently, or read a folded line as a header of its own (request
+ * smuggling). So the head's bytes are checked before llhttp reads them,
+ * across buffers: every LF after a CR, every CR before an LF, no NUL, no
+ * line that starts with whitespace, up to the blank line that ends the
+ * head. A body is llhttp's alone. Returns false on a bad byte. */
+static bool he_http1_scan_head(he_http1_conn_t *hc, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n && !hc->head_done; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if (ch == 0 || hc->prev_cr != (ch == '\n')) return false;
+        if ((ch == ' ' || ch == '\t') && hc->crlfs == 1 && hc->head_bytes) return false;
+        hc->prev_cr = ch == '\r';
+        if (ch == '\n') {
+            if (++hc->crlfs == 2 && hc->head_bytes) hc->head_done = true;
+        } else if (ch != '\r') {
+            hc->crlfs = 0;
+            hc->head_bytes = true;
+        }
+    }
+    return true;
 }
 
 static const llhttp_settings_t *he_http1_settings(void)
@@ -303,6 +368,7 @@ static const llhttp_settings_t *he_http1_settings(void)
         s.on_header_value_complete = he_http1_on_header_value_complete;
         s.on_headers_complete = he_http1_on_headers_complete;
         s.on_message_complete = he_http1_on_message_complete;
+        s.on_body = he_http1_on_body;
         init = 1;
     }
     return &s;
@@ -313,6 +379,8 @@ void he__http1_init(he_conn_t *c)
     he_http1_conn_t *hc = c->proto;
     llhttp_init(&hc->parser, HTTP_REQUEST, he_http1_settings());
     hc->parser.data = hc;
+    hc->head_done = hc->head_bytes = hc->prev_cr = false;
+    hc->crlfs = 0;
     memset(&hc->req, 0, sizeof(hc->req));
     hc->req.conn = c;
     hc->req.url = hc->url;
@@ -330,6 +398,10 @@ size_t he__http1_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t le
     he_http1_conf = w->conf;
     he_http1_url_cap = (uint32_t)(w->proto_size - sizeof(he_http1_conn_t));
     he_http1_url = hc->url;
+    if (!he_http1_scan_head(hc, data, len)) {
+        *err = 400;
+        return len;
+    }
     e = llhttp_execute(&hc->parser, data, len);
     if (e == HPE_OK) return len;
     if (e == HPE_PAUSED) {
@@ -339,6 +411,8 @@ size_t he__http1_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t le
     }
     if (hc->req.too_long == 14)
         *err = 414;
+    else if (hc->req.too_long == 13)
+        *err = 413;
     else if (hc->req.too_long == 31)
         *err = 431;
     else

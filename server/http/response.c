@@ -137,6 +137,7 @@ void he_http_respond_error(he_worker_t *w, he_req_t *r, int status)
     h.has_clen = true;
     h.clen = (uint64_t)blen;
     if (status == 405) h.extra = "Allow: GET, HEAD, OPTIONS\r\n";
+    if (status == 401) h.extra = "WWW-Authenticate: Bearer\r\n"; /* PURGE without its token */
     r->status = status;
     memset(&c->body, 0, sizeof(c->body));
     if (!he_http1_head(w, c, r, &h)) {

@@ -4,14 +4,22 @@
  * user_data catches anything that still arrives for an older incarnation. */
 #include <errno.h>
 #include <netinet/in.h>
+#include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "server/base/log.h"
 #include "server/net/net.h"
 #include "server/net/tls.h"
+
+static int he_conn_outq(const he_conn_t *c)
+{
+    int outq = 0;
+    return ioctl(c->fd, SIOCOUTQ, &outq) < 0 ? -errno : outq;
+}
 
 /* Each list is sorted by deadline, so expiry pops from the head, and a new
  * deadline (now + the list's timeout) is the latest: it goes at the tail
@@ -25,6 +33,7 @@ static unsigned he_conn_timeout_ms(he_worker_t *w, enum he_timer_list list)
     case HE_TIMER_KEEPALIVE:
         return w->conf->keepalive_timeout_ms;
     case HE_TIMER_SEND:
+    case HE_TIMER_LINGER:
         return w->conf->send_timeout_ms;
     case HE_TIMER_TLS:
         return w->conf->tls_handshake_timeout_ms ? w->conf->tls_handshake_timeout_ms : 10000;
@@ -89,6 +98,17 @@ void he__conn_timers_expire(he_worker_t *w)
     for (int list = HE_TIMER_HEADER; list < HE_TIMER_COUNT; list++) {
         he_conn_t *c;
         while ((c = w->timers[list][0]) != NULL && c->deadline_ms <= w->now_ms) {
+            if (list == HE_TIMER_LINGER) {
+                /* the client still reads the tail: wait on while it moves */
+                int outq = he_conn_outq(c);
+                if (outq > 0 && (uint32_t)outq < c->linger_outq) {
+                    c->linger_outq = (uint32_t)outq;
+                    he__conn_timer_set(w, c, HE_TIMER_LINGER);
+                } else {
+                    he__conn_close(w, c);
+                }
+                continue;
+            }
             if (list == HE_TIMER_TLS) { /* a handshake that never completed */
                 w->stats.tls_handshake_errors++;
                 w->stats.tls_errors[HE_STATS_TLS_ERR_TRUNCATED]++;
@@ -151,9 +171,10 @@ plain:
     w->proto->open(w, c);
     if (tls) { /* the handshake comes first; requests arrive through SSL_read */
         he__tls_conn_start(w, c);
-        return c;
+        return c->in_use && !c->closing ? c : NULL;
     }
     he__conn_arm_recv(w, c);
+    if (c->closing || !c->in_use) return NULL; /* no SQE for the recv */
     he__conn_timer_set(w, c, HE_TIMER_HEADER);
     return c;
 }
@@ -305,11 +326,16 @@ bool he__conn_close_if_done(he_worker_t *w, he_conn_t *c)
 void he__conn_peer_eof(he_worker_t *w, he_conn_t *c)
 {
     c->peer_eof = true;
+    if (c->lingering) { /* the client read the tail and closed its side */
+        he__conn_close(w, c);
+        return;
+    }
     w->proto->eof(w, c);
 }
 
 void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len)
 {
+    if (c->lingering) return; /* nothing more is answered: read only to keep the tail */
     if (c->busy || c->in_len > c->in_off) {
         if (he_conn_buffer(w, c, data, len) < 0) {
             he__conn_close(w, c);
@@ -328,7 +354,7 @@ void he__conn_request_done(he_worker_t *w, he_conn_t *c)
 {
     c->busy = false;
     if (c->close_after || w->draining) {
-        he__conn_close(w, c);
+        he__conn_close_graceful(w, c);
         return;
     }
     he__conn_timer_set(w, c, HE_TIMER_KEEPALIVE);
@@ -347,6 +373,10 @@ static void he_conn_free(he_worker_t *w, he_conn_t *c)
         if (sqe) {
             io_uring_prep_files_update(sqe, &minus_one, 1, (int)c->slot);
             sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+        } else {
+            /* SQ full: the table keeps the socket until the slot is
+             * reused, so end the TCP connection now */
+            shutdown(c->fd, SHUT_RDWR);
         }
     }
     he__send_dispose(w, c); /* the body source goes */
@@ -373,7 +403,13 @@ void he__conn_close(he_worker_t *w, he_conn_t *c)
     if (c->inflight) {
         /* Cancel by file: every recv, send and poll on this socket. */
         struct io_uring_sqe *sqe = he__worker_sqe(w);
-        if (!sqe) return; /* what is in flight completes on its own; freed at 0 */
+        if (!sqe) {
+            /* SQ full and the submit failed: a multishot recv would wait
+             * for the client forever. A shut-down socket completes every
+             * recv, send and poll on it; freed at 0. */
+            shutdown(c->fd, SHUT_RDWR);
+            return;
+        }
         io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD);
         sqe->fd = c->fixed ? (int)c->slot : c->fd;
         if (c->fixed) sqe->cancel_flags |= IORING_ASYNC_CANCEL_FD_FIXED;
@@ -381,6 +417,29 @@ void he__conn_close(he_worker_t *w, he_conn_t *c)
         return;
     }
     he_conn_free(w, c);
+}
+
+/* close() on a socket that has unread input, or that receives more after
+ * it, answers with a reset, and the reset throws away what of the last
+ * response the kernel has not sent yet: a client reading slowly loses the
+ * tail. So while bytes are still queued, the connection half-closes (FIN
+ * after the tail) and reads and drops input until the client closes, or
+ * until the tail stops moving for timeouts.send (HE_TIMER_LINGER). TLS
+ * connections close as before (their close_notify is tls_conn.c's). */
+void he__conn_close_graceful(he_worker_t *w, he_conn_t *c)
+{
+    int outq;
+    if (c->closing || !c->in_use || c->lingering) return;
+    if (c->tls || c->peer_eof || w->exiting || (outq = he_conn_outq(c)) <= 0 ||
+        shutdown(c->fd, SHUT_WR) < 0) {
+        he__conn_close(w, c);
+        return;
+    }
+    c->lingering = true;
+    c->linger_outq = (uint32_t)outq;
+    c->in_off = c->in_len = 0; /* nothing more is answered */
+    he__conn_timer_set(w, c, HE_TIMER_LINGER);
+    if (!c->recv_armed) he__conn_arm_recv(w, c);
 }
 
 void he__conn_op_done(he_worker_t *w, he_conn_t *c)

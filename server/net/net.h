@@ -143,7 +143,8 @@ enum he_timer_list {
     HE_TIMER_HEADER,
     HE_TIMER_KEEPALIVE,
     HE_TIMER_SEND,
-    HE_TIMER_TLS, /* accept -> TLS handshake done (conf tls_handshake_timeout_ms) */
+    HE_TIMER_TLS,    /* accept -> TLS handshake done (conf tls_handshake_timeout_ms) */
+    HE_TIMER_LINGER, /* half-closed, the tail still queued (timeouts.send per progress) */
     HE_TIMER_COUNT
 };
 
@@ -166,7 +167,9 @@ struct he_conn {
     bool peer_eof;       /* no more requests: close once the buffered ones are answered */
     bool recv_multishot; /* the armed recv is multishot: pausing it takes a cancel */
     bool recv_cancel;    /* input is full and that cancel is on its way */
+    bool lingering;      /* half-closed after the last response: input is dropped */
     uint8_t timer;       /* enum he_timer_list */
+    uint32_t linger_outq; /* bytes the kernel still held at the last linger check */
     struct he_conn *tprev, *tnext;
     uint64_t deadline_ms;
 
@@ -208,6 +211,7 @@ typedef struct he_listener {
     unsigned index; /* he__listener_conf(server, index) */
     bool tls;       /* from conf->tls_listen: accepted connections speak TLS */
     bool paused;    /* out of descriptors or memory: re-armed at the next tick or close */
+    bool cancel_sent; /* a drain's cancel of the armed accept is queued */
 } he_listener_t;
 
 struct he_worker {
@@ -226,6 +230,9 @@ struct he_worker {
     he_listener_t listeners[2 * HE_CONF_MAX_LISTEN]; /* plain, then TLS */
     unsigned nlisteners;
     bool accept_paused; /* some listener is paused */
+    /* the SQ was full and io_uring_submit failed (he__worker_sqe NULL):
+     * what could not be armed is armed again after the next batch */
+    bool tick_lost, wake_lost, drain_cancel_lost;
 
     he_conn_t *conns;
     uint32_t conn_cap;
@@ -297,6 +304,9 @@ struct he_server {
     struct he_tls *tls;    /* TLS contexts when tls_listen is set; server/net/tls.h */
     atomic_int draining;   /* he_server_drain: stop, closing idle connections */
     atomic_int soft_drain; /* he_server_retire: a reload replaced this generation */
+    /* timeouts.drain of the configuration in force when the drain began,
+     * which a retired generation's own copy may predate (0: its own) */
+    atomic_uint drain_ms;
     atomic_int retiring;   /* listeners are being shut by the control thread:
                             * an accept that fails is not re-armed */
     void *alog_notify;     /* uv_async_t of the control thread, or NULL */
@@ -361,6 +371,9 @@ void he__worker_accept_resume(he_worker_t *w);
 /* tls: accepted on a TLS listener; the handshake starts before any recv. */
 he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *peer, bool tls);
 void he__conn_close(he_worker_t *w, he_conn_t *c);
+/* The end after a last response (Connection: close, a drain): half-closes
+ * first while the kernel still holds bytes of it, see conn.c */
+void he__conn_close_graceful(he_worker_t *w, he_conn_t *c);
 void he__conn_op_done(he_worker_t *w, he_conn_t *c);
 void he__conn_arm_recv(he_worker_t *w, he_conn_t *c);
 void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len);

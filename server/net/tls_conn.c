@@ -101,7 +101,10 @@ static void he_tls_arm_poll(he_worker_t *w, he_conn_t *c, unsigned events)
 {
     struct io_uring_sqe *sqe;
     if (c->tls->poll_armed || c->closing) return;
-    sqe = he__worker_sqe(w);
+    if (!(sqe = he__worker_sqe(w))) { /* SQ full: nothing would resume it */
+        he__conn_close(w, c);
+        return;
+    }
     io_uring_prep_poll_add(sqe, c->fd, events);
     he__worker_sqe_conn(w, sqe, c, HE_OP_TLS_POLL);
     c->tls->poll_armed = true;

@@ -70,6 +70,12 @@ static void he_worker_free_mem(he_worker_t *w, void *p, size_t size)
 static void he_worker_arm_accept(he_worker_t *w, unsigned li)
 {
     struct io_uring_sqe *sqe = he__worker_sqe(w);
+    if (!sqe) { /* SQ full: as if out of descriptors, re-armed at the tick */
+        w->listeners[li].armed = false;
+        w->listeners[li].paused = true;
+        w->accept_paused = true;
+        return;
+    }
     if (w->server->features.multishot_accept)
         io_uring_prep_multishot_accept(sqe, w->listeners[li].fd, NULL, NULL,
                                        SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -77,11 +83,14 @@ static void he_worker_arm_accept(he_worker_t *w, unsigned li)
         io_uring_prep_accept(sqe, w->listeners[li].fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     sqe->user_data = he__ud(HE_OP_ACCEPT, li, 0);
     w->listeners[li].armed = true;
+    w->listeners[li].cancel_sent = false;
 }
 
 static void he_worker_arm_tick(he_worker_t *w)
 {
     struct io_uring_sqe *sqe = he__worker_sqe(w);
+    w->tick_lost = !sqe; /* the loop arms it after the next batch */
+    if (!sqe) return;
     w->tick_ts.tv_sec = 0;
     w->tick_ts.tv_nsec = HE_TICK_MS * 1000000ll;
     io_uring_prep_timeout(sqe, &w->tick_ts, 0, 0);
@@ -91,6 +100,8 @@ static void he_worker_arm_tick(he_worker_t *w)
 static void he_worker_arm_wake(he_worker_t *w)
 {
     struct io_uring_sqe *sqe = he__worker_sqe(w);
+    w->wake_lost = !sqe;
+    if (!sqe) return;
     io_uring_prep_read(sqe, w->wake_fd, &w->wake_val, sizeof(w->wake_val), 0);
     sqe->user_data = he__ud(HE_OP_WAKE, 0, 0);
 }
@@ -377,6 +388,24 @@ static void he_worker_on_tick(he_worker_t *w)
     he_worker_arm_tick(w);
 }
 
+/* A drain stops accepting; what finds no SQE is cancelled after the next
+ * batch (drain_cancel_lost), accepts meanwhile are refused with a 503. */
+static void he_worker_cancel_accepts(he_worker_t *w)
+{
+    w->drain_cancel_lost = false;
+    for (unsigned li = 0; li < w->nlisteners; li++) {
+        struct io_uring_sqe *sqe;
+        if (!w->listeners[li].armed || w->listeners[li].cancel_sent) continue;
+        if (!(sqe = he__worker_sqe(w))) {
+            w->drain_cancel_lost = true;
+            return;
+        }
+        io_uring_prep_cancel64(sqe, he__ud(HE_OP_ACCEPT, li, 0), 0);
+        sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
+        w->listeners[li].cancel_sent = true;
+    }
+}
+
 /* hard: shutdown. Idle keep-alive connections close now, busy ones after
  * their response (he__conn_request_done checks draining).
  * soft: this generation was replaced by a reload. Closing an idle
@@ -387,16 +416,16 @@ static void he_worker_on_tick(he_worker_t *w)
  * connection after it. The drain timeout bounds both. */
 static void he_worker_start_drain(he_worker_t *w, bool hard)
 {
+    unsigned ms = atomic_load(&w->server->drain_ms);
+    uint64_t deadline = w->now_ms + (ms ? ms : w->conf->drain_timeout_ms);
     if (w->draining || (!hard && w->soft_drain)) return;
     if (!w->soft_drain) {
-        w->drain_deadline_ms = w->now_ms + w->conf->drain_timeout_ms;
-        for (unsigned li = 0; li < w->nlisteners; li++) {
-            if (w->listeners[li].armed) {
-                struct io_uring_sqe *sqe = he__worker_sqe(w);
-                io_uring_prep_cancel64(sqe, he__ud(HE_OP_ACCEPT, li, 0), 0);
-                sqe->user_data = he__ud(HE_OP_CANCEL, 0, 0);
-            }
-        }
+        w->drain_deadline_ms = deadline;
+        he_worker_cancel_accepts(w);
+    } else if (deadline < w->drain_deadline_ms) {
+        /* SIGTERM during a reload's soft drain: the timeout in force now
+         * (a reload may have shortened it) */
+        w->drain_deadline_ms = deadline;
     }
     if (hard)
         w->draining = true;
@@ -404,7 +433,9 @@ static void he_worker_start_drain(he_worker_t *w, bool hard)
         w->soft_drain = true;
     for (uint32_t i = 0; i < w->conn_cap; i++) {
         he_conn_t *c = &w->conns[i];
-        if (c->in_use && !c->busy && !c->closing) w->proto->idle(w, c, hard);
+        /* a lingering one is done already: its tail goes out, or the
+         * drain timeout ends it */
+        if (c->in_use && !c->busy && !c->closing && !c->lingering) w->proto->idle(w, c, hard);
     }
 }
 
@@ -505,6 +536,16 @@ static bool he_worker_may_stop(he_worker_t *w)
     return true;
 }
 
+/* What found the SQ full and could not be armed: the tick and the wake
+ * read, without which the worker would never wake again, and a drain's
+ * cancels. (Listeners wait paused for the tick; connections close.) */
+static void he_worker_rearm_lost(he_worker_t *w)
+{
+    if (w->tick_lost) he_worker_arm_tick(w);
+    if (w->wake_lost) he_worker_arm_wake(w);
+    if (w->drain_cancel_lost) he_worker_cancel_accepts(w);
+}
+
 static void he_worker_loop(he_worker_t *w)
 {
     while (!w->stop) {
@@ -528,6 +569,7 @@ static void he_worker_loop(he_worker_t *w)
             count++;
         }
         io_uring_cq_advance(&w->ring, count);
+        he_worker_rearm_lost(w);
         if ((w->draining || w->soft_drain) && w->nconns == 0 && he_worker_may_stop(w))
             w->stop = true;
     }

@@ -7,6 +7,10 @@ that race an SSD write, stale-if-error for objects only on the SSD tier.
   - a purge answered while the object's SSD write is still running is not
     undone by that write: the next request goes to the origin (100 KB and
     16 MB objects, purged right after the response);
+  - a purge survives a kill -9 right after its answer: the restarted edge
+    rebuilds its SSD index without the purged object;
+  - POST /purge?path= takes a '+' in the path as a '+' (a path is not a
+    form field), and %2B alike;
   - an expired object within its stale-if-error window that is only on
     the SSD tier (the edge restarted) is served stale when the origin is
     down, as one in RAM is.
@@ -199,6 +203,83 @@ def test_purge_during_ssd_write():
             # nothing stale is left on disk either: one file per object
             wait_for(lambda: sum(f.endswith(".obj") for _, _, fs in os.walk(store) for f in fs) == len(files),
                      10, "one store file per object")
+
+
+# ---------------------------------------------------------------- purge vs kill -9
+
+
+def test_purge_survives_kill_9():
+    """Objects on the SSD tier, purged (admin POST /purge and PURGE on the
+    viewer port), then SIGKILL right after the answers; the restarted edge
+    rebuilds its index from the directory and must not serve a purged
+    object (before: the file was only queued for an unlink on the ring, so
+    it was still there and came back as HIT-SSD)."""
+    import signal
+    store = os.path.join(TMP, "ssd-kill9")
+    os.makedirs(store, exist_ok=True)
+    files = {"/k9/seg_%d.ts" % i: blob(200000 + i, 70 + i) for i in range(6)}
+    with Origin(files=files) as o:
+        conf = cache_conf(o.url, ssd=store)
+        srv = Server(ROOT, extra=conf, admin=True).start()
+        try:
+            for p, d in files.items():
+                st, body, ok = get(srv.port, p)
+                expect(st == 200 and ok and body == d, "%s: first fetch" % p)
+            wait_for(lambda: sum(f.endswith(".obj") for _, _, fs in os.walk(store) for f in fs) == len(files),
+                     10, "every object written to the SSD tier")
+            purged = sorted(files)[:4]
+            for i, p in enumerate(purged):
+                if i % 2:
+                    st, _, _ = get(srv.port, p, method="PURGE")
+                else:
+                    st, _, _ = get(srv.admin_port, "/purge?path=" + p, method="POST")
+                expect_eq(st, 200, "%s: purge" % p)
+            srv.proc.send_signal(signal.SIGKILL)
+            srv.proc.wait()
+        finally:
+            if srv.proc.poll() is None:
+                srv.proc.kill()
+                srv.proc.wait()
+            srv.log.close()
+        for p in files:
+            o.put(p, blob(len(files[p]), 90))
+        with Server(ROOT, extra=conf, admin=True) as srv:
+            for p in sorted(files):
+                st, body, ok = get(srv.port, p)
+                expect(st == 200 and ok, "%s: after the restart (%s)" % (p, st))
+                if p in purged:
+                    expect(body != files[p], "%s: the purged bytes came back after kill -9" % p)
+                    expect_eq(o.count(p), 2, "%s: from the origin again" % p)
+                else:
+                    expect(body == files[p], "%s: kept on the SSD tier" % p)
+                    expect_eq(o.count(p), 1, "%s: not asked again" % p)
+
+
+# ---------------------------------------------------------------- purge ?path= with '+'
+
+
+def test_purge_query_plus_is_a_plus():
+    """A path with '+' is cached under '+'; ?path= must purge that one
+    (before: the query was read as a form, '+' as a space, and the purge
+    answered 404 not cached), and %2B spells the same path."""
+    files = {"/plus/a+b.ts": blob(5000, 60), "/plus/c+d.ts": blob(6000, 61), "/plus/e f.ts": blob(700, 62)}
+    with Origin(files=files) as o:
+        with Server(ROOT, extra=cache_conf(o.url), admin=True) as srv:
+            for p in ("/plus/a+b.ts", "/plus/c+d.ts", "/plus/e%20f.ts"):
+                st, body, ok = get(srv.port, p)
+                expect(st == 200 and ok, "%s: first fetch (%s)" % (p, st))
+            st, answer, _ = get(srv.admin_port, "/purge?path=/plus/a+b.ts", method="POST")
+            expect_eq((st, answer), (200, b"purged\n"), "'+' in ?path=")
+            st, answer, _ = get(srv.admin_port, "/purge?path=/plus/c%2Bd.ts", method="POST")
+            expect_eq((st, answer), (200, b"purged\n"), "%2B in ?path=")
+            st, answer, _ = get(srv.admin_port, "/purge?path=/plus/e%20f.ts", method="POST")
+            expect_eq((st, answer), (200, b"purged\n"), "%20 in ?path= is a space")
+            st, answer, _ = get(srv.admin_port, "/purge?path=/plus/a+b.ts", method="POST")
+            expect_eq((st, answer), (404, b"not cached\n"), "purged already")
+            for p in ("/plus/a+b.ts", "/plus/c+d.ts"):
+                st, body, ok = get(srv.port, p)
+                expect(st == 200 and body == files[p], p)
+                expect_eq(o.count(p), 2, "%s: from the origin again" % p)
 
 
 # ---------------------------------------------------------------- stale-if-error on SSD

@@ -6,7 +6,8 @@ the worker, and accepting resumes when descriptors free up; more than
 64 KiB of pipelined requests behind a long response pause reading instead
 of killing that response; a FIFO under root neither blocks the worker nor
 is served; a file rewritten in place within one second is served anew with
-a new ETag. Every wait is bounded."""
+a new ETag; a slow reader of a response with Connection: close gets its
+whole tail even while it keeps sending. Every wait is bounded."""
 
 import os
 import re
@@ -288,6 +289,46 @@ def test_rewrite_in_place_within_a_second():
         expect_eq(r4.status, 304, "the new one does")
         c.close()
     os.unlink(p)
+
+
+def test_slow_reader_gets_the_tail_after_connection_close():
+    # The response is done for the server once its last byte is in the
+    # kernel; a client still reading it slowly, and still sending (the
+    # next pipelined request, byte by byte), must get every byte. A plain
+    # close() there resets on the next byte that arrives and throws away
+    # the unsent tail; the server half-closes and reads on instead.
+    path = "/720p/seg_00001.ts"
+    want = lib(path[1:])
+    with Server(ROOT) as srv:
+        s = he.connect(srv.port, rcvbuf=4096)
+        s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
+        nxt = b"GET /master.m3u8 HTTP/1.1\r\nHost: t\r\n\r\n"
+        got, reset, sent, deadline = b"", None, 0, time.time() + 30
+        time.sleep(0.3)  # the server's send buffer fills; the tail waits in it
+        while time.time() < deadline:
+            try:
+                d = s.recv(2048)
+            except ConnectionError as e:
+                reset = e
+                break
+            if not d:
+                break
+            got += d
+            if sent < len(nxt) and len(got) > (sent + 1) * 8192:
+                try:
+                    s.send(nxt[sent:sent + 1])
+                    sent += 1
+                except ConnectionError as e:
+                    reset = e
+                    break
+            time.sleep(0.002)
+        s.close()
+        expect(reset is None, "no reset (%r after %d bytes)" % (reset, len(got)))
+        head, _, body = got.partition(b"\r\n\r\n")
+        expect(head.startswith(b"HTTP/1.1 200"), head[:40])
+        expect_eq(len(body), len(want), "every byte of the body")
+        expect_eq(sha256(body), sha256(want), "the body")
+        expect(sent > 0, "bytes were sent after the response (%d)" % sent)
 
 
 if __name__ == "__main__":

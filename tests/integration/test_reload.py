@@ -222,5 +222,45 @@ def test_sigterm_drains_with_healthz_503():
         expect_eq(srv.proc.wait(15), 0, "exit status")
 
 
+def _stuck_reader(port):
+    """A connection whose response (16 MB) stays under way: it reads one
+    buffer and then nothing, so only the drain timeout ends it."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"GET /misc/big.ts HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.settimeout(10)
+    expect(s.recv(4096).startswith(b"HTTP/1.1 200"), "response under way")
+    return s
+
+
+def test_sigterm_after_reload_takes_the_shorter_drain():
+    """timeouts.drain 60s, a reload sets it to 1s, SIGTERM right after: the
+    process must be gone within about 1 s of it, also with a response stuck
+    on the generation the reload retired (before: that generation kept the
+    deadline it was given at 60 s, and so did a live reload's SIGTERM on
+    a busy connection) and on the live generation."""
+    for needs_workers in (False, True):
+        with Server(ROOT, admin=True, extra="timeouts:\n  drain: 60s\n  send: 120s\n") as srv:
+            stuck = [_stuck_reader(srv.port)]
+            extra = "timeouts:\n  drain: 1s\n  send: 120s\n"
+            if needs_workers:  # a key that takes a new generation of workers
+                extra += "fd_cache:\n  entries: 2048\n"
+            write_conf(srv, extra=extra)
+            reload_and_wait(srv, 2)
+            stuck.append(_stuck_reader(srv.port))  # on the new generation, if any
+            t0 = time.time()
+            srv.signal(signal.SIGTERM)
+            try:
+                rc = srv.proc.wait(20)
+            except Exception:
+                rc = None
+            took = time.time() - t0
+            for s in stuck:
+                s.close()
+            expect_eq(rc, 0, "exit status (new workers: %s)" % needs_workers)
+            expect(took < 5, "exited %.1f s after SIGTERM with drain 1s (new workers: %s)" %
+                   (took, needs_workers))
+
+
 if __name__ == "__main__":
     sys.exit(run_main(globals(), TMP, only=sys.argv[1:] or None))

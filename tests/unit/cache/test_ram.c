@@ -1,7 +1,9 @@
 /* cache/ram.c + cache/evict.c: S3-FIFO eviction order on small examples,
  * ghost hits, admission, the CLOCK mode without admission, replacement,
  * purge, object_max, refcount lifetime (evicted but referenced objects
- * stay readable), and a two-thread stress run that ASan checks for
+ * stay readable), eviction passing over objects a reader holds (counted;
+ * malloc when all are held, never an emptied node), and a two-thread
+ * stress run that ASan checks for
  * use-after-free. Queues are inspected through cache/internal.h so that
  * checking does not itself count as a hit. */
 #include <errno.h>
@@ -186,6 +188,62 @@ static void test_admission_scan(void)
         kept += present(ram, name);
     }
     HE_CHECK_INT(kept, 50);
+    he_cache_ram_free(ram);
+}
+
+/* Objects a reader holds (a send, a fill's waiter) are not evicted: that
+ * would free nothing until the reader lets go, and the loop that wants a
+ * chunk would go on evicting until the node was empty. */
+static void test_evict_skips_held(void)
+{
+    he_cache_ram_opts_t opts = {
+        .bytes = 6 * CS, .chunk_size = CS, .object_max = 1 << 20, .admission = false};
+    he_cache_ram_t *ram = he_cache_ram_new(&opts);
+    he_cache_stats_t st = {0};
+    he_cache_key_t k;
+    he_cache_obj_t *a, *b;
+
+    put(ram, "a", 2, &st);
+    put(ram, "b", 2, &st);
+    put(ram, "c", 2, &st); /* the node is full: 6 of 6 chunks */
+    key_of(&k, "a");
+    a = he_cache_ram_lookup(ram, 0, &k, &st); /* a send holds a */
+    HE_CHECK(a != NULL);
+    atomic_store(&a->freq, 0); /* the hit alone would have saved it */
+
+    /* a is the oldest, but held: b goes instead */
+    HE_CHECK_INT(put(ram, "d", 2, &st), 0);
+    HE_CHECK(present(ram, "a"));
+    HE_CHECK(!present(ram, "b"));
+    HE_CHECK(present(ram, "c") && present(ram, "d"));
+    HE_CHECK_INT(st.evictions[HE_CACHE_TIER_RAM], 1);
+    HE_CHECK(st.ram_evict_held >= 1);
+    HE_CHECK_INT(st.ram_overflow, 0);
+
+    /* everything held: no eviction empties the node, the chunks come from
+     * malloc and every object stays */
+    key_of(&k, "c");
+    b = he_cache_ram_lookup(ram, 0, &k, &st);
+    HE_CHECK(b != NULL);
+    {
+        he_cache_obj_t *d;
+        uint64_t held = st.ram_evict_held;
+        key_of(&k, "d");
+        d = he_cache_ram_lookup(ram, 0, &k, &st);
+        HE_CHECK(d != NULL);
+        HE_CHECK_INT(put(ram, "e", 2, &st), 0);
+        HE_CHECK(present(ram, "a") && present(ram, "c") && present(ram, "d"));
+        HE_CHECK_INT(st.evictions[HE_CACHE_TIER_RAM], 1);
+        HE_CHECK_INT(st.ram_overflow, 2);
+        HE_CHECK(st.ram_evict_held > held);
+        he_cache_obj_unref(d);
+    }
+    he_cache_obj_unref(b);
+    he_cache_obj_unref(a);
+    /* let go: eviction takes them again */
+    HE_CHECK_INT(put(ram, "f", 3, &st), 0);
+    HE_CHECK(present(ram, "f"));
+    HE_CHECK(st.evictions[HE_CACHE_TIER_RAM] > 1);
     he_cache_ram_free(ram);
 }
 
@@ -459,6 +517,7 @@ int main(void)
     test_clock_without_admission();
     test_admission_scan();
     test_lifetime();
+    test_evict_skips_held();
     test_object_max_and_prefetch();
     test_numa_nodes();
     test_insert_if_absent();

@@ -401,8 +401,46 @@ static void test_load_file(void)
     HE_CHECK_INT(he_conf_load(&conf, "/nonexistent", NULL, 0), -ENOENT);
 }
 
+/* admin.token_file: read with the configuration, trailing newline off;
+ * a missing, short or binary one fails the load with the key's name. */
+static void test_token_file(void)
+{
+    char tok[] = "/tmp/he_conf_tok_XXXXXX", yaml[256], want[HE_CONF_ERR_MAX];
+    int fd = mkstemp(tok);
+    FILE *f;
+
+    HE_CHECK(fd >= 0);
+    if (fd < 0) return;
+    close(fd);
+    f = fopen(tok, "w");
+    fputs("s3cr3t-t0ken-0123456789\n", f);
+    fclose(f);
+    snprintf(yaml, sizeof(yaml), "admin:\n  token_file: %s\n", tok);
+    HE_CHECK_INT(he_conf_load_string(&conf, "t.yaml", yaml, strlen(yaml), err, sizeof(err)), 0);
+    HE_CHECK_STR(conf.admin_token, "s3cr3t-t0ken-0123456789");
+    HE_CHECK_STR(conf.admin_token_file, tok);
+
+    f = fopen(tok, "w");
+    fputs("short\n", f);
+    fclose(f);
+    snprintf(want, sizeof(want),
+             "t.yaml: admin.token_file: %s must hold one token of 16 to 255 visible ASCII bytes",
+             tok);
+    HE_CHECK_INT(he_conf_load_string(&conf, "t.yaml", yaml, strlen(yaml), err, sizeof(err)),
+                 -EINVAL);
+    HE_CHECK_STR(err, want);
+    HE_CHECK_STR(conf.admin_token, ""); /* the defaults */
+    unlink(tok);
+    snprintf(want, sizeof(want), "t.yaml: admin.token_file: %s: cannot open: No such file or directory",
+             tok);
+    HE_CHECK_INT(he_conf_load_string(&conf, "t.yaml", yaml, strlen(yaml), err, sizeof(err)),
+                 -ENOENT);
+    HE_CHECK_STR(err, want);
+}
+
 int main(void)
 {
+    test_token_file();
     test_defaults();
     test_table();
     test_doc_file_is_defaults();

@@ -1,6 +1,7 @@
 /* The list setters of conf/set_list.c: tls.listen (the listen type at
  * another offset), tls.certificates, cache.key_params, origin.urls,
- * cache.ssd and features.disable (a set of names kept as bits). Part of
+ * cache.ssd, features.disable (a set of names kept as bits) and
+ * admin.allow (address ranges, and matching a peer against them). Part of
  * it walks the table, so every list key gets the shape checks (one
  * string, [], null, too many entries). */
 #include <arpa/inet.h>
@@ -17,6 +18,8 @@ static void list_entry(const he__conf_key_t *k, int i, char *buf, size_t len)
         snprintf(buf, len, "\"/cache/%d:1g\"", i);
     else if (k->flags & HE__CONF_F_URL)
         snprintf(buf, len, "\"http://origin%d.example\"", i);
+    else if (k->flags & HE__CONF_F_CIDR)
+        snprintf(buf, len, "\"10.%d.0.0/16\"", i);
     else
         snprintf(buf, len, "\"p%d\"", i);
 }
@@ -98,6 +101,52 @@ static void test_every_list_generic(void)
                  k->name);
         expect_err(yaml, -EINVAL, want);
     }
+}
+
+/* admin.allow: addresses, ranges, loopback; matching, IPv4-mapped peers
+ * included. */
+static void test_admin_allow(void)
+{
+    struct sockaddr_in a4 = {.sin_family = AF_INET};
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6};
+
+    HE_CHECK_INT(load(""), 0);
+    HE_CHECK_INT(conf.nadmin_allow, 1);
+    HE_CHECK_STR(conf.admin_allow[0], "loopback");
+    inet_pton(AF_INET, "127.0.0.1", &a4.sin_addr);
+    HE_CHECK(he_conf_addr_allowed(&conf, (struct sockaddr *)&a4));
+    inet_pton(AF_INET, "10.1.2.3", &a4.sin_addr);
+    HE_CHECK(!he_conf_addr_allowed(&conf, (struct sockaddr *)&a4));
+    inet_pton(AF_INET6, "::1", &a6.sin6_addr);
+    HE_CHECK(he_conf_addr_allowed(&conf, (struct sockaddr *)&a6));
+    inet_pton(AF_INET6, "::ffff:127.0.0.2", &a6.sin6_addr);
+    HE_CHECK(he_conf_addr_allowed(&conf, (struct sockaddr *)&a6));
+
+    HE_CHECK_INT(load("admin:\n  allow: [\"10.0.0.0/8\", \"192.0.2.7\", \"2001:db8::/32\"]\n"), 0);
+    inet_pton(AF_INET, "10.1.2.3", &a4.sin_addr);
+    HE_CHECK(he_conf_addr_allowed(&conf, (struct sockaddr *)&a4));
+    inet_pton(AF_INET, "192.0.2.7", &a4.sin_addr);
+    HE_CHECK(he_conf_addr_allowed(&conf, (struct sockaddr *)&a4));
+    inet_pton(AF_INET, "192.0.2.8", &a4.sin_addr);
+    HE_CHECK(!he_conf_addr_allowed(&conf, (struct sockaddr *)&a4));
+    inet_pton(AF_INET, "127.0.0.1", &a4.sin_addr); /* loopback no longer listed */
+    HE_CHECK(!he_conf_addr_allowed(&conf, (struct sockaddr *)&a4));
+    inet_pton(AF_INET6, "::ffff:10.9.9.9", &a6.sin6_addr);
+    HE_CHECK(he_conf_addr_allowed(&conf, (struct sockaddr *)&a6));
+    inet_pton(AF_INET6, "2001:db8:1::5", &a6.sin6_addr);
+    HE_CHECK(he_conf_addr_allowed(&conf, (struct sockaddr *)&a6));
+    inet_pton(AF_INET6, "2001:db9::5", &a6.sin6_addr);
+    HE_CHECK(!he_conf_addr_allowed(&conf, (struct sockaddr *)&a6));
+
+    expect_err("admin:\n  allow: [\"10.0.0.1/8\"]\n", -EINVAL,
+               "t.yaml:2:11: admin.allow: expected an address, a range like 10.0.0.0/8 (no host "
+               "bits) or loopback, got \"10.0.0.1/8\"");
+    expect_err("admin:\n  allow: \"10.0.0.0/33\"\n", -EINVAL,
+               "t.yaml:2:10: admin.allow: expected an address, a range like 10.0.0.0/8 (no host "
+               "bits) or loopback, got \"10.0.0.0/33\"");
+    expect_err("admin:\n  allow: \"example.com\"\n", -EINVAL,
+               "t.yaml:2:10: admin.allow: expected an address, a range like 10.0.0.0/8 (no host "
+               "bits) or loopback, got \"example.com\"");
 }
 
 /* tls.listen: the listen type at another field, same syntax and messages. */
@@ -479,6 +528,7 @@ int main(void)
 {
     test_every_list_generic();
     test_tls_listen();
+    test_admin_allow();
     test_certificates();
     test_key_params();
     test_origin_urls();

@@ -159,7 +159,8 @@ static void wait_resp(resp_t *r)
 static void send_req(const char *req)
 {
     size_t len = strlen(req), off = 0;
-    if (!cc || !cc->in_use) {
+    /* closed, or half-closed behind its last response (lingering) */
+    if (!cc || !cc->in_use || cc->lingering) {
         if (peer >= 0) close(peer);
         cc = fx_conn(&peer);
     }

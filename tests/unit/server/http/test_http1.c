@@ -212,6 +212,48 @@ static void test_method_of_a_cut_request(size_t step)
     HE_CHECK_INT(REQ->method, HTTP_HEAD);
 }
 
+/* Line ends, NUL and obs-fold are checked across any split of the head
+ * (tests/integration/test_smuggling.py has the whole table). */
+static void test_framing(size_t step)
+{
+    static const struct {
+        const char *req;
+        int err;
+    } cases[] = {
+        {"GET / HTTP/1.1\nHost: a\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\n\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nX:\r\n\tb\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\n Host: a\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
+        /* well framed: a value with spaces and tabs inside, CRLFs before
+         * the request line, a chunked body read to its end */
+        {"\r\nGET / HTTP/1.1\r\nHost: a\r\nX: a \t b\r\n\r\n", 0},
+        {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+         "3\r\na\nb\r\n0\r\n\r\n",
+         0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int got;
+        reset();
+        got = parse(cases[i].req, step, NULL);
+        if (got != cases[i].err) fprintf(stderr, "framing case %zu, step %zu\n", i, step);
+        HE_CHECK_INT(got, cases[i].err);
+    }
+    /* the next pipelined request's head is checked from its start again */
+    {
+        const char *two = "GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\nHost: a\r\n\r\n";
+        size_t used = 0;
+        reset();
+        HE_CHECK_INT(parse(two, step, &used), 0);
+        he__http1_next(&c);
+        HE_CHECK_INT(parse(two + used, step, NULL), 400);
+    }
+}
+
 int main(void)
 {
     static const size_t steps[] = {0, 1, 7};
@@ -221,6 +263,7 @@ int main(void)
         test_absolute_form(steps[i]);
         test_lists_and_cuts(steps[i]);
         test_method_of_a_cut_request(steps[i]);
+        test_framing(steps[i]);
     }
     HE_TEST_MAIN_END();
 }

@@ -29,6 +29,8 @@ static he_worker_t fx_w;
 static unsigned fx_ops[16];
 /* called on the defaults before the slots are sized (NULL: defaults) */
 static void (*fx_conf_init)(he_conf_t *conf);
+/* submission queue size (0: 256); a tiny one is easy to fill */
+static unsigned fx_ring_entries;
 
 static void fx_setup(const he_proto_t *proto, uint32_t cap)
 {
@@ -41,7 +43,7 @@ static void fx_setup(const he_proto_t *proto, uint32_t cap)
     memset(fx_ops, 0, sizeof(fx_ops));
     he_conf_defaults(&fx_conf);
     if (fx_conf_init) fx_conf_init(&fx_conf);
-    rc = io_uring_queue_init(256, &w->ring, 0);
+    rc = io_uring_queue_init(fx_ring_entries ? fx_ring_entries : 256, &w->ring, 0);
     if (rc < 0) {
         fprintf(stderr, "io_uring_queue_init: %s: skipped\n", strerror(-rc));
         exit(77);
@@ -116,6 +118,26 @@ static inline const struct io_uring_sqe *fx_last_sqe(void)
 {
     const struct io_uring_sq *sq = &fx_w.ring.sq;
     return &sq->sqes[(sq->sqe_tail - 1) & sq->ring_mask];
+}
+
+/* The state he__worker_sqe fails in: the submission queue full of NOPs
+ * and io_uring_submit failing (as it does with -EBUSY when completions
+ * back up, here -EBADF: the enter descriptor is hidden). fx_sq_unjam
+ * undoes it; the NOPs then complete as HE_OP_NONE. */
+static int fx_saved_enter_fd = -1;
+static inline void fx_sq_jam(void)
+{
+    struct io_uring_sqe *sqe;
+    while ((sqe = io_uring_get_sqe(&fx_w.ring)) != NULL) {
+        io_uring_prep_nop(sqe);
+        sqe->user_data = 0; /* HE_OP_NONE */
+    }
+    fx_saved_enter_fd = fx_w.ring.enter_ring_fd;
+    fx_w.ring.enter_ring_fd = -1;
+}
+static inline void fx_sq_unjam(void)
+{
+    fx_w.ring.enter_ring_fd = fx_saved_enter_fd;
 }
 
 /* Dispatches completions until nothing more arrives within wait_ms. */
