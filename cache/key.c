@@ -40,12 +40,7 @@ uint64_t he_cache_hash(const void *p, size_t n)
     for (size_t i = 0; i < n; i++)
         v |= (uint64_t)s[i] << (8 * i);
     h ^= v * 0x87c37b91114253d5ull;
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 31;
-    return h;
+    return he_cache_mix64(h);
 }
 
 int he_cache_key_set(he_cache_key_t *key, const char *s, size_t len)

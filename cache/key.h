@@ -34,4 +34,17 @@ int he_cache_key_set(he_cache_key_t *key, const char *s, size_t len);
 /* 64-bit hash used everywhere in the cache (keys, ghosts, file names). */
 uint64_t he_cache_hash(const void *p, size_t n);
 
+/* The splitmix64 finalizer: spreads every input bit over the output. The
+ * last step of he_cache_hash, and how parent selection mixes a key's hash
+ * with a parent's (select.c). */
+static inline uint64_t he_cache_mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
 #endif

@@ -104,17 +104,6 @@ void he_cache_health_get(const he_cache_health_t *h, unsigned i, uint64_t now_ms
 
 /* ---------------------------------------------------------------- order */
 
-/* The splitmix64 finalizer: mixes a key's hash with a parent's id. */
-static uint64_t he_select_mix(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return x;
-}
-
 uint64_t he_cache_select_id(const char *url, size_t len)
 {
     return he_cache_hash(url, len);
@@ -127,7 +116,7 @@ uint64_t he_cache_select_key(const char *path, size_t len)
 
 static double he_select_score(uint64_t key, const he_cache_parent_t *p)
 {
-    uint64_t h = he_select_mix(key ^ he_select_mix(p->id));
+    uint64_t h = he_cache_mix64(key ^ he_cache_mix64(p->id));
     /* the top 53 bits as a double in (0, 1): never 0 or 1, so the log is finite */
     double u = ((double)(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
     return (double)(p->weight ? p->weight : 1) / -log(u);
