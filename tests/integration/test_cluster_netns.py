@@ -174,7 +174,7 @@ origin:
 
 def start_edge(box):
     conf = hlsedge_conf(box, """listen: ["%s:80"]
-admin: {listen: "%s:9090"}
+admin: {listen: "%s:9090", allow: ["10.77.0.0/24"]}
 origin:
   urls: ["http://%s:8080", "http://%s:8080"]
   sources: origin-first
