@@ -103,6 +103,7 @@ void he__conn_timers_expire(he_worker_t *w)
                 he__conn_close(w, c);
                 continue;
             }
+            if (c->protocol->expire && c->protocol->expire(w, c, list)) continue;
             w->stats.errors[cause[list]]++;
             if (list == HE_TIMER_H2_STALL) w->stats.h2_stall_timeouts++;
             he_log_debug("worker %u: %s timeout, closing fd %d", w->id,

@@ -131,6 +131,9 @@ typedef struct he_proto {
     bool (*pull)(he_worker_t *w, he_conn_t *c);
     /* May be NULL. c is being freed (nothing of it is in flight). */
     void (*dispose)(he_worker_t *w, he_conn_t *c);
+    /* May be NULL. Timer list (enum he_timer_list) of c ran out: true when
+     * the protocol deals with it (and set c's next timer), false to close. */
+    bool (*expire)(he_worker_t *w, he_conn_t *c, int list);
 } he_proto_t;
 
 /* ---------------------------------------------------------------- worker hooks */
@@ -410,6 +413,11 @@ void he__send_start(he_worker_t *w, he_conn_t *c);
  * idle, its units are pulled and sent (bounded per call; a POLLOUT takes
  * the next turn). Safe to call at any time except from inside pull(). */
 void he__send_kick(he_worker_t *w, he_conn_t *c);
+/* The same from a completion of its own (a no-op on the ring), for callers
+ * deep in a handler's stack, where a unit ending must not free what they
+ * still hold (an h2 stream). Nothing when a unit is under way: its end
+ * pulls the next. */
+void he__send_kick_later(he_worker_t *w, he_conn_t *c);
 /* The body source has more bytes (a fill's DATA) or failed: send on. */
 void he__send_resume(he_worker_t *w, he_conn_t *c);
 void he__send_on_cqe(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe);

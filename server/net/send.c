@@ -363,6 +363,21 @@ void he__send_kick(he_worker_t *w, he_conn_t *c)
     if (c->in_use && c->gen == gen) c->send_kick = false;
 }
 
+void he__send_kick_later(he_worker_t *w, he_conn_t *c)
+{
+    struct io_uring_sqe *sqe;
+    if (c->sending || c->send_op != HE_SEND_OP_NONE || c->closing || w->exiting) return;
+    if (!(sqe = he__worker_sqe(w))) {
+        he__conn_close(w, c);
+        return;
+    }
+    io_uring_prep_nop(sqe);
+    he__worker_sqe_conn(w, sqe, c, HE_OP_POLLOUT); /* its completion: he__send_on_pollout */
+    sqe->flags &= (uint8_t)~IOSQE_FIXED_FILE;
+    sqe->fd = -1;
+    c->send_op = HE_SEND_OP_POLL;
+}
+
 void he__send_resume(he_worker_t *w, he_conn_t *c)
 {
     if (c->send_wait) he_send_pump(w, c);

@@ -220,6 +220,14 @@ static void he_tls_established(he_worker_t *w, he_conn_t *c)
                             : "SSL_write",
                  t->ktls_rx ? "kTLS" : "SSL_read");
     he__conn_timer_set(w, c, HE_TIMER_HEADER);
+    {
+        const unsigned char *alpn;
+        unsigned alen;
+        SSL_get0_alpn_selected(t->ssl, &alpn, &alen);
+        if (alen == 2 && alpn[0] == 'h' && alpn[1] == '2' && w->server->proto_h2)
+            he__conn_switch(w, c, w->server->proto_h2);
+    }
+    if (c->closing) return;
     he_tls_read(w, c); /* the request may have come with the client's Finished */
 }
 
