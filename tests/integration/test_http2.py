@@ -131,7 +131,8 @@ class H2:
         self.flush()
         self.events = []
         self.goaway = None
-        self.closed = False
+        self.closed = False  # EOF read: the server closed
+        self.send_failed = False  # a send failed; what the server sent is still read
 
     def flush(self):
         data = self.c.data_to_send()
@@ -142,7 +143,7 @@ class H2:
         try:
             self.sock.sendall(data)
         except OSError:
-            self.closed = True
+            self.send_failed = True
 
     def request(self, path, method="GET", headers=(), end=True):
         sid = self.c.get_next_available_stream_id()
@@ -151,7 +152,7 @@ class H2:
         try:
             self.flush()
         except OSError:
-            self.closed = True
+            self.send_failed = True
         return sid
 
     def pump(self, until, wait=10.0, ack=True):
@@ -183,7 +184,7 @@ class H2:
             try:
                 self.flush()
             except OSError:
-                self.closed = True
+                self.send_failed = True
         return until()
 
     def response(self, sid, wait=10.0):
@@ -390,7 +391,7 @@ def test_rapid_reset():
         cl = H2(srv.port)
         t0 = time.time()
         for _ in range(1000):
-            if cl.closed:
+            if cl.send_failed:
                 break
             sid = cl.request(SEG)
             cl.c.reset_stream(sid)
