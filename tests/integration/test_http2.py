@@ -379,6 +379,28 @@ def test_h2load_100_clients_10_streams():
             expect("status codes: %d 2xx" % n in out, "all 2xx")
 
 
+def test_loadgen_http2():
+    """hlsedge-loadgen --http2: each viewer's requests are streams of one
+    connection, over h2c and over TLS (ALPN h2)."""
+    lg = os.environ.get("HE_LOADGEN") or os.path.join(os.path.dirname(os.path.dirname(HERE)), "build",
+                                                     "hlsedge-loadgen")
+    if not os.path.exists(lg):
+        print("no hlsedge-loadgen: part skipped")
+        return
+    for tls in (False, True):
+        extra = "" if tls else "http2:\n  h2c: true\n"
+        with Server(ROOT, tls=tls, admin=True, extra=extra) as srv:
+            url = "%s://127.0.0.1:%d/master.m3u8" % ("https" if tls else "http", srv.port)
+            r = subprocess.run([lg, "--http2", "--viewers", "8", "--pace", "linerate", "-d", "2s", "--json", "-q",
+                                "--verify", "-k", url], capture_output=True, timeout=60)
+            out = json.loads(r.stdout.decode())
+            expect(out["requests"] > 8 and out["errors"] == 0, "loadgen --http2 (tls %s): %r" % (tls, r.stdout[:600]))
+            time.sleep(0.3)
+            h = stats(srv)["http2"]
+            expect_eq(h["connections"]["h2" if tls else "h2c"], out["connects"], "one connection per viewer")
+            expect(h["requests"]["h2"] >= out["requests"] and h["requests"]["http/1.1"] == 0, "all on h2: %r" % h)
+
+
 # ---------------------------------------------------------------- attacks
 
 
