@@ -57,19 +57,21 @@ static int he_lg_h2_on_close(nghttp2_session *s, int32_t id, uint32_t code, void
 
 int he_lg_h2_open(he_lg_conn_t *c)
 {
-    static __thread nghttp2_session_callbacks *cb; /* the thread's, never freed */
     nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, HE_LG_H2_WINDOW},
     };
+    nghttp2_session_callbacks *cb;
     nghttp2_session *s;
-    if (!cb) {
-        if (nghttp2_session_callbacks_new(&cb) != 0) return -ENOMEM;
-        nghttp2_session_callbacks_set_on_header_callback(cb, he_lg_h2_on_header);
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, he_lg_h2_on_data);
-        nghttp2_session_callbacks_set_on_stream_close_callback(cb, he_lg_h2_on_close);
-    }
-    if (nghttp2_session_client_new(&s, cb, c) != 0) return -ENOMEM;
+    int rc;
+    /* the session copies the table: made and dropped per connection */
+    if (nghttp2_session_callbacks_new(&cb) != 0) return -ENOMEM;
+    nghttp2_session_callbacks_set_on_header_callback(cb, he_lg_h2_on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, he_lg_h2_on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, he_lg_h2_on_close);
+    rc = nghttp2_session_client_new(&s, cb, c);
+    nghttp2_session_callbacks_del(cb);
+    if (rc != 0) return -ENOMEM;
     c->h2 = s;
     c->h2_pend = NULL;
     c->h2_pend_len = 0;
