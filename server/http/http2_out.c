@@ -23,6 +23,13 @@
 
 /* ---------------------------------------------------------------- DATA */
 
+#define HE_H2_TLS_PAYLOAD (16384 - 9)
+
+static inline bool he_h2_tls(const he_h2_conn_t *h2)
+{
+    return h2->c->tls != NULL;
+}
+
 /* How many of the stream's bytes from body.off are there, up to length:
  * the frame's payload. */
 static ssize_t he_h2_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length,
@@ -34,6 +41,10 @@ static ssize_t he_h2_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t l
     he_h2_conn_t *h2 = ud;
 
     (void)buf;
+    /* frame header and payload in one TLS record of 16 KiB (userspace TLS
+     * stages both and writes them with one SSL_write; kTLS cuts records at
+     * 16 KiB too): 16384 - 9 payload bytes, not 16384 and a 9-byte record */
+    if (length > HE_H2_TLS_PAYLOAD && he_h2_tls(h2)) length = HE_H2_TLS_PAYLOAD;
     if (want > length) want = length;
     while (have < want) {
         he_body_span_t sp;
