@@ -10,6 +10,11 @@
  *   userspace TLS              SSL_write from memory spans (files mapped),
  *                              tls_conn.c
  *
+ * A protocol without pull (HTTP/1.1) starts each response here; one with
+ * pull (HTTP/2) is asked for its next unit whenever the path is idle
+ * (he__send_kick): frame bytes in c->hdr and perhaps a lent range of a
+ * stream's body, sent exactly like a response's head and body.
+ *
  * One operation is in flight per connection (send_op). A zero-copy send
  * posts a result and, later, a notification: both count in c->inflight,
  * and the response ends (the source is released, the protocol's sent()
