@@ -218,6 +218,18 @@ typedef struct he_conf {
     uint64_t cache_zero_copy_min;
     bool cache_zero_copy_adapt; /* cache.zero_copy_adapt: plain sends once the kernel copied */
 
+    /* http2: HTTP/2 for viewers */
+    bool http2_tls;                  /* http2.tls: offer h2 by ALPN on TLS listeners */
+    bool http2_h2c;                  /* http2.h2c: prior-knowledge h2c on plain listeners */
+    unsigned http2_max_streams;      /* http2.max_concurrent_streams */
+    uint64_t http2_max_header_list;  /* http2.max_header_list: bytes, RFC 9113 6.5.2 */
+    uint64_t http2_stream_window;    /* http2.stream_window: our initial window per stream */
+    uint64_t http2_conn_window;      /* http2.connection_window */
+    unsigned http2_idle_timeout_ms;  /* http2.idle_timeout: no stream open */
+    unsigned http2_stall_timeout_ms; /* http2.stall_timeout: streams open, no DATA moved */
+    unsigned http2_max_resets;       /* http2.max_resets: streams reset or refused per second */
+    unsigned http2_max_control;      /* http2.max_control_frames: per second */
+
     /* features.disable: HE_CONF_FEATURE_BIT()s the probe reports as absent */
     uint32_t features_disabled;
 

@@ -252,6 +252,9 @@ static const he_lg_opt_t he_lg_opts[] = {
      "read bodies and check each URL's checksum stays the same"},
     {"no-trunc", 0, HE_LG_OPT_FLAG, OFF(no_trunc), 0, 0, NULL, NULL,
      "read bodies into buffers instead of discarding them in the kernel"},
+    {"http2", 0, HE_LG_OPT_FLAG, OFF(http2), 0, 0, NULL, NULL,
+     "HTTP/2: h2c prior knowledge on http://, ALPN h2 on https://; each viewer's requests "
+     "are streams of one connection"},
     {"insecure", 'k', HE_LG_OPT_FLAG, OFF(insecure), 0, 0, NULL, NULL,
      "https: do not verify the server's certificate"},
     {"json", 0, HE_LG_OPT_FLAG, OFF(json), 0, 0, NULL, NULL, "print the summary as JSON"},

@@ -4,6 +4,10 @@
  * provided buffers when they must be seen (--verify, --no-trunc), into the
  * head buffer when kept (playlists), or through OpenSSL for https.
  *
+ * --http2: the request is a stream of the connection's HTTP/2 session
+ * (h2.c); what arrives goes to nghttp2 and what it wants sent goes out
+ * through the same send (or OpenSSL), with one receive kept posted.
+ *
  * Lifetime: at most one send and one receive are in flight; a connection
  * that fails or ends is closed only after everything in flight has
  * completed (cancel, then wait), and completions from an earlier socket are
@@ -20,6 +24,8 @@
 typedef enum { HE_LG_STEP_MORE, HE_LG_STEP_DONE, HE_LG_STEP_BAD } he_lg_step_t;
 
 static void he_lg_conn_post_body_recv(he_lg_conn_t *c);
+static void he_lg_conn_sink(void *ctx, const char *p, size_t n);
+static void he_lg_conn_h2_flush(he_lg_conn_t *c);
 static void he_lg_conn_tls_pump(he_lg_conn_t *c);
 static void he_lg_conn_start_connect(he_lg_conn_t *c);
 
@@ -39,6 +45,7 @@ void he_lg_conn_destroy(he_lg_conn_t *c)
     c->fd = -1;
     he_lg_tls_free(c->tls);
     c->tls = NULL;
+    he_lg_h2_free(c);
     free(c->bodybuf);
     c->bodybuf = NULL;
 }
@@ -55,6 +62,9 @@ static void he_lg_conn_close_now(he_lg_conn_t *c)
     c->fd = -1;
     he_lg_tls_free(c->tls);
     c->tls = NULL;
+    he_lg_h2_free(c);
+    c->h2_rx_busy = false;
+    if (c->th->cfg->http2) c->req_len = c->req_sent = 0; /* the session's buffer */
     c->state = HE_LG_CONN_CLOSED;
     c->gen++;
 }
@@ -115,6 +125,11 @@ static bool he_lg_conn_retry(he_lg_conn_t *c)
     return true;
 }
 
+void he_lg_conn_body_bytes(he_lg_conn_t *c, const char *p, size_t n)
+{
+    if (c->want_body || c->th->cfg->verify) he_lg_conn_sink(c, p, n);
+}
+
 static void he_lg_conn_sink(void *ctx, const char *p, size_t n)
 {
     he_lg_conn_t *c = ctx;
@@ -166,6 +181,7 @@ static void he_lg_conn_complete(he_lg_conn_t *c)
     }
     bool keep = c->head.keep_alive && c->body.mode != HE_LG_BODY_EOF && c->inflight == 0;
     if (c->tls && c->tls_tx_busy) keep = false;
+    if (c->h2) keep = he_lg_h2_alive(c); /* the receive stays posted */
     if (keep)
         c->state = HE_LG_CONN_IDLE;
     else
@@ -272,6 +288,19 @@ static void he_lg_conn_start_send(he_lg_conn_t *c)
     c->state = HE_LG_CONN_HEAD;
     c->reqs++;
     c->last_io = c->th->now;
+    if (c->th->cfg->http2) {
+        if (!c->h2 && (c->tls && !he_lg_tls_is_h2(c->tls))) {
+            he_lg_conn_fail(c, HE_LG_ERR_PROTOCOL); /* the server did not choose h2 */
+            return;
+        }
+        if ((!c->h2 && he_lg_h2_open(c) < 0) ||
+            he_lg_h2_request(c, c->h2_target, c->h2_range_off, c->h2_range_len) < 0) {
+            he_lg_conn_fail(c, HE_LG_ERR_OTHER);
+            return;
+        }
+        he_lg_conn_h2_flush(c);
+        return;
+    }
     if (c->tls) {
         if (he_lg_tls_write(c->tls, c->req, c->req_len) < 0) {
             he_lg_conn_fail(c, HE_LG_ERR_TLS);
@@ -288,6 +317,65 @@ static void he_lg_conn_start_send(he_lg_conn_t *c)
     io_uring_prep_recv(sqe, c->fd, c->hdr, HE_LG_HDR_CAP, 0);
     io_uring_sqe_set_data64(sqe, he_lg_ud(HE_LG_OP_RECV_HDR, c->gen, c->slot));
     c->inflight += 2;
+}
+
+/* What nghttp2 wants sent goes out; one receive stays posted. */
+static void he_lg_conn_h2_flush(he_lg_conn_t *c)
+{
+    struct io_uring_sqe *sqe;
+    if (c->tls) {
+        size_t n;
+        while ((n = he_lg_h2_take(c, c->req, sizeof(c->req))) > 0)
+            if (he_lg_tls_write(c->tls, c->req, n) < 0) {
+                he_lg_conn_fail(c, HE_LG_ERR_TLS);
+                return;
+            }
+        he_lg_conn_tls_pump(c);
+        return;
+    }
+    if (c->req_sent >= c->req_len) { /* no send in flight */
+        c->req_len = (uint32_t)he_lg_h2_take(c, c->req, sizeof(c->req));
+        c->req_sent = 0;
+        if (c->req_len) {
+            sqe = he_lg_sqe(c->th);
+            io_uring_prep_send(sqe, c->fd, c->req, c->req_len, MSG_NOSIGNAL);
+            io_uring_sqe_set_data64(sqe, he_lg_ud(HE_LG_OP_SEND, c->gen, c->slot));
+            c->inflight++;
+        }
+    }
+    if (!c->h2_rx_busy) {
+        sqe = he_lg_sqe(c->th);
+        io_uring_prep_recv(sqe, c->fd, c->hdr, HE_LG_HDR_CAP, 0);
+        io_uring_sqe_set_data64(sqe, he_lg_ud(HE_LG_OP_RECV_HDR, c->gen, c->slot));
+        c->inflight++;
+        c->h2_rx_busy = true;
+    }
+}
+
+/* Plaintext from the server on an HTTP/2 connection. */
+static void he_lg_conn_h2_input(he_lg_conn_t *c, const char *p, size_t n)
+{
+    if (he_lg_h2_feed(c, p, n) < 0) {
+        if (c->state == HE_LG_CONN_HEAD)
+            he_lg_conn_fail(c, HE_LG_ERR_PROTOCOL);
+        else
+            he_lg_conn_close(c);
+        return;
+    }
+    if (c->state == HE_LG_CONN_HEAD && c->h2_done) {
+        if (c->h2_done < 0) {
+            he_lg_conn_fail(c, HE_LG_ERR_CLOSED); /* reset, or no response */
+            return;
+        }
+        c->h2_done = 0;
+        he_lg_conn_complete(c); /* may start the next request on this stack */
+        if (c->state == HE_LG_CONN_CLOSED || c->state == HE_LG_CONN_CLOSING) return;
+    }
+    if (c->h2 && !he_lg_h2_alive(c) && c->state == HE_LG_CONN_IDLE) {
+        he_lg_conn_close(c); /* GOAWAY and nothing open */
+        return;
+    }
+    if (c->h2) he_lg_conn_h2_flush(c);
 }
 
 static void he_lg_conn_start_connect(he_lg_conn_t *c)
@@ -315,17 +403,26 @@ int he_lg_conn_request(he_lg_conn_t *c, int ep, const char *target, int64_t rang
                        int64_t range_len, bool want_body, uint64_t key)
 {
     const he_lg_endpoint_t *e = he_lg_endpoint_at(ep);
-    int n = snprintf(c->req, sizeof(c->req),
-                     "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: hlsedge-loadgen\r\n", target,
-                     e->hosthdr);
-    if (n > 0 && (size_t)n < sizeof(c->req) && range_len > 0)
-        n += snprintf(c->req + n, sizeof(c->req) - (size_t)n, "Range: bytes=%lld-%lld\r\n",
-                      (long long)range_off, (long long)(range_off + range_len - 1));
-    if (n > 0 && (size_t)n < sizeof(c->req))
-        n += snprintf(c->req + n, sizeof(c->req) - (size_t)n, "\r\n");
-    if (n <= 0 || (size_t)n >= sizeof(c->req)) return -ENAMETOOLONG;
-    c->req_len = (uint32_t)n;
-    c->req_sent = 0;
+    if (c->th->cfg->http2) {
+        /* a stream, submitted by he_lg_conn_start_send; c->req is the
+         * session's send buffer and may be in flight */
+        if (strlen(target) >= sizeof(c->h2_target)) return -ENAMETOOLONG;
+        strcpy(c->h2_target, target);
+        c->h2_range_off = range_off;
+        c->h2_range_len = range_len;
+    } else {
+        int n = snprintf(c->req, sizeof(c->req),
+                         "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: hlsedge-loadgen\r\n", target,
+                         e->hosthdr);
+        if (n > 0 && (size_t)n < sizeof(c->req) && range_len > 0)
+            n += snprintf(c->req + n, sizeof(c->req) - (size_t)n, "Range: bytes=%lld-%lld\r\n",
+                          (long long)range_off, (long long)(range_off + range_len - 1));
+        if (n > 0 && (size_t)n < sizeof(c->req))
+            n += snprintf(c->req + n, sizeof(c->req) - (size_t)n, "\r\n");
+        if (n <= 0 || (size_t)n >= sizeof(c->req)) return -ENAMETOOLONG;
+        c->req_len = (uint32_t)n;
+        c->req_sent = 0;
+    }
     c->want_body = want_body;
     c->key = key;
     c->retried = false;
@@ -402,8 +499,19 @@ void he_lg_conn_on_cqe(he_lg_conn_t *c, unsigned op, uint32_t gen, int res, unsi
         }
         break;
     case HE_LG_OP_SEND:
-        if (res < 0) {
-            if (!he_lg_conn_retry(c)) he_lg_conn_fail(c, HE_LG_ERR_CLOSED);
+        if (c->h2 && res >= 0 && (c->req_sent += (uint32_t)res) >= c->req_len) {
+            he_lg_conn_h2_flush(c); /* what nghttp2 queued meanwhile */
+        } else if (c->h2 && res >= 0) {
+            struct io_uring_sqe *sqe = he_lg_sqe(th);
+            io_uring_prep_send(sqe, c->fd, c->req + c->req_sent, c->req_len - c->req_sent,
+                               MSG_NOSIGNAL);
+            io_uring_sqe_set_data64(sqe, he_lg_ud(HE_LG_OP_SEND, c->gen, c->slot));
+            c->inflight++;
+        } else if (res < 0) {
+            if (c->state == HE_LG_CONN_IDLE)
+                he_lg_conn_close(c);
+            else if (!he_lg_conn_retry(c))
+                he_lg_conn_fail(c, HE_LG_ERR_CLOSED);
         } else if ((c->req_sent += (uint32_t)res) < c->req_len) {
             struct io_uring_sqe *sqe = he_lg_sqe(th);
             io_uring_prep_send(sqe, c->fd, c->req + c->req_sent, c->req_len - c->req_sent,
@@ -413,7 +521,19 @@ void he_lg_conn_on_cqe(he_lg_conn_t *c, unsigned op, uint32_t gen, int res, unsi
         }
         break;
     case HE_LG_OP_RECV_HDR:
-        if (res <= 0) {
+        if (c->h2) {
+            c->h2_rx_busy = false;
+            if (res <= 0) {
+                if (c->state == HE_LG_CONN_IDLE)
+                    he_lg_conn_close(c); /* the server closed an idle session */
+                else
+                    he_lg_conn_fail(c, HE_LG_ERR_CLOSED);
+                return;
+            }
+            he_lg_conn_got(c, (unsigned)res);
+            c->wire += (unsigned)res;
+            he_lg_conn_h2_input(c, c->hdr, (size_t)res);
+        } else if (res <= 0) {
             he_lg_conn_eof(c, res);
         } else {
             he_lg_conn_got(c, (unsigned)res);
@@ -469,7 +589,10 @@ void he_lg_conn_on_cqe(he_lg_conn_t *c, unsigned op, uint32_t gen, int res, unsi
         }
         c->tls_rx_busy = false;
         if (res <= 0) {
-            he_lg_conn_eof(c, res);
+            if (c->h2 && c->state == HE_LG_CONN_IDLE)
+                he_lg_conn_close(c);
+            else
+                he_lg_conn_eof(c, res);
             return;
         }
         HE_LG_STAT_ADD(th->stats.bytes, (unsigned)res);
@@ -496,6 +619,16 @@ void he_lg_conn_on_cqe(he_lg_conn_t *c, unsigned op, uint32_t gen, int res, unsi
             }
             if (!c->t_first) c->t_first = th->now;
             c->wire += (unsigned)n;
+            if (th->cfg->http2) {
+                uint32_t g = c->gen;
+                if (!c->h2 && he_lg_h2_open(c) < 0) {
+                    he_lg_conn_fail(c, HE_LG_ERR_OTHER);
+                    return;
+                }
+                he_lg_conn_h2_input(c, th->scratch, (size_t)n);
+                if (c->gen != g || !c->tls) return;
+                continue;
+            }
             he_lg_step_t st = he_lg_conn_consume(c, th->scratch, (size_t)n);
             if (st != HE_LG_STEP_MORE) {
                 he_lg_conn_after_step(c, st);

@@ -141,6 +141,17 @@ typedef struct he_lg_conn {
     char *bodybuf;
     size_t bodylen, bodycap;
     he_lg_tls_t *tls;
+    /* --http2 (h2.c): the session, the request's stream, its outcome (1
+     * ended, -1 reset), what mem_send gave that is not sent yet, and the
+     * receive kept posted on a plain connection */
+    void *h2;
+    int32_t h2_stream;
+    int h2_done;
+    const char *h2_pend;
+    size_t h2_pend_len;
+    bool h2_rx_busy;
+    int64_t h2_range_off, h2_range_len;
+    char h2_target[HE_LG_URL_MAX];
     uint32_t tls_tx_off, tls_tx_len;
     bool tls_tx_busy, tls_rx_busy;
     char req[HE_LG_REQ_CAP];
@@ -161,9 +172,27 @@ void he_lg_conn_check_timeout(he_lg_conn_t *c, uint64_t now, uint64_t timeout_ns
 void he_lg_conn_abort(he_lg_conn_t *c);
 bool he_lg_conn_busy(const he_lg_conn_t *c);
 
+/* Payload bytes of the response: kept (playlists) or checksummed (--verify). */
+void he_lg_conn_body_bytes(he_lg_conn_t *c, const char *p, size_t n);
+
+/* ---------------------------------------------------------------- h2.c */
+
+int he_lg_h2_open(he_lg_conn_t *c);
+void he_lg_h2_free(he_lg_conn_t *c);
+/* Submits GET target (a Range when range_len > 0) as a new stream. */
+int he_lg_h2_request(he_lg_conn_t *c, const char *target, int64_t range_off, int64_t range_len);
+/* Bytes from the server; c->h2_done tells when the stream ended. */
+int he_lg_h2_feed(he_lg_conn_t *c, const char *p, size_t n);
+/* Bytes to send (preface, SETTINGS, requests, WINDOW_UPDATE ...): up to cap. */
+size_t he_lg_h2_take(he_lg_conn_t *c, char *out, size_t cap);
+bool he_lg_h2_alive(const he_lg_conn_t *c);
+
 /* ---------------------------------------------------------------- tls.c */
 
-int he_lg_tls_ctx_new(SSL_CTX **ctx, bool insecure);
+/* h2: ALPN offers h2 alone (--http2). */
+int he_lg_tls_ctx_new(SSL_CTX **ctx, bool insecure, bool h2);
+/* The protocol ALPN chose is h2. */
+bool he_lg_tls_is_h2(const he_lg_tls_t *t);
 void he_lg_tls_ctx_free(SSL_CTX *ctx);
 int he_lg_tls_new(he_lg_tls_t **t, SSL_CTX *ctx, const char *sni);
 void he_lg_tls_free(he_lg_tls_t *t);

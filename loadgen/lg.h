@@ -209,6 +209,7 @@ typedef struct he_lg_config {
     double buffer_s;
     double timeout_s;
     bool verify, json, quiet, no_trunc, insecure;
+    bool http2; /* --http2: each connection's requests are streams of one HTTP/2 session */
     bool sweep;
     unsigned sweep_start, sweep_end, sweep_step;
     double sla_ms;

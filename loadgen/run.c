@@ -70,7 +70,7 @@ static int he_lg_run_prepare(he_lg_run_t *run)
     if (rc < 0) return rc;
     /* playlists may point at https even when the master is plain */
     (void)tls;
-    return he_lg_tls_ctx_new(&run->ssl_ctx, cfg->insecure);
+    return he_lg_tls_ctx_new(&run->ssl_ctx, cfg->insecure, cfg->http2);
 }
 
 static void he_lg_run_release(he_lg_run_t *run)

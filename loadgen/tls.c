@@ -19,10 +19,11 @@ struct he_lg_tls {
     char tx[HE_LG_TLS_BUF];
 };
 
-int he_lg_tls_ctx_new(SSL_CTX **out, bool insecure)
+int he_lg_tls_ctx_new(SSL_CTX **out, bool insecure, bool h2)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     if (!ctx) return -ENOMEM;
+    if (h2) SSL_CTX_set_alpn_protos(ctx, (const unsigned char *)"\x02h2", 3);
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     if (insecure) {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
@@ -131,4 +132,12 @@ char *he_lg_tls_txbuf(he_lg_tls_t *t, size_t *cap)
 {
     *cap = sizeof(t->tx);
     return t->tx;
+}
+
+bool he_lg_tls_is_h2(const he_lg_tls_t *t)
+{
+    const unsigned char *p;
+    unsigned n;
+    SSL_get0_alpn_selected(t->ssl, &p, &n);
+    return n == 2 && p[0] == 'h' && p[1] == '2';
 }

@@ -77,6 +77,19 @@ typedef enum he_stats_auth {
     HE_STATS_AUTH_EXPIRED,       /* past its exp */
     HE_STATS_AUTH_COUNT
 } he_stats_auth_t;
+/* Why the server sent an HTTP/2 GOAWAY (http/http2.c). */
+typedef enum he_stats_h2_goaway {
+    HE_STATS_H2_GOAWAY_NO_ERROR = 0, /* shutdown, reload */
+    HE_STATS_H2_GOAWAY_PROTOCOL,     /* invalid frames (RFC 9113 PROTOCOL_ERROR) */
+    HE_STATS_H2_GOAWAY_FLOW_CONTROL, /* a window overrun */
+    HE_STATS_H2_GOAWAY_COMPRESSION,  /* HPACK that does not decode */
+    HE_STATS_H2_GOAWAY_RAPID_RESET,  /* streams opened and reset too fast (CVE-2023-44487) */
+    HE_STATS_H2_GOAWAY_FLOOD,        /* SETTINGS/PING/PRIORITY/empty frames, CONTINUATION */
+    HE_STATS_H2_GOAWAY_HEADERS,      /* a header list over http2.max_header_list */
+    HE_STATS_H2_GOAWAY_STALL,        /* no DATA moved for http2.stall_timeout (zero window) */
+    HE_STATS_H2_GOAWAY_OTHER,
+    HE_STATS_H2_GOAWAY_COUNT
+} he_stats_h2_goaway_t;
 
 /* Every field is a uint64_t counter, the histograms too: the control
  * thread sums workers as arrays of uint64_t (he_metrics_stats_add), so a
@@ -104,6 +117,17 @@ typedef struct he_stats {
     uint64_t tls_resumed;            /* handshakes that resumed a session (ticket or cache) */
     uint64_t tls_conn_ktls_fallback; /* kTLS was on but this cipher was not offloaded */
     uint64_t tls_errors[HE_STATS_TLS_ERR_COUNT];
+
+    /* HTTP/2 (http/http2.c); HTTP/1.x is the rest of conn_accepted and requests */
+    uint64_t h2_conns;          /* connections that spoke h2 (ALPN or h2c) */
+    uint64_t h2_conns_h2c;      /* of those, prior-knowledge h2c on a plain listener */
+    uint64_t h2_requests;       /* streams answered */
+    uint64_t h2_streams_opened; /* streams open = opened - closed */
+    uint64_t h2_streams_closed;
+    uint64_t h2_goaway[HE_STATS_H2_GOAWAY_COUNT];
+    uint64_t h2_flow_stalls;    /* a stream had data and no flow-control window */
+    uint64_t h2_stall_timeouts; /* connections closed: streams open, no DATA moved */
+    uint64_t h2_refused;        /* streams refused past http2.max_concurrent_streams */
 
     /* access log ring */
     uint64_t log_dropped;

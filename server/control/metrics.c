@@ -231,6 +231,7 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
     he_prom_per_worker(b, s, "fd_cache_misses_total", "counter", "Open-file cache misses.",
                        HE_OFF(fcache_misses));
     he__metrics_cache_prom(s, b); /* hlsedge_cache_*: server/metrics_cache.c */
+    he__metrics_h2_prom(s, b);    /* by protocol, hlsedge_http2_*: metrics_http2.c */
 
     he_prom_per_worker(b, s, "tls_handshakes_total", "counter", "TLS handshakes completed.",
                        HE_OFF(tls_handshakes));
@@ -417,6 +418,7 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
 
     he_json_counts(b, t);
     he__metrics_cache_json(s, b); /* "cache":{...}, when the cache is on */
+    he__metrics_h2_json(s, b);    /* "http2":{...} */
     he_buf_printf(b, "\"fd_cache\":{");
     he_json_u64(b, "hits", t->fcache_hits, true);
     he_json_u64(b, "misses", t->fcache_misses, false);

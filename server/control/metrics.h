@@ -101,4 +101,9 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *out);
 void he__metrics_cache_prom(const he_metrics_snap_t *s, he_buf_t *b);
 void he__metrics_cache_json(const he_metrics_snap_t *s, he_buf_t *b);
 
+/* metrics_http2.c: connections and requests by protocol, hlsedge_http2_*
+ * and "http2":{...}. */
+void he__metrics_h2_prom(const he_metrics_snap_t *s, he_buf_t *b);
+void he__metrics_h2_json(const he_metrics_snap_t *s, he_buf_t *b);
+
 #endif

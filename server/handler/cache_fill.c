@@ -34,7 +34,7 @@ static bool he_rc_ssd_fallback(he_worker_t *w, he_req_t *r)
 
 static void he_rc_fail_before_head(he_worker_t *w, he_req_t *r)
 {
-    he__rc_release_cc(he__rc_cc(w, r->conn));
+    he__rc_release_cc(he__rc_cc(w, r));
     if (he_rc_ssd_fallback(w, r)) return;
     r->origin_failed = true;
     if (he__wcache(w)->conf->origin_first) {
@@ -52,7 +52,7 @@ static void he_rc_fetch(he_worker_t *w, he_req_t *r, he_cache_fill_t *f, he_cach
  * target, on a fill nobody else joins. */
 static void he_rc_alone(he_worker_t *w, he_req_t *r)
 {
-    he_cconn_t *cc = he__rc_cc(w, r->conn);
+    he_cconn_t *cc = he__rc_cc(w, r);
     he_cache_fill_t *f = he_cache_fill_alone(&cc->waiter);
     if (!f) {
         he__rc_release_cc(cc);
@@ -66,7 +66,7 @@ static void he_rc_alone(he_worker_t *w, he_req_t *r)
 
 static void he_rc_on_headers(he_worker_t *w, he_req_t *r)
 {
-    he_cconn_t *cc = he__rc_cc(w, r->conn);
+    he_cconn_t *cc = he__rc_cc(w, r);
     he_cache_fill_t *f = cc->waiter.fill;
     he_cache_obj_t *o = he_cache_fill_obj(f);
     const he_cache_http_resp_t *resp = he_cache_fill_resp(f);
@@ -127,9 +127,9 @@ static void he_rc_on_headers(he_worker_t *w, he_req_t *r)
 static void he_rc_notify(he_cache_waiter_t *wt, he_cache_fill_ev_t ev)
 {
     he_worker_t *w = he__cache_w;
-    he_conn_t *c = wt->ctx;
-    he_req_t *r = he_http_req(c);
-    he_cconn_t *cc = he__rc_cc(w, c);
+    he_req_t *r = wt->ctx;
+    he_conn_t *c = r->conn;
+    he_cconn_t *cc = he__rc_cc(w, r);
 
     if (w->exiting || c->closing) {
         he_cache_fill_leave(wt);
@@ -140,7 +140,7 @@ static void he_rc_notify(he_cache_waiter_t *wt, he_cache_fill_ev_t ev)
         he_rc_on_headers(w, r);
         break;
     case HE_CACHE_FILL_EV_DATA:
-        if (cc->active && !cc->await_done) he__send_resume(w, c);
+        if (cc->active && !cc->await_done) he_http_resume(w, r);
         break;
     case HE_CACHE_FILL_EV_DONE:
         he_cache_fill_leave(wt);
@@ -152,7 +152,7 @@ static void he_rc_notify(he_cache_waiter_t *wt, he_cache_fill_ev_t ev)
             cc->await_done = false;
             he__rc_serve_obj(w, r, o, r->cache_st);
         } else {
-            he__send_resume(w, c);
+            he_http_resume(w, r);
         }
         break;
     case HE_CACHE_FILL_EV_ERROR:
@@ -161,7 +161,7 @@ static void he_rc_notify(he_cache_waiter_t *wt, he_cache_fill_ev_t ev)
             he_rc_fail_before_head(w, r);
         } else {
             cc->failed = true; /* the send path closes once caught up */
-            he__send_resume(w, c);
+            he_http_resume(w, r);
         }
         break;
     }
@@ -194,13 +194,13 @@ static void he_rc_fetch(he_worker_t *w, he_req_t *r, he_cache_fill_t *f, he_cach
 
 void he__rc_join(he_worker_t *w, he_req_t *r, const he_cache_key_t *key, he_cache_obj_t *stale)
 {
-    he_cconn_t *cc = he__rc_cc(w, r->conn);
+    he_cconn_t *cc = he__rc_cc(w, r);
     he_cache_fill_t *f;
     bool created;
 
     memset(&cc->waiter, 0, sizeof(cc->waiter));
     cc->waiter.notify = he_rc_notify;
-    cc->waiter.ctx = r->conn;
+    cc->waiter.ctx = r;
     f = he_cache_fill_join(he__wcache(w)->fills, key, &cc->waiter, stale, false, &created);
     if (!f) {
         he_http_respond_error(w, r, 503);
@@ -208,7 +208,7 @@ void he__rc_join(he_worker_t *w, he_req_t *r, const he_cache_key_t *key, he_cach
     }
     cc->active = true;
     cc->waiting = true;
-    cc->conn = r->conn;
+    cc->req = r;
     r->cache_st = created ? (stale ? HE_ALOG_CACHE_REVALIDATED : HE_ALOG_CACHE_MISS)
                           : HE_ALOG_CACHE_COALESCED;
     if (created) {

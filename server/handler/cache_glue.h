@@ -33,12 +33,16 @@ typedef struct he_scache {
     he_cache_store_t *store;
 } he_scache_t;
 
-/* The cache's side of a connection's response (respond_cache.c), per slot:
- * the fill it joined and the object or SSD file its body comes from. */
+/* The cache's side of a response (respond_cache.c), per request: the fill
+ * it joined and the object or SSD file its body comes from. An HTTP/1.x
+ * request's is its connection slot's (he_wcache_t.cc); an HTTP/2 stream's
+ * is its own, allocated when the cache first answers it and freed with the
+ * stream, since one connection has many requests under way and a fill's
+ * waiters may be streams of many connections (he__rc_attach). */
 typedef struct he_cconn {
-    he_cache_waiter_t waiter; /* joined fill, while waiting or streaming */
+    he_cache_waiter_t waiter; /* joined fill, while waiting or streaming; ctx: req */
     he_cache_obj_t *obj;      /* what the body comes from (ref held) */
-    he_conn_t *conn;
+    he_req_t *req;            /* the request answered */
     int ssd_fd;     /* an SSD hit: the file, its mapping (userspace TLS) */
     char *ssd_path; /* non-NULL while ssd_fd is open */
     char *ssd_map;
@@ -82,7 +86,7 @@ typedef struct he_wcache {
     int node;             /* RAM tier partition of this worker */
     bool fixed_buf;       /* the node arena is registered as fixed buffer 0 */
     int64_t wall_off_ms;  /* wall clock - monotonic clock, refreshed per tick */
-    he_cconn_t *cc;       /* per connection slot */
+    he_cconn_t *cc;       /* per connection slot: HTTP/1.x requests' */
     size_t cc_bytes;
     he_ojob_t *jobs;
     uint32_t *free_jobs;
@@ -100,10 +104,14 @@ static inline he_wcache_t *he__wcache(const he_worker_t *w)
     return w->hook_data[HE_HOOK_CACHE];
 }
 
-static inline he_cconn_t *he__rc_cc(he_worker_t *w, he_conn_t *c)
+/* r's cache state (he__rc_attach made it). */
+static inline he_cconn_t *he__rc_cc(he_worker_t *w, he_req_t *r)
 {
-    return &he__wcache(w)->cc[c->slot];
+    (void)w;
+    return r->hctx;
 }
+/* Gives r its cache state if it has none; false when out of memory. */
+bool he__rc_attach(he_worker_t *w, he_req_t *r);
 
 static inline int64_t he__cache_wall_ms(const he_worker_t *w)
 {

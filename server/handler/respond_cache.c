@@ -111,7 +111,7 @@ static void he_rc_ssd_error(he_body_t *b, he_worker_t *w, int err)
 {
     he_cconn_t *cc = b->ctx;
     he_wcache_t *wc = he__wcache(w);
-    he_req_t *r = he_http_req(cc->conn);
+    he_req_t *r = cc->req;
     he_cache_key_t key;
     /* the request is still this one (the next is parsed after it ends), so
      * its key is the one the hit was found under */
@@ -194,7 +194,7 @@ static int he_rc_head_complete(he_req_t *r, he_http_head_t *h, const he_cache_me
 void he__rc_send_obj(he_worker_t *w, he_req_t *r, const he_http_head_t *h, uint64_t off,
                      uint64_t end)
 {
-    he_cconn_t *cc = he__rc_cc(w, r->conn);
+    he_cconn_t *cc = he__rc_cc(w, r);
     he_body_t body;
     memset(&body, 0, sizeof(body));
     body.ops = &he_rc_obj_ops;
@@ -202,7 +202,7 @@ void he__rc_send_obj(he_worker_t *w, he_req_t *r, const he_http_head_t *h, uint6
     body.off = off;
     body.end = end;
     cc->active = true;
-    cc->conn = r->conn;
+    cc->req = r;
     cc->fixed_buf = he__wcache(w)->fixed_buf;
     he_auth_respond(w, r, h, &body);
 }
@@ -227,7 +227,7 @@ static void he_rc_playlist_seen(he_worker_t *w, he_req_t *r, he_cache_obj_t *o)
  * Takes over the caller's reference. */
 void he__rc_serve_obj(he_worker_t *w, he_req_t *r, he_cache_obj_t *o, uint8_t cst)
 {
-    he_cconn_t *cc = he__rc_cc(w, r->conn);
+    he_cconn_t *cc = he__rc_cc(w, r);
     const he_cache_meta_t *m = he_cache_obj_meta(o);
     const he_cache_key_t *key = he_cache_obj_key(o);
     he_seg_type_t type = he_seg_type_from_path(key->s, key->path_len);
@@ -263,7 +263,7 @@ bool he__rc_serve_ssd(he_worker_t *w, he_req_t *r, const he_cache_key_t *key,
                       const he_cache_store_hit_t *hit, uint8_t cst, bool promote, uint64_t epoch)
 {
     he_wcache_t *wc = he__wcache(w);
-    he_cconn_t *cc = he__rc_cc(w, r->conn);
+    he_cconn_t *cc = he__rc_cc(w, r);
     he_seg_type_t type = he_seg_type_from_path(key->s, key->path_len);
     uint64_t first, last;
     he_http_head_t h;
@@ -303,7 +303,7 @@ bool he__rc_serve_ssd(he_worker_t *w, he_req_t *r, const he_cache_key_t *key,
     cc->ssd_fd = fd;
     cc->ssd_path = path;
     cc->ssd_size = hit->body_off + hit->body_len;
-    cc->conn = r->conn;
+    cc->req = r;
     cc->active = true;
     memset(&body, 0, sizeof(body));
     body.ops = &he_rc_ssd_ops;
@@ -334,6 +334,10 @@ he_handler_result_t he_cache_handle(he_worker_t *w, he_req_t *r, const char *pat
     (void)path;
     (void)len;
     if (he_cache_key_make(wc->conf, r->url, r->url_len, key) < 0) return HE_HANDLER_DECLINED;
+    if (!he__rc_attach(w, r)) {
+        he_http_respond_error(w, r, 503);
+        return HE_HANDLER_DONE;
+    }
     o = he_cache_ram_lookup(wc->ram, wc->node, key, wc->st);
     if (o) {
         he_cache_obj_fresh(o, &fr);
@@ -376,11 +380,34 @@ he_handler_result_t he_cache_handle(he_worker_t *w, he_req_t *r, const char *pat
     return HE_HANDLER_DONE;
 }
 
+/* HTTP/1.x: the slot's state goes with the connection. */
 static void he_rc_conn_dispose(he_worker_t *w, he_conn_t *c)
 {
     he_wcache_t *wc = he__wcache(w);
     if (!wc || !wc->cc) return;
-    he__rc_release_cc(he__rc_cc(w, c));
+    he__rc_release_cc(&wc->cc[c->slot]);
+}
+
+/* HTTP/2: a stream's own state goes with the stream. */
+static void he_rc_stream_free(he_worker_t *w, he_req_t *r)
+{
+    (void)w;
+    if (!r->hctx) return;
+    he__rc_release_cc(r->hctx);
+    free(r->hctx);
+    r->hctx = NULL;
+}
+
+bool he__rc_attach(he_worker_t *w, he_req_t *r)
+{
+    if (r->hctx) return true;
+    if (!r->h2) {
+        r->hctx = &he__wcache(w)->cc[r->conn->slot];
+        return true;
+    }
+    if (!(r->hctx = calloc(1, sizeof(he_cconn_t)))) return false;
+    r->hctx_free = he_rc_stream_free;
+    return true;
 }
 
 /* ---------------------------------------------------------------- PURGE */

@@ -33,6 +33,9 @@ int he_route_server_init(he_server_t *s)
     he_route_t *rt = calloc(1, sizeof(*rt));
     if (!rt) return -ENOMEM;
     s->proto = &he_http1_proto;
+    /* always there: http2.tls and http2.h2c are read per connection, so a
+     * live reload turns them on and off */
+    s->proto_h2 = &he_http2_proto;
     s->hooks[s->nhooks++] = &he_http_worker_hooks;
     s->hooks[s->nhooks++] = &he_file_worker_hooks;
     /* always first, even with no rule yet: a reload may add rules live */

@@ -1,7 +1,11 @@
 /* http: requests and responses, whatever the protocol.
  *
  *   http1.c     HTTP/1.1 with llhttp: the protocol table net calls
- *               (he_http1_proto), pipelining, keep-alive
+ *               (he_http1_proto), pipelining, keep-alive, h2c's preface
+ *   http2.c     HTTP/2 with nghttp2: the session, streams, input, limits
+ *               and attacks (he_http2_proto); http2_out.c its output:
+ *               heads as HPACK lists, DATA frames from the body sources,
+ *               the units the send path pulls, priorities
  *   response.c  the one response-head builder, error pages, conditionals
  *               and ranges against a representation, the end of a response
  *               (counters, latency, access log)
@@ -76,6 +80,14 @@ typedef struct he_req {
     const char *auth_text;
     uint16_t auth_text_len;
     bool auth_propagate; /* playlists answering r carry auth_text in their URIs */
+
+    /* kept across requests (never cleared by a protocol) */
+    struct he_h2_stream *h2; /* HTTP/2: the stream r is; NULL on HTTP/1.x */
+    /* A handler's per-request state (the edge cache's he_cconn_t), set by
+     * that handler; on HTTP/1.x the connection's slot's, on HTTP/2 the
+     * stream's, freed with the stream by hctx_free. */
+    void *hctx;
+    void (*hctx_free)(he_worker_t *w, struct he_req *r);
 } he_req_t;
 
 enum {
@@ -94,7 +106,8 @@ enum {
     HE_HDR_COUNT
 };
 
-/* HTTP/1.1's per-connection state (he_conn_t.proto). */
+/* HTTP/1.1's per-connection state (he_conn_t.proto). h2c_checked: the
+ * first bytes were looked at for h2c's preface (http2.h2c). */
 typedef struct he_http1_conn {
     llhttp_t parser;
     /* the head's line ends as they go by (he_http1_scan_head) */
@@ -102,6 +115,7 @@ typedef struct he_http1_conn {
     bool head_bytes; /* the head has begun (CRLFs before it are ignored) */
     bool prev_cr;
     uint8_t crlfs; /* line ends in a row */
+    bool h2c_checked;
     he_req_t req;
     char url[]; /* max_uri_bytes + 1 */
 } he_http1_conn_t;
@@ -114,6 +128,8 @@ static inline he_req_t *he_http_req(he_conn_t *c)
 /* ---------------------------------------------------------------- protocols */
 
 extern const he_proto_t he_http1_proto;
+/* HTTP/2 (http2.c): the server's proto_h2, for ALPN h2 and h2c. */
+extern const he_proto_t he_http2_proto;
 /* The Date header's clock: a worker hook for net (setup and tick). */
 extern const he_worker_hooks_t he_http_worker_hooks;
 
@@ -130,6 +146,13 @@ size_t he__http1_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t le
                        int *err);
 /* The request was answered: the parser reads on. */
 void he__http1_next(he_conn_t *c);
+/* Any protocol: a piece of the value of header r->cur_hdr (HE_HDR_x),
+ * appended to its buffer (a repeated field joins its list with ","); and,
+ * once the headers are complete, values that were cut dropped. */
+void he__http_req_value(he_req_t *r, const char *at, size_t n);
+void he__http_req_drop_cut(he_req_t *r);
+/* Any protocol: hands a parsed request to the handler (the router). */
+void he__http_handle(he_worker_t *w, he_req_t *r);
 
 /* ---------------------------------------------------------------- responses */
 
@@ -164,6 +187,43 @@ typedef struct he_http_head {
 void he_http_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *h, he_body_t *body);
 /* A short text/plain page for status (400, 403, 404, 405, 412, 502 ...). */
 void he_http_respond_error(he_worker_t *w, he_req_t *r, int status);
+#define HE_HTTP_ERROR_BODY 128
+/* The body source of r's response has more bytes (a fill's DATA) or
+ * failed: sending goes on. */
+void he_http_resume(he_worker_t *w, he_req_t *r);
+
+/* The fields of a head, in the order HTTP/1.1 sends them, for the
+ * protocols to spell (HE_HTTP_F_EXTRA: whole CRLF-terminated lines). */
+typedef enum he_http_field {
+    HE_HTTP_F_SERVER = 0,
+    HE_HTTP_F_DATE,
+    HE_HTTP_F_ACAO,
+    HE_HTTP_F_ACEH,
+    HE_HTTP_F_EXTRA,
+    HE_HTTP_F_CONTENT_TYPE,
+    HE_HTTP_F_CONTENT_LENGTH,
+    HE_HTTP_F_CONTENT_ENCODING,
+    HE_HTTP_F_VARY,
+    HE_HTTP_F_ACCEPT_RANGES,
+    HE_HTTP_F_CONTENT_RANGE,
+    HE_HTTP_F_LAST_MODIFIED,
+    HE_HTTP_F_ETAG,
+    HE_HTTP_F_AGE,
+    HE_HTTP_F_CACHE_CONTROL,
+    HE_HTTP_F_COUNT
+} he_http_field_t;
+extern const char *const he__http_field_h1[HE_HTTP_F_COUNT]; /* "Content-Type: " */
+extern const char *const he__http_field_h2[HE_HTTP_F_COUNT]; /* "content-type" */
+typedef void (*he_http_field_fn)(void *ctx, he_http_field_t f, const char *v, size_t n);
+void he__http_head_fields(const he_worker_t *w, const he_http_head_t *h, he_http_field_fn fn,
+                          void *ctx);
+
+/* http2_out.c: he_http_respond, he_http_respond_error (body: the page)
+ * and he_http_resume for a stream. */
+void he__h2_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *h, he_body_t *body);
+void he__h2_respond_error(he_worker_t *w, he_req_t *r, const he_http_head_t *h, const char *body,
+                          size_t len);
+void he__h2_resume(he_worker_t *w, he_req_t *r);
 
 /* A representation's validators and size against r's conditionals and
  * Range (RFC 9110 13.2.2, 14.2): 304, 412, 416, 206 (with [*first,

@@ -158,9 +158,8 @@ static bool he_http1_append(char *dst, uint16_t *len, size_t cap, const char *at
     return whole;
 }
 
-static int he_http1_on_header_value(llhttp_t *p, const char *at, size_t n)
+void he__http_req_value(he_req_t *r, const char *at, size_t n)
 {
-    he_req_t *r = &HE_H1(p)->req;
     char *dst;
     uint16_t *len;
     size_t cap;
@@ -201,7 +200,7 @@ static int he_http1_on_header_value(llhttp_t *p, const char *at, size_t n)
         r->has_origin = 1;
         /* fall through */
     default:
-        return he_http1_count(r, n);
+        return;
     }
     /* Another line of the same field continues its list (RFC 9110 5.3);
      * for the single-valued ones the result fails to parse, as it should. */
@@ -209,6 +208,12 @@ static int he_http1_on_header_value(llhttp_t *p, const char *at, size_t n)
         r->hdr_cut |= (uint16_t)(1u << r->cur_hdr);
     if (!he_http1_append(dst, len, cap, at, n)) r->hdr_cut |= (uint16_t)(1u << r->cur_hdr);
     r->value_more = true;
+}
+
+static int he_http1_on_header_value(llhttp_t *p, const char *at, size_t n)
+{
+    he_req_t *r = &HE_H1(p)->req;
+    he__http_req_value(r, at, n);
     return he_http1_count(r, n);
 }
 
@@ -222,7 +227,7 @@ static int he_http1_on_header_value_complete(llhttp_t *p)
  * If-Match list fails where the whole would match; a Range list cut
  * after its first member asks for less): it counts as absent. A cut
  * If-Range cannot be checked, so the Range goes with it. */
-static void he_http1_drop_cut(he_req_t *r)
+void he__http_req_drop_cut(he_req_t *r)
 {
     if (r->hdr_cut & (1u << HE_HDR_INM)) r->inm_len = 0;
     if (r->hdr_cut & (1u << HE_HDR_IMS)) r->ims_len = 0;
@@ -284,7 +289,7 @@ static int he_http1_on_headers_complete(llhttp_t *p)
     if (r->host_seen > 1 || (!r->host_seen && (r->http_major > 1 || r->http_minor > 0)))
         return HPE_USER;
     if (he_http1_absolute_form(he_http1_url, &r->url_len) < 0) return HPE_USER;
-    he_http1_drop_cut(r);
+    he__http_req_drop_cut(r);
     if (p->flags & (F_CHUNKED | F_TRANSFER_ENCODING)) {
         /* a body on a method that has none: no reading of it can be
          * right for every parser in the path */
@@ -384,6 +389,7 @@ void he__http1_init(he_conn_t *c)
     memset(&hc->req, 0, sizeof(hc->req));
     hc->req.conn = c;
     hc->req.url = hc->url;
+    hc->h2c_checked = false;
 }
 
 size_t he__http1_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t len, bool *req_ready,
@@ -434,6 +440,11 @@ void he_http_set_handler(he_http_handler_fn fn)
     he_http1_handler = fn;
 }
 
+void he__http_handle(he_worker_t *w, he_req_t *r)
+{
+    he_http1_handler(w, r);
+}
+
 static size_t he_http1_conn_size(const he_conf_t *conf)
 {
     return sizeof(he_http1_conn_t) + conf->max_uri_bytes + 1;
@@ -449,10 +460,31 @@ static void he_http1_open(he_worker_t *w, he_conn_t *c)
  * connection closes: what follows cannot be framed. */
 static __thread int he_http1_error;
 
+/* RFC 9113 3.4: a prior-knowledge h2c connection opens with this. */
+static const char he_http1_h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
 static size_t he_http1_data(he_worker_t *w, he_conn_t *c, const char *p, size_t n, bool *ready)
 {
+    he_http1_conn_t *hc = c->proto;
     int err;
-    size_t used = he__http1_parse(w, c, p, n, ready, &err);
+    size_t used;
+
+    /* http2.h2c on a plain listener: the first bytes decide. Fewer than
+     * the preface's 24 that match it are kept (returning 0 buffers them)
+     * until there are enough to tell. */
+    if (!hc->h2c_checked && !c->tls && w->conf->http2_h2c && w->server->proto_h2) {
+        size_t plen = sizeof(he_http1_h2_preface) - 1, m = n < plen ? n : plen;
+        if (memcmp(p, he_http1_h2_preface, m) == 0) {
+            if (n < plen) {
+                *ready = false;
+                return 0;
+            }
+            he__conn_switch(w, c, w->server->proto_h2);
+            return c->protocol->data(w, c, p, n, ready);
+        }
+    }
+    hc->h2c_checked = true;
+    used = he__http1_parse(w, c, p, n, ready, &err);
     if (err) {
         w->stats.errors[HE_STATS_ERR_BAD_REQUEST]++;
         c->close_after = true;

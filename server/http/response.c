@@ -1,4 +1,5 @@
-/* Responses, whatever answers them: the one head builder, error pages,
+/* Responses, whatever answers them: the one head builder (a head's fields,
+ * which each protocol spells: HTTP/1.1 here, HTTP/2 in http2_out.c), error pages,
  * conditionals and ranges against a representation, and the end of a
  * response (counters, latency histograms, the access log). */
 #include <errno.h>
@@ -13,78 +14,127 @@
 
 /* ---------------------------------------------------------------- heads */
 
-static void he_http_head_line(he_buf_t *b, const char *name, size_t nlen, const char *v,
-                              size_t vlen)
+/* The fields' names as each protocol spells them. */
+const char *const he__http_field_h1[HE_HTTP_F_COUNT] = {
+    [HE_HTTP_F_SERVER] = "Server: ",
+    [HE_HTTP_F_DATE] = "Date: ",
+    [HE_HTTP_F_ACAO] = "Access-Control-Allow-Origin: ",
+    [HE_HTTP_F_ACEH] = "Access-Control-Expose-Headers: ",
+    [HE_HTTP_F_EXTRA] = "",
+    [HE_HTTP_F_CONTENT_TYPE] = "Content-Type: ",
+    [HE_HTTP_F_CONTENT_LENGTH] = "Content-Length: ",
+    [HE_HTTP_F_CONTENT_ENCODING] = "Content-Encoding: ",
+    [HE_HTTP_F_VARY] = "Vary: ",
+    [HE_HTTP_F_ACCEPT_RANGES] = "Accept-Ranges: ",
+    [HE_HTTP_F_CONTENT_RANGE] = "Content-Range: ",
+    [HE_HTTP_F_LAST_MODIFIED] = "Last-Modified: ",
+    [HE_HTTP_F_ETAG] = "ETag: ",
+    [HE_HTTP_F_AGE] = "Age: ",
+    [HE_HTTP_F_CACHE_CONTROL] = "Cache-Control: ",
+};
+const char *const he__http_field_h2[HE_HTTP_F_COUNT] = {
+    [HE_HTTP_F_SERVER] = "server",
+    [HE_HTTP_F_DATE] = "date",
+    [HE_HTTP_F_ACAO] = "access-control-allow-origin",
+    [HE_HTTP_F_ACEH] = "access-control-expose-headers",
+    [HE_HTTP_F_EXTRA] = "",
+    [HE_HTTP_F_CONTENT_TYPE] = "content-type",
+    [HE_HTTP_F_CONTENT_LENGTH] = "content-length",
+    [HE_HTTP_F_CONTENT_ENCODING] = "content-encoding",
+    [HE_HTTP_F_VARY] = "vary",
+    [HE_HTTP_F_ACCEPT_RANGES] = "accept-ranges",
+    [HE_HTTP_F_CONTENT_RANGE] = "content-range",
+    [HE_HTTP_F_LAST_MODIFIED] = "last-modified",
+    [HE_HTTP_F_ETAG] = "etag",
+    [HE_HTTP_F_AGE] = "age",
+    [HE_HTTP_F_CACHE_CONTROL] = "cache-control",
+};
+
+#define HE_HTTP_FIELD_LIT(fn, ctx, f, s) fn(ctx, f, "" s, sizeof(s) - 1)
+
+/* What h says, field by field: the one description of a head. */
+void he__http_head_fields(const he_worker_t *w, const he_http_head_t *h, he_http_field_fn fn,
+                          void *ctx)
 {
-    he_buf_put(b, name, nlen);
-    he_buf_put(b, v, vlen);
-    he_buf_lit(b, "\r\n");
+    const char *cors = w->conf->cors_allow_origin;
+    char num[64];
+    he_buf_t b;
+
+    HE_HTTP_FIELD_LIT(fn, ctx, HE_HTTP_F_SERVER, "hlsedge");
+    fn(ctx, HE_HTTP_F_DATE, w->date, 29);
+    if (cors[0]) {
+        fn(ctx, HE_HTTP_F_ACAO, cors, strlen(cors));
+        if (h->expose_headers)
+            HE_HTTP_FIELD_LIT(fn, ctx, HE_HTTP_F_ACEH, "Content-Length, Content-Range, ETag");
+    }
+    if (h->extra) fn(ctx, HE_HTTP_F_EXTRA, h->extra, strlen(h->extra));
+    if (h->status != 304 && !h->no_ctype) {
+        const char *ct = h->ctype && h->ctype[0] ? h->ctype : he_seg_type_mime(h->type);
+        fn(ctx, HE_HTTP_F_CONTENT_TYPE, ct, strlen(ct));
+    }
+    if (h->has_clen) {
+        he_buf_fixed(&b, num, sizeof(num));
+        he_buf_u64(&b, h->clen);
+        fn(ctx, HE_HTTP_F_CONTENT_LENGTH, num, b.len);
+    }
+    if (h->cenc && h->cenc[0]) {
+        if (h->status != 416 && h->status != 304)
+            fn(ctx, HE_HTTP_F_CONTENT_ENCODING, h->cenc, strlen(h->cenc));
+        /* the origin chose the encoding, not the client's Accept-Encoding:
+         * shared caches downstream must not hand it to one that cannot
+         * decode it */
+        HE_HTTP_FIELD_LIT(fn, ctx, HE_HTTP_F_VARY, "Accept-Encoding");
+    }
+    if (h->accept_ranges) HE_HTTP_FIELD_LIT(fn, ctx, HE_HTTP_F_ACCEPT_RANGES, "bytes");
+    if (h->range || h->unsatisfied) {
+        he_buf_fixed(&b, num, sizeof(num));
+        if (h->range) {
+            he_buf_lit(&b, "bytes ");
+            he_buf_u64(&b, h->first);
+            he_buf_lit(&b, "-");
+            he_buf_u64(&b, h->last);
+            he_buf_lit(&b, "/");
+        } else {
+            he_buf_lit(&b, "bytes */");
+        }
+        he_buf_u64(&b, h->size);
+        fn(ctx, HE_HTTP_F_CONTENT_RANGE, num, b.len);
+    }
+    if (h->last_modified)
+        fn(ctx, HE_HTTP_F_LAST_MODIFIED, h->last_modified, h->last_modified_len);
+    if (h->etag) fn(ctx, HE_HTTP_F_ETAG, h->etag, h->etag_len);
+    if (h->has_age) { /* served from cache (RFC 9111 5.1) */
+        he_buf_fixed(&b, num, sizeof(num));
+        he_buf_u64(&b, h->age_s);
+        fn(ctx, HE_HTTP_F_AGE, num, b.len);
+    }
+    if (h->cache_control && w->conf->cache_control[h->type][0]) {
+        const char *cc = w->conf->cache_control[h->type];
+        fn(ctx, HE_HTTP_F_CACHE_CONTROL, cc, strlen(cc));
+    }
+}
+
+/* HTTP/1.1's spelling of one field: whole lines for the extras. */
+static void he_http1_field(void *ctx, he_http_field_t f, const char *v, size_t n)
+{
+    he_buf_t *b = ctx;
+    if (f != HE_HTTP_F_EXTRA) he_buf_str(b, he__http_field_h1[f]);
+    he_buf_put(b, v, n);
+    if (f != HE_HTTP_F_EXTRA) he_buf_lit(b, "\r\n");
 }
 
 /* HTTP/1.1's spelling of h into c->hdr; false when it does not fit. */
 static bool he_http1_head(he_worker_t *w, he_conn_t *c, const he_req_t *r, const he_http_head_t *h)
 {
     he_buf_t b;
-    const char *cors = w->conf->cors_allow_origin;
 
     he_buf_fixed(&b, c->hdr, HE_CONN_HDR_CAP);
     he_buf_lit(&b, "HTTP/1.1 ");
     he_buf_u64(&b, (uint64_t)h->status);
     he_buf_lit(&b, " ");
     he_buf_str(&b, he_http_reason(h->status));
-    he_buf_lit(&b, "\r\nServer: hlsedge\r\nDate: ");
-    he_buf_put(&b, w->date, 29);
     he_buf_lit(&b, "\r\n");
-    if (cors[0]) {
-        he_http_head_line(&b, "Access-Control-Allow-Origin: ", 29, cors, strlen(cors));
-        if (h->expose_headers)
-            he_buf_lit(&b,
-                       "Access-Control-Expose-Headers: Content-Length, Content-Range, ETag\r\n");
-    }
-    if (h->extra) he_buf_str(&b, h->extra);
-    if (h->status != 304 && !h->no_ctype) {
-        const char *ct = h->ctype && h->ctype[0] ? h->ctype : he_seg_type_mime(h->type);
-        he_http_head_line(&b, "Content-Type: ", 14, ct, strlen(ct));
-    }
-    if (h->has_clen) {
-        he_buf_lit(&b, "Content-Length: ");
-        he_buf_u64(&b, h->clen);
-        he_buf_lit(&b, "\r\n");
-    }
-    if (h->cenc && h->cenc[0]) {
-        if (h->status != 416 && h->status != 304)
-            he_http_head_line(&b, "Content-Encoding: ", 18, h->cenc, strlen(h->cenc));
-        /* the origin chose the encoding, not the client's Accept-Encoding:
-         * shared caches downstream must not hand it to one that cannot
-         * decode it */
-        he_buf_lit(&b, "Vary: Accept-Encoding\r\n");
-    }
-    if (h->accept_ranges) he_buf_lit(&b, "Accept-Ranges: bytes\r\n");
-    if (h->range) {
-        he_buf_lit(&b, "Content-Range: bytes ");
-        he_buf_u64(&b, h->first);
-        he_buf_lit(&b, "-");
-        he_buf_u64(&b, h->last);
-        he_buf_lit(&b, "/");
-        he_buf_u64(&b, h->size);
-        he_buf_lit(&b, "\r\n");
-    } else if (h->unsatisfied) {
-        he_buf_lit(&b, "Content-Range: bytes */");
-        he_buf_u64(&b, h->size);
-        he_buf_lit(&b, "\r\n");
-    }
-    if (h->last_modified)
-        he_http_head_line(&b, "Last-Modified: ", 15, h->last_modified, h->last_modified_len);
-    if (h->etag) he_http_head_line(&b, "ETag: ", 6, h->etag, h->etag_len);
-    if (h->has_age) {
-        he_buf_lit(&b, "Age: ");
-        he_buf_u64(&b, h->age_s);
-        he_buf_lit(&b, "\r\n");
-    }
-    if (h->cache_control && w->conf->cache_control[h->type][0]) {
-        const char *cc = w->conf->cache_control[h->type];
-        he_http_head_line(&b, "Cache-Control: ", 15, cc, strlen(cc));
-    }
+    he__http_head_fields(w, h, he_http1_field, &b);
     if (c->close_after || w->draining) {
         c->close_after = true;
         he_buf_lit(&b, "Connection: close\r\n\r\n");
@@ -102,6 +152,10 @@ void he_http_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *h, he_bo
 {
     he_conn_t *c = r->conn;
 
+    if (r->h2) {
+        he__h2_respond(w, r, h, body);
+        return;
+    }
     r->status = h->status;
     /* no body for HEAD, nor after a 204, 304 or 416 head (RFC 9110 15) */
     if (body && body->ops && r->method != HTTP_HEAD && body->end > body->off &&
@@ -127,10 +181,9 @@ void he_http_respond_error(he_worker_t *w, he_req_t *r, int status)
 {
     he_conn_t *c = r->conn;
     he_http_head_t h;
-    char body[128];
+    char body[HE_HTTP_ERROR_BODY];
     int blen = snprintf(body, sizeof(body), "%d %s\n", status, he_http_reason(status));
 
-    if (status == 400 || status == 414 || status == 431) c->close_after = true;
     memset(&h, 0, sizeof(h));
     h.status = status;
     h.ctype = "text/plain";
@@ -138,6 +191,11 @@ void he_http_respond_error(he_worker_t *w, he_req_t *r, int status)
     h.clen = (uint64_t)blen;
     if (status == 405) h.extra = "Allow: GET, HEAD, OPTIONS\r\n";
     if (status == 401) h.extra = "WWW-Authenticate: Bearer\r\n"; /* PURGE without its token */
+    if (r->h2) { /* a stream's error: the connection goes on */
+        he__h2_respond_error(w, r, &h, body, (size_t)blen);
+        return;
+    }
+    if (status == 400 || status == 414 || status == 431) c->close_after = true;
     r->status = status;
     memset(&c->body, 0, sizeof(c->body));
     if (!he_http1_head(w, c, r, &h)) {
@@ -240,3 +298,11 @@ const he_worker_hooks_t he_http_worker_hooks = {
     .setup = he_http_worker_setup,
     .tick = he_http_refresh_date,
 };
+
+void he_http_resume(he_worker_t *w, he_req_t *r)
+{
+    if (r->h2)
+        he__h2_resume(w, r);
+    else
+        he__send_resume(w, r->conn);
+}

@@ -37,6 +37,10 @@ static unsigned he_conn_timeout_ms(he_worker_t *w, enum he_timer_list list)
         return w->conf->send_timeout_ms;
     case HE_TIMER_TLS:
         return w->conf->tls_handshake_timeout_ms ? w->conf->tls_handshake_timeout_ms : 10000;
+    case HE_TIMER_H2_IDLE:
+        return w->conf->http2_idle_timeout_ms;
+    case HE_TIMER_H2_STALL:
+        return w->conf->http2_stall_timeout_ms;
     default:
         return 0;
     }
@@ -94,6 +98,8 @@ void he__conn_timers_expire(he_worker_t *w)
         [HE_TIMER_HEADER] = HE_STATS_ERR_TIMEOUT_HEADER,
         [HE_TIMER_KEEPALIVE] = HE_STATS_ERR_TIMEOUT_KEEPALIVE,
         [HE_TIMER_SEND] = HE_STATS_ERR_TIMEOUT_SEND,
+        [HE_TIMER_H2_IDLE] = HE_STATS_ERR_TIMEOUT_KEEPALIVE,
+        [HE_TIMER_H2_STALL] = HE_STATS_ERR_TIMEOUT_SEND,
     };
     for (int list = HE_TIMER_HEADER; list < HE_TIMER_COUNT; list++) {
         he_conn_t *c;
@@ -117,11 +123,15 @@ void he__conn_timers_expire(he_worker_t *w)
                 he__conn_close(w, c);
                 continue;
             }
+            if (c->protocol->expire && c->protocol->expire(w, c, list)) continue;
             w->stats.errors[cause[list]]++;
+            if (list == HE_TIMER_H2_STALL) w->stats.h2_stall_timeouts++;
             he_log_debug("worker %u: %s timeout, closing fd %d", w->id,
-                         list == HE_TIMER_HEADER ? "header"
-                         : list == HE_TIMER_SEND ? "send"
-                                                 : "keep-alive",
+                         list == HE_TIMER_HEADER      ? "header"
+                         : list == HE_TIMER_SEND      ? "send"
+                         : list == HE_TIMER_H2_STALL  ? "HTTP/2 stalled-stream"
+                         : list == HE_TIMER_H2_IDLE   ? "HTTP/2 idle"
+                                                      : "keep-alive",
                          c->fd);
             he__conn_close(w, c);
         }
@@ -147,6 +157,7 @@ he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *p
     c->slot = slot;
     c->hdr = hdr;
     c->proto = proto;
+    c->protocol = w->proto;
     c->fd = fd;
     c->in_use = true;
     if (peer) c->peer = *peer;
@@ -168,7 +179,7 @@ he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *p
         c->fixed = true;
     }
 plain:
-    w->proto->open(w, c);
+    c->protocol->open(w, c);
     if (tls) { /* the handshake comes first; requests arrive through SSL_read */
         he__tls_conn_start(w, c);
         return c->in_use && !c->closing ? c : NULL;
@@ -277,7 +288,7 @@ static int he_conn_buffer(he_worker_t *w, he_conn_t *c, const char *data, size_t
 static void he_conn_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t len, bool from_in)
 {
     bool ready = false;
-    size_t used = w->proto->data(w, c, data, len, &ready);
+    size_t used = c->protocol->data(w, c, data, len, &ready);
 
     if (from_in) {
         c->in_off += (uint32_t)used;
@@ -288,7 +299,7 @@ static void he_conn_parse(he_worker_t *w, he_conn_t *c, const char *data, size_t
     if (ready) {
         c->busy = true;
         he__conn_timer_set(w, c, HE_TIMER_SEND);
-        w->proto->request(w, c);
+        c->protocol->request(w, c);
     } else if (c->timer == HE_TIMER_KEEPALIVE && (used > 0 || len > 0)) {
         /* the next request has begun: it must now complete in time */
         he__conn_timer_set(w, c, HE_TIMER_HEADER);
@@ -330,7 +341,7 @@ void he__conn_peer_eof(he_worker_t *w, he_conn_t *c)
         he__conn_close(w, c);
         return;
     }
-    w->proto->eof(w, c);
+    c->protocol->eof(w, c);
 }
 
 void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len)
@@ -348,6 +359,12 @@ void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len
         return;
     }
     he_conn_parse(w, c, data, len, false);
+}
+
+void he__conn_switch(he_worker_t *w, he_conn_t *c, const he_proto_t *p)
+{
+    c->protocol = p;
+    p->open(w, c);
 }
 
 void he__conn_request_done(he_worker_t *w, he_conn_t *c)
@@ -379,7 +396,8 @@ static void he_conn_free(he_worker_t *w, he_conn_t *c)
             shutdown(c->fd, SHUT_RDWR);
         }
     }
-    he__send_dispose(w, c); /* the body source goes */
+    he__send_dispose(w, c); /* the body source goes (unless the protocol's) */
+    if (c->protocol->dispose) c->protocol->dispose(w, c);
     for (unsigned i = 0; i < w->server->nhooks; i++)
         if (w->server->hooks[i]->conn_dispose) w->server->hooks[i]->conn_dispose(w, c);
     if (c->tls) he__tls_conn_free(w, c);

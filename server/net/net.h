@@ -92,8 +92,17 @@ static inline bool he__body_left(const he_body_t *b)
 
 /* ---------------------------------------------------------------- protocols */
 
-/* A protocol on a connection (HTTP/1.1 today, HTTP/2 next). net calls these
- * and never names the protocol's files. */
+/* A protocol on a connection (HTTP/1.1, HTTP/2). net calls these and never
+ * names the protocol's files. A connection starts on the server's first
+ * protocol (he_server_t.proto) and may switch once, to proto_h2, when the
+ * TLS handshake chose h2 (ALPN) or the first bytes are h2c's preface.
+ *
+ * Two ways to send. A protocol without pull (HTTP/1.1) starts each response
+ * itself (he__send_start) and hears of its end in sent(). A protocol with
+ * pull (HTTP/2) multiplexes: whenever the send path is idle it asks pull()
+ * for the next unit (frame bytes in c->hdr, and maybe a range of one
+ * stream's body in c->body, lent: c->body_lent), hears of each unit's end
+ * in sent(), and calls he__send_kick when it has something new. */
 typedef struct he_proto {
     const char *name;
     /* Bytes of per-connection state the protocol wants (he_conn_t.proto),
@@ -112,9 +121,19 @@ typedef struct he_proto {
     /* A drain began and c has no response under way: close it (hard) or
      * have its next response announce the close (soft). */
     void (*idle)(he_worker_t *w, he_conn_t *c, bool hard);
-    /* The last byte of the response went to the kernel (and every zero-copy
-     * notification came back): account for it and move on. */
+    /* The last byte of the response (with pull: of the unit) went to the
+     * kernel, and every zero-copy notification came back: account for it
+     * and move on. */
     void (*sent)(he_worker_t *w, he_conn_t *c);
+    /* May be NULL. The send path is idle: true when it put the next unit
+     * into c->hdr[0, hdr_len) and c->body. With pull the protocol also owns
+     * the connection's timers (send progress does not move them). */
+    bool (*pull)(he_worker_t *w, he_conn_t *c);
+    /* May be NULL. c is being freed (nothing of it is in flight). */
+    void (*dispose)(he_worker_t *w, he_conn_t *c);
+    /* May be NULL. Timer list (enum he_timer_list) of c ran out: true when
+     * the protocol deals with it (and set c's next timer), false to close. */
+    bool (*expire)(he_worker_t *w, he_conn_t *c, int list);
 } he_proto_t;
 
 /* ---------------------------------------------------------------- worker hooks */
@@ -145,6 +164,9 @@ enum he_timer_list {
     HE_TIMER_SEND,
     HE_TIMER_TLS,    /* accept -> TLS handshake done (conf tls_handshake_timeout_ms) */
     HE_TIMER_LINGER, /* half-closed, the tail still queued (timeouts.send per progress) */
+    HE_TIMER_TLS, /* accept -> TLS handshake done (conf tls_handshake_timeout_ms) */
+    HE_TIMER_H2_IDLE,  /* HTTP/2, no stream open (conf http2_idle_timeout_ms) */
+    HE_TIMER_H2_STALL, /* HTTP/2, streams open and no DATA moved (http2_stall_timeout_ms) */
     HE_TIMER_COUNT
 };
 
@@ -173,6 +195,7 @@ struct he_conn {
     struct he_conn *tprev, *tnext;
     uint64_t deadline_ms;
 
+    const struct he_proto *protocol; /* what c speaks: w->proto, or the server's proto_h2 */
     void *proto; /* the protocol's per-connection state (he_proto_t.conn_size) */
 
     /* bytes received while busy, or left over after a pipelined request;
@@ -193,6 +216,9 @@ struct he_conn {
     bool send_failed;    /* the body source failed: close once what is queued went */
     bool finish_wait;    /* all sent; waiting for zero-copy notifications */
     bool zc_copies;      /* the kernel copied a zero-copy send here: plain sends */
+    bool body_lent;      /* c->body is a range of a body the protocol keeps (an h2
+                          * stream's): the send path never releases it */
+    bool send_kick;      /* he__send_kick's loop is running: a unit ending goes back to it */
     uint8_t send_op;     /* enum he_send_op in flight (one at a time) */
     uint32_t zc_pending; /* send_zc notifications not yet reaped */
     uint32_t zc_nosend;  /* of those, sends that sent nothing */
@@ -311,7 +337,8 @@ struct he_server {
                             * an accept that fails is not re-armed */
     void *alog_notify;     /* uv_async_t of the control thread, or NULL */
 
-    const he_proto_t *proto; /* what connections speak */
+    const he_proto_t *proto;    /* what connections speak */
+    const he_proto_t *proto_h2; /* HTTP/2, when the configuration allows it; else NULL */
     const he_worker_hooks_t *hooks[HE_WORKER_HOOKS_MAX];
     unsigned nhooks;
     void *handlers; /* handler/'s router for this generation */
@@ -368,6 +395,8 @@ void he__worker_wake(he_worker_t *w);
 void he__worker_accept_resume(he_worker_t *w);
 
 /* conn.c */
+/* c speaks p from now on (ALPN chose h2, or h2c's preface came): p's open(). */
+void he__conn_switch(he_worker_t *w, he_conn_t *c, const he_proto_t *p);
 /* tls: accepted on a TLS listener; the handshake starts before any recv. */
 he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *peer, bool tls);
 void he__conn_close(he_worker_t *w, he_conn_t *c);
@@ -394,6 +423,15 @@ void he__conn_request_done(he_worker_t *w, he_conn_t *c);
 /* Sends c->hdr[0, hdr_len) and then c->body; when all of it went to the
  * kernel the protocol's sent() runs (on this stack or a later completion). */
 void he__send_start(he_worker_t *w, he_conn_t *c);
+/* A protocol with pull has something new to send: while the send path is
+ * idle, its units are pulled and sent (bounded per call; a POLLOUT takes
+ * the next turn). Safe to call at any time except from inside pull(). */
+void he__send_kick(he_worker_t *w, he_conn_t *c);
+/* The same from a completion of its own (a no-op on the ring), for callers
+ * deep in a handler's stack, where a unit ending must not free what they
+ * still hold (an h2 stream). Nothing when a unit is under way: its end
+ * pulls the next. */
+void he__send_kick_later(he_worker_t *w, he_conn_t *c);
 /* The body source has more bytes (a fill's DATA) or failed: send on. */
 void he__send_resume(he_worker_t *w, he_conn_t *c);
 void he__send_on_cqe(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe);

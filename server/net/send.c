@@ -10,6 +10,11 @@
  *   userspace TLS              SSL_write from memory spans (files mapped),
  *                              tls_conn.c
  *
+ * A protocol without pull (HTTP/1.1) starts each response here; one with
+ * pull (HTTP/2) is asked for its next unit whenever the path is idle
+ * (he__send_kick): frame bytes in c->hdr and perhaps a lent range of a
+ * stream's body, sent exactly like a response's head and body.
+ *
  * One operation is in flight per connection (send_op). A zero-copy send
  * posts a result and, later, a notification: both count in c->inflight,
  * and the response ends (the source is released, the protocol's sent()
@@ -52,9 +57,15 @@ static void he_send_finish(he_worker_t *w, he_conn_t *c)
     }
     c->finish_wait = false;
     c->sending = false;
-    he__body_release(&c->body);
+    if (c->body_lent)
+        memset(&c->body, 0, sizeof(c->body)); /* the protocol's: it goes on from where we were */
+    else
+        he__body_release(&c->body);
     if (c->tls) he__tls_account(w, c);
-    w->proto->sent(w, c);
+    c->protocol->sent(w, c);
+    /* a protocol that pulls: its next unit, unless the loop that started
+     * this one is still on the stack (it takes the next turn) */
+    if (c->protocol->pull && !c->send_kick && c->in_use && !c->closing) he__send_kick(w, c);
 }
 
 static void he_send_fail(he_worker_t *w, he_conn_t *c, int err)
@@ -81,7 +92,7 @@ static void he_send_took(he_worker_t *w, he_conn_t *c, size_t n, uint64_t now_ns
     size_t h = c->hdr_len - c->hdr_sent;
     if (!c->t_first_byte_ns) c->t_first_byte_ns = now_ns;
     c->bytes_sent += n;
-    if (n) he__conn_timer_set(w, c, HE_TIMER_SEND);
+    if (n && !c->protocol->pull) he__conn_timer_set(w, c, HE_TIMER_SEND);
     if (n < h) h = n;
     c->hdr_sent += (uint32_t)h;
     if (n > h) he__body_advance(&c->body, n - h);
@@ -332,6 +343,46 @@ void he__send_start(he_worker_t *w, he_conn_t *c)
     he_send_pump(w, c);
 }
 
+/* Most bytes one turn of he__send_kick moves before the worker looks at
+ * its other connections (a POLLOUT, which completes at once on a socket
+ * with room, takes the next turn): the units of a pulling protocol often
+ * end inline (sendfile), and a fast reader would never leave the loop. */
+#define HE_SEND_KICK_BUDGET (1u << 20)
+
+void he__send_kick(he_worker_t *w, he_conn_t *c)
+{
+    uint32_t gen = c->gen;
+    uint64_t moved = 0;
+
+    if (c->send_kick || !c->protocol->pull) return;
+    c->send_kick = true;
+    while (c->in_use && c->gen == gen && !c->closing && !c->sending && c->send_op == HE_SEND_OP_NONE) {
+        if (moved >= HE_SEND_KICK_BUDGET) {
+            he_send_arm_pollout(w, c); /* its completion kicks again */
+            break;
+        }
+        if (!c->protocol->pull(w, c)) break;
+        moved += c->hdr_len + (c->body.ops ? c->body.end - c->body.off : 0);
+        he__send_start(w, c);
+    }
+    if (c->in_use && c->gen == gen) c->send_kick = false;
+}
+
+void he__send_kick_later(he_worker_t *w, he_conn_t *c)
+{
+    struct io_uring_sqe *sqe;
+    if (c->sending || c->send_op != HE_SEND_OP_NONE || c->closing || w->exiting) return;
+    if (!(sqe = he__worker_sqe(w))) {
+        he__conn_close(w, c);
+        return;
+    }
+    io_uring_prep_nop(sqe);
+    he__worker_sqe_conn(w, sqe, c, HE_OP_POLLOUT); /* its completion: he__send_on_pollout */
+    sqe->flags &= (uint8_t)~IOSQE_FIXED_FILE;
+    sqe->fd = -1;
+    c->send_op = HE_SEND_OP_POLL;
+}
+
 void he__send_resume(he_worker_t *w, he_conn_t *c)
 {
     if (c->send_wait) he_send_pump(w, c);
@@ -386,7 +437,11 @@ void he__send_on_cqe(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe)
 void he__send_on_pollout(he_worker_t *w, he_conn_t *c, int res)
 {
     if (c->send_op == HE_SEND_OP_POLL) c->send_op = HE_SEND_OP_NONE;
-    if (c->closing || !c->sending) return;
+    if (c->closing) return;
+    if (!c->sending) { /* he__send_kick's budget ran out: its next turn */
+        if (c->protocol->pull && res >= 0) he__send_kick(w, c);
+        return;
+    }
     if (res < 0 && res != -ECANCELED) {
         he_send_fail(w, c, res);
         return;
@@ -401,7 +456,11 @@ void he__send_on_pollout(he_worker_t *w, he_conn_t *c, int res)
 void he__send_dispose(he_worker_t *w, he_conn_t *c)
 {
     (void)w;
-    he__body_release(&c->body);
+    if (c->body_lent)
+        memset(&c->body, 0, sizeof(c->body)); /* the protocol's dispose releases it */
+    else
+        he__body_release(&c->body);
+    c->body_lent = c->send_kick = false;
     c->sending = c->send_wait = c->finish_wait = false;
     c->send_op = HE_SEND_OP_NONE;
     c->zc_pending = c->zc_nosend = 0;

@@ -1,5 +1,5 @@
 /* TLS contexts: one SSL_CTX per certificate, chosen by SNI; protocol and
- * suite policy; ALPN; OCSP stapling; session tickets and cache; reload;
+ * suite policy; ALPN (h2, http/1.1); OCSP stapling; session tickets and cache; reload;
  * the description for the log and /stats. Per-connection I/O is in
  * tls_conn.c, the ticket keys in tls_ticket.c.
  *
@@ -114,15 +114,17 @@ static int he_tls_sni_cb(SSL *s, int *al, void *arg)
     return SSL_TLSEXT_ERR_OK; /* unknown names get the default certificate */
 }
 
+/* arg non-NULL: h2 is offered (http2.tls), and preferred: the server's
+ * order decides (SSL_select_next_proto walks ours first). */
 static int he_tls_alpn_cb(SSL *s, const unsigned char **out, unsigned char *outlen,
                           const unsigned char *in, unsigned int inlen, void *arg)
 {
-    static const unsigned char ours[] = "\x08http/1.1";
+    static const unsigned char both[] = "\x02h2\x08http/1.1";
+    const unsigned char *ours = arg ? both : both + 3;
+    unsigned int len = arg ? sizeof(both) - 1 : sizeof(both) - 4;
     unsigned char *sel;
     (void)s;
-    (void)arg;
-    if (SSL_select_next_proto(&sel, outlen, ours, sizeof(ours) - 1, in, inlen) !=
-        OPENSSL_NPN_NEGOTIATED)
+    if (SSL_select_next_proto(&sel, outlen, ours, len, in, inlen) != OPENSSL_NPN_NEGOTIATED)
         return SSL_TLSEXT_ERR_NOACK; /* e.g. only "h2": go on without ALPN */
     *out = sel;
     return SSL_TLSEXT_ERR_OK;
@@ -303,7 +305,7 @@ static SSL_CTX *he_tls_ctx_new(const he_conf_t *conf, he_tls_set_t *set, he_tls_
     SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, he__tls_ticket_cb);
     SSL_CTX_set_tlsext_servername_callback(ctx, he_tls_sni_cb);
     SSL_CTX_set_tlsext_servername_arg(ctx, set);
-    SSL_CTX_set_alpn_select_cb(ctx, he_tls_alpn_cb, NULL);
+    SSL_CTX_set_alpn_select_cb(ctx, he_tls_alpn_cb, conf->http2_tls ? (void *)ctx : NULL);
     SSL_CTX_set_tlsext_status_cb(ctx, he_tls_status_cb);
     SSL_CTX_set_default_passwd_cb(ctx, he_tls_no_passwd);
     SSL_CTX_set_app_data(ctx, c);

@@ -223,6 +223,14 @@ static void he_tls_established(he_worker_t *w, he_conn_t *c)
                             : "SSL_write",
                  t->ktls_rx ? "kTLS" : "SSL_read");
     he__conn_timer_set(w, c, HE_TIMER_HEADER);
+    {
+        const unsigned char *alpn;
+        unsigned alen;
+        SSL_get0_alpn_selected(t->ssl, &alpn, &alen);
+        if (alen == 2 && alpn[0] == 'h' && alpn[1] == '2' && w->server->proto_h2)
+            he__conn_switch(w, c, w->server->proto_h2);
+    }
+    if (c->closing) return;
     he_tls_read(w, c); /* the request may have come with the client's Finished */
 }
 
@@ -380,7 +388,8 @@ void he__tls_on_poll(he_worker_t *w, he_conn_t *c, int res)
         he_tls_read(w, c);
         /* A write that waited for input (TLS 1.3 post-handshake traffic)
          * goes on now that input was read. */
-        if (c->in_use && c->gen == gen && !c->closing && c->tls->write_wants_read && c->busy) {
+        if (c->in_use && c->gen == gen && !c->closing && c->tls->write_wants_read &&
+            (c->busy || c->sending)) {
             c->tls->write_wants_read = false;
             he__send_on_pollout(w, c, POLLOUT);
         }
@@ -464,7 +473,7 @@ int he__tls_send(he_worker_t *w, he_conn_t *c)
         h = (size_t)n < hrem ? (size_t)n : hrem;
         c->hdr_sent += (uint32_t)h;
         if ((size_t)n > h) he__body_advance(b, (size_t)n - h);
-        he__conn_timer_set(w, c, HE_TIMER_SEND);
+        if (!c->protocol->pull) he__conn_timer_set(w, c, HE_TIMER_SEND);
         if ((size_t)n >= budget) return HE_TLS_AGAIN;
         budget -= (size_t)n;
     }

@@ -195,7 +195,10 @@ static int he_worker_setup(he_worker_t *w)
     if (w->conn_cap > 0xffffff) w->conn_cap = 0xffffff;
     w->proto = s->proto;
     /* 16-byte aligned, for whatever the protocol keeps there */
-    w->proto_size = (w->proto->conn_size(s->conf) + 15) & ~(size_t)15;
+    w->proto_size = w->proto->conn_size(s->conf);
+    if (s->proto_h2 && s->proto_h2->conn_size(s->conf) > w->proto_size)
+        w->proto_size = s->proto_h2->conn_size(s->conf); /* a connection may switch to it */
+    w->proto_size = (w->proto_size + 15) & ~(size_t)15;
     w->conns = he_worker_alloc(w, sizeof(he_conn_t) * w->conn_cap);
     w->free_slots = he_worker_alloc(w, sizeof(uint32_t) * w->conn_cap);
     w->hdr_slab = he_worker_alloc(w, (size_t)HE_CONN_HDR_CAP * w->conn_cap);
@@ -435,7 +438,7 @@ static void he_worker_start_drain(he_worker_t *w, bool hard)
         he_conn_t *c = &w->conns[i];
         /* a lingering one is done already: its tail goes out, or the
          * drain timeout ends it */
-        if (c->in_use && !c->busy && !c->closing && !c->lingering) w->proto->idle(w, c, hard);
+        if (c->in_use && !c->busy && !c->closing && !c->lingering) c->protocol->idle(w, c, hard);
     }
 }
 

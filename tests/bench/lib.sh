@@ -187,7 +187,7 @@ start_nginx() {
     if [ "${TLS:-0}" = 1 ]; then
         make_bench_cert
         SCHEME=https
-        ssl=" ssl"
+        ssl=" ssl${NGINX_LISTEN_EXTRA:-}" # h2-vs-nginx.sh: " http2" (nginx 1.22's spelling)
         nginx_tls_conf >"$TMP/nginx-tls.conf"
     fi
     sed -e "s|@USER_LINE@|$user_line|" -e "s|@CPU_MASK@|$(cpu_mask "$SERVER_CPU")|" \

@@ -125,6 +125,18 @@ def test_alpn_http11():
         ctx = client_context()
         ctx.set_alpn_protocols(["h2", "http/1.1"])
         s = connect(srv.port, tls=True, context=ctx)
+        expect_eq(s.selected_alpn_protocol(), "h2")  # http2.tls: h2 preferred
+        s.close()
+        ctx = client_context()
+        ctx.set_alpn_protocols(["http/1.1"])
+        s = connect(srv.port, tls=True, context=ctx)
+        expect_eq(s.selected_alpn_protocol(), "http/1.1")
+        expect(get(s)[0].startswith(b"HTTP/1.1 200"), "request over http/1.1")
+        s.close()
+    with Server(ROOT, tls=True, extra="http2:\n  tls: false\n") as srv:
+        ctx = client_context()
+        ctx.set_alpn_protocols(["h2", "http/1.1"])
+        s = connect(srv.port, tls=True, context=ctx)
         expect_eq(s.selected_alpn_protocol(), "http/1.1")
         s.close()
         ctx = client_context()

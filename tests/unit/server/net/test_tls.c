@@ -266,14 +266,18 @@ static void test_alpn_and_sni(he_tls_t *tls)
     o.alpn = both;
     o.alpn_len = sizeof(both) - 1;
     r = handshake(tls, &o);
-    HE_CHECK_STR(r.alpn, "http/1.1");
+    HE_CHECK_STR(r.alpn, "h2"); /* http2.tls (the default): h2 preferred */
     HE_CHECK_STR(r.cn, "a.test"); /* no SNI: the default (first) certificate */
     SSL_SESSION_free(r.sess);
     o.alpn = h2;
     o.alpn_len = sizeof(h2) - 1;
     r = handshake(tls, &o);
-    HE_CHECK(r.ok); /* no common protocol: no ALPN, no failure */
-    HE_CHECK_STR(r.alpn, "");
+    HE_CHECK_STR(r.alpn, "h2");
+    SSL_SESSION_free(r.sess);
+    o.alpn = both + 3; /* http/1.1 alone */
+    o.alpn_len = sizeof(both) - 4;
+    r = handshake(tls, &o);
+    HE_CHECK_STR(r.alpn, "http/1.1");
     SSL_SESSION_free(r.sess);
 
     o.alpn = NULL;
@@ -373,6 +377,37 @@ static void test_session_cache_without_tickets(void)
         HE_CHECK(r.ok);
         HE_CHECK_INT(resume_chain(tls, &o, r.sess, 1), 0);
     }
+    he_tls_free(tls);
+    free(conf);
+}
+
+/* http2.tls: false offers http/1.1 alone; a client offering only h2 goes
+ * on without ALPN. */
+static void test_alpn_without_h2(void)
+{
+    static const char *const files[] = {pem_a};
+    static const unsigned char both[] = "\x02h2\x08http/1.1", h2[] = "\x02h2";
+    he_conf_t *conf = calloc(1, sizeof(*conf));
+    he_features_t f = {0};
+    client_opts_t o = {0};
+    he_tls_t *tls;
+    char err[512];
+    hs_t r;
+
+    conf_init(conf, files, 1);
+    conf->http2_tls = false;
+    HE_CHECK_INT(he_tls_new(&tls, conf, &f, 1, err, sizeof(err)), 0);
+    o.alpn = both;
+    o.alpn_len = sizeof(both) - 1;
+    r = handshake(tls, &o);
+    HE_CHECK_STR(r.alpn, "http/1.1");
+    SSL_SESSION_free(r.sess);
+    o.alpn = h2;
+    o.alpn_len = sizeof(h2) - 1;
+    r = handshake(tls, &o);
+    HE_CHECK(r.ok); /* no common protocol: no ALPN, no failure */
+    HE_CHECK_STR(r.alpn, "");
+    SSL_SESSION_free(r.sess);
     he_tls_free(tls);
     free(conf);
 }
@@ -526,6 +561,7 @@ int main(void)
         he_tls_free(tls);
     }
     test_session_cache_without_tickets();
+    test_alpn_without_h2();
     test_bad_files();
     test_reload_and_describe();
     test_describe_non_utf8();
