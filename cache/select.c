@@ -41,7 +41,8 @@ he_cache_health_t *he_cache_health_new(unsigned n, unsigned down_ms)
 {
     he_cache_health_t *h;
     if (n > HE_CONF_MAX_ORIGINS) return NULL;
-    h = aligned_alloc(64, sizeof(*h));
+    /* C11: the size must be a multiple of the alignment (ASan enforces it) */
+    h = aligned_alloc(64, (sizeof(*h) + 63) & ~(size_t)63);
     if (!h) return NULL;
     memset(h, 0, sizeof(*h));
     h->n = n;

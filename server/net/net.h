@@ -164,7 +164,6 @@ enum he_timer_list {
     HE_TIMER_SEND,
     HE_TIMER_TLS,    /* accept -> TLS handshake done (conf tls_handshake_timeout_ms) */
     HE_TIMER_LINGER, /* half-closed, the tail still queued (timeouts.send per progress) */
-    HE_TIMER_TLS, /* accept -> TLS handshake done (conf tls_handshake_timeout_ms) */
     HE_TIMER_H2_IDLE,  /* HTTP/2, no stream open (conf http2_idle_timeout_ms) */
     HE_TIMER_H2_STALL, /* HTTP/2, streams open and no DATA moved (http2_stall_timeout_ms) */
     HE_TIMER_COUNT
