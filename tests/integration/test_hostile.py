@@ -50,7 +50,7 @@ def checker_main(port, interval=0.02, max_seconds=120):
     """Runs in its own process until stdin closes (or max_seconds): one GET
     of PLAYLIST per tick, alternating a fresh connection and a reused
     keep-alive one; prints {"lat_ms": [...], "errors": [...]} as JSON."""
-    lat, errors, reused = [], [], None
+    lat, errors, slow, reused = [], [], [], None
     want = None
     deadline = time.time() + max_seconds
     i = 0
@@ -71,6 +71,8 @@ def checker_main(port, interval=0.02, max_seconds=120):
             s.sendall(b"GET %s HTTP/1.1\r\nHost: checker\r\n\r\n" % PLAYLIST.encode())
             body = _read_one(s)
             lat.append((time.perf_counter() - t0) * 1000.0)
+            if lat[-1] > 10:  # when the slow ones happened, to tell attack phases apart
+                slow.append((round(time.time(), 3), round(lat[-1], 1), "fresh" if fresh else "reused"))
             if want is None:
                 want = body
             if body != want:
@@ -84,7 +86,7 @@ def checker_main(port, interval=0.02, max_seconds=120):
             reused = None
     if reused is not None:
         reused.close()
-    print(json.dumps({"lat_ms": lat, "errors": errors[:20], "nerrors": len(errors)}), flush=True)
+    print(json.dumps({"lat_ms": lat, "errors": errors[:20], "nerrors": len(errors), "slow": slow[:50]}), flush=True)
 
 
 def _read_one(s):
@@ -158,9 +160,11 @@ def under_attack(srv, name, attack):
              "%s: active connections back to %d" % (name, base))
     line = "%-22s checker n=%d p50=%.1fms p99=%.1fms max=%.1fms errors=%d rss %d->%d KiB %s" % (
         name, res["n"], res["p50"], res["p99"], res["max"], res["nerrors"], rss0, rss1,
-        " ".join("%s=%s" % kv for kv in measured.items()))
+        " ".join("%s=%s" % kv for kv in measured.items() if kv[0] != "phases"))
     RESULTS.append(line)
     print(line, flush=True)
+    if res["p99"] >= P99_BOUND_MS:
+        print("slow checker requests (time, ms): %r; attack phases: %r" % (res["slow"], measured.get("phases")))
     expect_eq(res["nerrors"], 0, "%s: checker errors %r" % (name, res["errors"]))
     expect(res["p99"] < P99_BOUND_MS, "%s: checker p99 %.1f ms over %.0f ms" % (name, res["p99"], P99_BOUND_MS))
     expect_eq(srv.get(PLAYLIST).status, 200, "%s: a playlist after the attack" % name)
@@ -260,6 +264,7 @@ def test_10000_idle_connections():
         def attack():
             socks = []
             t0 = time.time()
+            phases = [("connecting", round(t0, 3))]
             try:
                 for _ in range(IDLE_CONNS):
                     s = socket.socket()
@@ -267,6 +272,7 @@ def test_10000_idle_connections():
                     s.connect(("127.0.0.1", srv.port))
                     socks.append(s)
                 connect_s = time.time() - t0
+                phases = [("connected", round(time.time(), 3))]
                 # all of them accepted, not just queued in the backlog
                 wait_for(lambda: stats(srv)["connections"]["active"] >= IDLE_CONNS, 30,
                          "%d connections active" % IDLE_CONNS)
@@ -275,9 +281,11 @@ def test_10000_idle_connections():
                 time.sleep(3)  # the checker keeps measuring with all of them open
                 expect(all(_still_open(s) for s in socks[::97]), "idle connections still open")
             finally:
+                phases.append(("closing", round(time.time(), 3)))
                 for s in socks:
                     s.close()
-            return {"conns": IDLE_CONNS, "active_peak": active, "connect_s": "%.1f" % connect_s,
+                phases.append(("closed", round(time.time(), 3)))
+            return {"phases": phases, "conns": IDLE_CONNS, "active_peak": active, "connect_s": "%.1f" % connect_s,
                     "rss_held_kib": rss}
         under_attack(srv, "10000 idle conns", attack)
 
