@@ -18,6 +18,9 @@ TEST_PKGS=(curl ffmpeg openssl nginx wrk procps testssl.sh prometheus chromium
 # test, the Debian package build (tests/integration/test_cluster_netns.py,
 # test_deb.py)
 TEST_PKGS+=(haproxy iproute2 util-linux debhelper dpkg-dev fakeroot adduser)
+# hostile clients: slowloris, slow body, slow read, range attack
+# (tests/integration/test_hostile.py)
+TEST_PKGS+=(slowhttptest)
 BENCH_PKGS=(linux-perf)
 KTLS_VM_PKGS=(qemu-system-x86 busybox-static)
 
