@@ -143,6 +143,28 @@ def vm_rss_kb(pid):
 
 
 def under_attack(srv, name, attack):
+    """under_attack_once, and once more when only the checker's p99 was over
+    the bound: a shared or busy 2-CPU box (CI runs other tests beside this
+    one) can starve the checker for a moment; a server that stalls under
+    the attack misses it both times."""
+    global RETRY_P99
+    RETRY_P99 = True
+    try:
+        return under_attack_once(srv, name, attack)
+    except SlowChecker as e:
+        print("%s; measuring that attack once more" % e, flush=True)
+    RETRY_P99 = False
+    return under_attack_once(srv, name + " (again)", attack)
+
+
+class SlowChecker(Exception):
+    pass
+
+
+RETRY_P99 = False
+
+
+def under_attack_once(srv, name, attack):
     """Runs attack() (returns a dict of what it measured) while the checker
     runs; then checks the checker, the server's liveness and its
     connection counters, and records the figures."""
@@ -166,6 +188,8 @@ def under_attack(srv, name, attack):
     if res["p99"] >= P99_BOUND_MS:
         print("slow checker requests (time, ms): %r; attack phases: %r" % (res["slow"], measured.get("phases")))
     expect_eq(res["nerrors"], 0, "%s: checker errors %r" % (name, res["errors"]))
+    if RETRY_P99 and res["p99"] >= P99_BOUND_MS:
+        raise SlowChecker("%s: checker p99 %.1f ms over %.0f ms" % (name, res["p99"], P99_BOUND_MS))
     expect(res["p99"] < P99_BOUND_MS, "%s: checker p99 %.1f ms over %.0f ms" % (name, res["p99"], P99_BOUND_MS))
     expect_eq(srv.get(PLAYLIST).status, 200, "%s: a playlist after the attack" % name)
     return measured, res
