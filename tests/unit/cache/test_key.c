@@ -227,8 +227,7 @@ int main(void)
             strcpy(c3.cache_key_params[1], "_HLS_report");
             strcpy(c3.cache_key_params[2], "lang");
             c3.ncache_key_params = 3;
-            HE_CHECK_INT(he_cache_key_make(&c3, "/p.m3u8?_HLS_report=x&_HLS_msn=4&lang=fr", 40,
-                                           &k),
+            HE_CHECK_INT(he_cache_key_make(&c3, "/p.m3u8?_HLS_report=x&_HLS_msn=4&lang=fr", 40, &k),
                          0);
             HE_CHECK_STR(k.s, "p.m3u8?lang=fr&_HLS_msn=4");
             HE_CHECK_INT(he_cache_key_make(&c3, "/s.ts?_HLS_msn=4&lang=fr", 24, &k), 0);
