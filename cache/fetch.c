@@ -127,7 +127,7 @@ he_cache_fetch_t *he_cache_fetch_new(he_cache_origins_t *o, const he_conf_t *con
         if ((f->via = malloc(a + b + 3))) {
             /* a Via with CR or LF would end the request head: never forwarded */
             if (a && strpbrk(req->via_in, "\r\n")) a = 0;
-            memcpy(f->via, req->via_in, a);
+            if (a) memcpy(f->via, req->via_in, a); /* via_in may be NULL */
             if (a && b) memcpy(f->via + a, ", ", 2), a += 2;
             memcpy(f->via + a, o->via, b + 1);
             if (!f->via[0]) {

@@ -40,10 +40,13 @@ struct he_cache_health {
 he_cache_health_t *he_cache_health_new(unsigned n, unsigned down_ms)
 {
     he_cache_health_t *h;
+    /* C11 aligned_alloc wants a size that is a multiple of the alignment
+     * (ASan refuses 520 bytes at 64) */
+    size_t size = (sizeof(*h) + 63) & ~(size_t)63;
     if (n > HE_CONF_MAX_ORIGINS) return NULL;
-    h = aligned_alloc(64, sizeof(*h));
+    h = aligned_alloc(64, size);
     if (!h) return NULL;
-    memset(h, 0, sizeof(*h));
+    memset(h, 0, size);
     h->n = n;
     h->down_ms = down_ms;
     return h;
