@@ -11,7 +11,20 @@
  * its parameters, and "/" + the key's path is a target naming the same
  * path. Only the unreserved bytes of a parameter are decoded (RFC 3986
  * 6.2.2.2): a raw '+' and %2B differ for origins that read queries as
- * forms ('+' is a space there), so they must not share a key. */
+ * forms ('+' is a space there), so they must not share a key.
+ *
+ * Low-Latency HLS delivery directives (draft-pantos-hls-rfc8216bis 6.2.5)
+ * are query parameters a player adds to a playlist request: _HLS_msn,
+ * _HLS_part and _HLS_skip ask for another answer (a later playlist, a
+ * delta), so on a playlist path they are always in the key, whatever
+ * cache.key_params says, after the configured parameters and in UTF-8
+ * order of their names (the order 6.2.5.2 asks players to use, so every
+ * player's request for one answer shares one key). Every other name that
+ * starts with _HLS_ is reserved for directives and means nothing to us:
+ * never in a key, even when configured, and directives on a segment are
+ * not keyed either. Directives on a playlist with EXT-X-ENDLIST are to be
+ * ignored, but the key is made before the playlist is known: such
+ * variants stay separate keys, each answered with the whole playlist. */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -163,8 +176,13 @@ int he_cache_key_path(const char *target, size_t len, char *out, size_t cap)
     return he_cache_key_escape_path(out, (size_t)rc, cap);
 }
 
+/* The directives that select a playlist answer, in UTF-8 order; their
+ * conf_index follows the configured names'. */
+static const char *const he_cache_key_directives[] = {"_HLS_msn", "_HLS_part", "_HLS_skip"};
+#define HE_CACHE_KEY_NDIRECTIVES 3
+
 typedef struct he_cache_key_param {
-    unsigned conf_index; /* position in conf->cache_key_params */
+    unsigned conf_index; /* position in conf->cache_key_params, or nconf + directive */
     unsigned order;      /* position in the request */
     const char *val;     /* raw (still escaped) */
     size_t val_len;
@@ -173,8 +191,9 @@ typedef struct he_cache_key_param {
 int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_cache_key_t *key)
 {
     he_cache_key_param_t params[HE_CACHE_KEY_MAX_PARAMS];
-    unsigned nparams = 0;
+    unsigned nparams = 0, nconf = 0;
     const char *q, *end = target + len, *hash;
+    bool playlist;
     int rc;
 
     rc = he_cache_key_path(target, len, key->s, sizeof(key->s));
@@ -184,9 +203,11 @@ int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_
     hash = memchr(target, '#', len);
     if (hash) end = hash;
     q = memchr(target, '?', (size_t)(end - target));
-    if (q && conf && conf->ncache_key_params) {
+    playlist = he_seg_type_from_path(key->s, key->path_len) == HE_SEG_TYPE_M3U8;
+    if (conf) nconf = conf->ncache_key_params;
+    if (q && (nconf || playlist)) {
         const char *p = q + 1;
-        unsigned order = 0, nconf = conf->ncache_key_params;
+        unsigned order = 0;
         /* per configured name, once per key rather than per parameter:
          * its length, and whether it is its own canonical form */
         size_t clen[HE_CONF_MAX_KEY_PARAMS];
@@ -211,7 +232,20 @@ int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_
                 name = buf;
             }
             if (nl == -EINVAL) return -EINVAL;
-            if (nl >= 0) {
+            if (nl >= 5 && memcmp(name, "_HLS_", 5) == 0) {
+                for (unsigned d = 0; playlist && d < HE_CACHE_KEY_NDIRECTIVES; d++) {
+                    if (strlen(he_cache_key_directives[d]) != (size_t)nl ||
+                        memcmp(he_cache_key_directives[d], name, (size_t)nl) != 0)
+                        continue;
+                    if (nparams == HE_CACHE_KEY_MAX_PARAMS) return -ENAMETOOLONG;
+                    params[nparams].conf_index = nconf + d;
+                    params[nparams].order = order;
+                    params[nparams].val = eq ? eq + 1 : pe;
+                    params[nparams].val_len = eq ? (size_t)(pe - eq - 1) : 0;
+                    nparams++;
+                    break;
+                }
+            } else if (nl >= 0) {
                 for (unsigned i = 0; i < nconf; i++) {
                     const char *c = conf->cache_key_params[i];
                     size_t cl = clen[i];
@@ -260,7 +294,9 @@ int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_
     }
 
     for (unsigned i = 0; i < nparams; i++) {
-        const char *name = conf->cache_key_params[params[i].conf_index];
+        unsigned ci = params[i].conf_index;
+        const char *name =
+            ci < nconf ? conf->cache_key_params[ci] : he_cache_key_directives[ci - nconf];
         if (key->len + 1 >= sizeof(key->s)) return -ENAMETOOLONG;
         key->s[key->len++] = i == 0 ? '?' : '&';
         rc = he_cache_key_canon(name, strlen(name), true, key->s + key->len,

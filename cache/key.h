@@ -24,10 +24,13 @@ int he_cache_key_path(const char *target, size_t len, char *out, size_t cap);
 /* Builds the key of a request-target ("/a/b.ts?token=x&lang=en"): the key
  * path plus only the query parameters named in conf->cache_key_params, in
  * the order the config names them (a parameter given twice keeps its
- * values in request order). Names and values are in RFC 3986 normal form:
- * escapes of unreserved bytes decoded, other escapes upper-case, reserved
- * bytes ('+', '/', ...) as sent, other bytes escaped. 0, or -EINVAL (bad
- * target or escape), -ENAMETOOLONG. */
+ * values in request order). On a playlist (.m3u8) path the LL-HLS
+ * delivery directives _HLS_msn, _HLS_part and _HLS_skip follow, always, in
+ * that (UTF-8) order; any other _HLS_ parameter is never in a key.
+ * Names and values are in RFC 3986 normal form: escapes of unreserved
+ * bytes decoded, other escapes upper-case, reserved bytes ('+', '/', ...)
+ * as sent, other bytes escaped. 0, or -EINVAL (bad target or escape),
+ * -ENAMETOOLONG. */
 int he_cache_key_make(const he_conf_t *conf, const char *target, size_t len, he_cache_key_t *key);
 /* Same from a key string already built (e.g. read back from disk). */
 int he_cache_key_set(he_cache_key_t *key, const char *s, size_t len);

@@ -3,7 +3,13 @@
  * keep their bytes here, so answering them is one send with no file I/O.
  *
  * Entries are revalidated by path after valid_ms: a file replaced by rename
- * (how packagers publish live playlists) is noticed within that time.
+ * (how packagers publish live playlists) is noticed within that time. A
+ * live media playlist (no EXT-X-ENDLIST) is revalidated sooner, after
+ * cache.live_fraction of its target duration, so the edge follows the
+ * packager within one segment (with 2 s segments and 5 s fd_cache.valid it
+ * ran two behind). The playlist is parsed once per version of the file,
+ * when its bytes are read; a playlist that does not parse (caught half
+ * rewritten in place) is stat'ed again on the next request.
  * Opening uses openat2(RESOLVE_BENEATH) relative to the root directory, so
  * neither ".." nor a symlink can lead outside root, whatever the URL
  * normalizer let through.
@@ -34,6 +40,10 @@
 
 #define HE_FCACHE_BODY_MAX (64 * 1024)
 #define HE_FCACHE_SNIFF 4096
+/* Playlists up to this size are read whole once per version to learn
+ * whether they are live (a long EVENT playlist outgrows BODY_MAX); larger
+ * ones keep fd_cache.valid. */
+#define HE_FCACHE_PARSE_MAX (1024 * 1024)
 /* Most entries one bucket holds: a lookup compares at most this many,
  * however the paths were chosen. An insert into a full bucket evicts the
  * bucket's oldest entry. */
@@ -45,6 +55,7 @@ struct he_fcache {
     size_t root_path_len;
     bool beneath;
     unsigned cap, count, valid_ms;
+    unsigned live_pct; /* cache.live_fraction */
     unsigned nbuckets;
     he_file_t **buckets;
     he_file_t *lru_head, *lru_tail;
@@ -85,7 +96,8 @@ static int he_fcache_mac_new(he_fcache_t *fc)
     return 0;
 }
 
-he_fcache_t *he_fcache_new(int root_fd, unsigned entries, unsigned valid_ms, bool beneath)
+he_fcache_t *he_fcache_new(int root_fd, unsigned entries, unsigned valid_ms, unsigned live_pct,
+                           bool beneath)
 {
     he_fcache_t *fc = calloc(1, sizeof(*fc));
     if (!fc) return NULL;
@@ -101,6 +113,7 @@ he_fcache_t *he_fcache_new(int root_fd, unsigned entries, unsigned valid_ms, boo
     }
     fc->cap = entries ? entries : 1024;
     fc->valid_ms = valid_ms;
+    fc->live_pct = live_pct ? live_pct : 50;
     fc->nbuckets = 16;
     while (fc->nbuckets < fc->cap * 2)
         fc->nbuckets <<= 1;
@@ -229,6 +242,24 @@ static void he_fcache_etag(he_file_t *f)
     f->etag_len = (uint8_t)n;
 }
 
+/* How long a playlist's entry is trusted without a stat, from its whole
+ * body: a live media playlist for live_pct of its target duration (when
+ * that is less than fd_cache.valid), one that does not parse not at all,
+ * any other for fd_cache.valid. */
+static uint32_t he_fcache_playlist_valid(const he_fcache_t *fc, const char *body, size_t n)
+{
+    he_seg_playlist_t pl;
+    char err[128];
+    uint32_t valid = fc->valid_ms;
+    if (he_seg_playlist_parse(body, n, &pl, err, sizeof(err)) < 0) return 0;
+    if (!pl.is_master && he_seg_playlist_is_live(&pl) && pl.target_duration > 0) {
+        double live = pl.target_duration * 1000.0 * fc->live_pct / 100.0;
+        if (live < valid) valid = (uint32_t)live;
+    }
+    he_seg_playlist_free(&pl);
+    return valid;
+}
+
 static int he_fcache_fill(he_fcache_t *fc, he_file_t *f, const char *path, size_t len)
 {
     struct stat st;
@@ -269,6 +300,21 @@ static int he_fcache_fill(he_fcache_t *fc, he_file_t *f, const char *path, size_
             n = 0;
         }
         f->kind = he_seg_kind_of(f->type, buf, (size_t)n);
+        if (f->type == HE_SEG_TYPE_M3U8) {
+            if (buf && f->size <= HE_FCACHE_BODY_MAX) {
+                f->valid_ms = he_fcache_playlist_valid(fc, buf, (size_t)n);
+            } else if (!buf) {
+                f->valid_ms = 0; /* changed under us: look again next time */
+            } else if (f->size <= HE_FCACHE_PARSE_MAX) {
+                char *whole = malloc(f->size);
+                ssize_t m = whole ? pread(fd, whole, f->size, 0) : -1;
+                if (m >= 0 && (uint64_t)m == f->size)
+                    f->valid_ms = he_fcache_playlist_valid(fc, whole, (size_t)m);
+                else
+                    f->valid_ms = 0;
+                free(whole);
+            }
+        }
         if (buf && f->size <= HE_FCACHE_BODY_MAX)
             f->body = buf;
         else
@@ -303,7 +349,7 @@ he_file_t *he_fcache_get(he_fcache_t *fc, const char *path, size_t len, uint64_t
     if (walked > fc->walk_max) fc->walk_max = walked;
 
     if (f) {
-        if (now_ms - f->validated_ms >= fc->valid_ms) {
+        if (now_ms - f->validated_ms >= f->valid_ms) {
             if (he_fcache_still_valid(fc, f, path)) {
                 f->validated_ms = now_ms;
             } else {
@@ -334,6 +380,7 @@ he_file_t *he_fcache_get(he_fcache_t *fc, const char *path, size_t len, uint64_t
         return NULL;
     }
     f->fd = -1;
+    f->valid_ms = fc->valid_ms;
     rc = he_fcache_fill(fc, f, path, len);
     if (rc < 0) {
         f->err = rc;

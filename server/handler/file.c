@@ -156,8 +156,9 @@ he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path
 static int he_file_worker_setup(he_worker_t *w)
 {
     he_server_t *s = w->server;
-    he_fcache_t *fc = he_fcache_new(s->root_fd, s->conf->fd_cache_entries,
-                                    s->conf->fd_cache_valid_ms, s->features.openat2_beneath);
+    he_fcache_t *fc =
+        he_fcache_new(s->root_fd, s->conf->fd_cache_entries, s->conf->fd_cache_valid_ms,
+                      s->conf->cache_live_fraction_pct, s->features.openat2_beneath);
     if (!fc) return -ENOMEM;
     w->hook_data[HE_HOOK_FILE] = fc;
     return 0;

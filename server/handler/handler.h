@@ -105,6 +105,7 @@ typedef struct he_file {
     ino_t ino;
     dev_t dev;
     uint64_t validated_ms; /* monotonic ms of the last stat */
+    uint32_t valid_ms;     /* stat again after: fd_cache.valid, less for a live playlist */
     he_seg_type_t type;
     he_seg_kind_t kind;
     char etag[48]; /* nginx's "mtime-size", then "-nanoseconds" when nonzero */
@@ -116,7 +117,11 @@ typedef struct he_file {
 
 typedef struct he_fcache he_fcache_t;
 
-he_fcache_t *he_fcache_new(int root_fd, unsigned entries, unsigned valid_ms, bool beneath);
+/* valid_ms: fd_cache.valid; live_pct: cache.live_fraction, the share of
+ * its target duration after which a live media playlist is stat'ed again
+ * (when that is sooner). */
+he_fcache_t *he_fcache_new(int root_fd, unsigned entries, unsigned valid_ms, unsigned live_pct,
+                           bool beneath);
 void he_fcache_free(he_fcache_t *fc);
 /* Looks up (opening or revalidating as needed) a normalized path. Returns
  * an entry with a reference held, or NULL with *err set (-ENOENT, -EACCES,

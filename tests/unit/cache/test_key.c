@@ -1,5 +1,6 @@
 /* cache/key.c: the key is the normalized path plus only the configured
- * query parameters, in config order, canonically encoded. */
+ * query parameters, in config order, canonically encoded, and on a
+ * playlist the LL-HLS delivery directives (rfc8216bis 6.2.5.2). */
 #include <errno.h>
 #include <string.h>
 
@@ -177,6 +178,78 @@ int main(void)
         while (n + 3 < sizeof(big))
             memcpy(big + n, "%3F", 3), n += 3;
         HE_CHECK_INT(he_cache_key_make(&conf, big, n, &k), -ENAMETOOLONG);
+    }
+
+    /* LL-HLS delivery directives (draft-pantos-hls-rfc8216bis 6.2.5.2):
+     * _HLS_msn, _HLS_part and _HLS_skip are in a playlist's key whatever
+     * cache.key_params says, after the configured names and in UTF-8
+     * order of their names; other _HLS_ names are reserved for
+     * directives and never keyed, even when configured */
+    {
+        static const struct {
+            unsigned nconf; /* of conf: "lang", "bw" */
+            const char *target, *key;
+        } ll[] = {
+            {0, "/l/p.m3u8?_HLS_msn=12", "l/p.m3u8?_HLS_msn=12"},
+            {0, "/l/p.m3u8?_HLS_part=2&_HLS_msn=12", "l/p.m3u8?_HLS_msn=12&_HLS_part=2"},
+            {0, "/l/p.m3u8?_HLS_skip=YES&_HLS_part=2&_HLS_msn=12",
+             "l/p.m3u8?_HLS_msn=12&_HLS_part=2&_HLS_skip=YES"},
+            {0, "/l/p.m3u8?_HLS_skip=v2", "l/p.m3u8?_HLS_skip=v2"},
+            {0, "/l/p.m3u8?_HLS_msn=12&token=x&_HLS_foo=1&_HLS_report=../a.m3u8",
+             "l/p.m3u8?_HLS_msn=12"},
+            {0, "/l/p.m3u8?%5FHLS%5Fmsn=%31%32", "l/p.m3u8?_HLS_msn=12"}, /* canonical */
+            {0, "/l/p.m3u8?_hls_msn=12&_HLS_MSN=12", "l/p.m3u8"},         /* case-sensitive */
+            {0, "/l/p.m3u8?_HLS_msn", "l/p.m3u8?_HLS_msn="},
+            {0, "/l/P.M3U8?_HLS_msn=1", "l/P.M3U8?_HLS_msn=1"},
+            /* not a playlist: nothing _HLS_ is keyed */
+            {0, "/l/s12.ts?_HLS_msn=12", "l/s12.ts"},
+            {0, "/l/p.m3u8.ts?_HLS_msn=12", "l/p.m3u8.ts"},
+            /* after the configured parameters, whatever the request order */
+            {2, "/l/p.m3u8?_HLS_part=0&bw=1&_HLS_msn=3&lang=en",
+             "l/p.m3u8?lang=en&bw=1&_HLS_msn=3&_HLS_part=0"},
+            {2, "/l/s.ts?_HLS_part=0&bw=1", "l/s.ts?bw=1"},
+        };
+        for (size_t i = 0; i < sizeof(ll) / sizeof(ll[0]); i++) {
+            conf.ncache_key_params = ll[i].nconf;
+            HE_CHECK_INT(he_cache_key_make(&conf, ll[i].target, strlen(ll[i].target), &k), 0);
+            HE_CHECK_STR(k.s, ll[i].key);
+            HE_CHECK_INT(k.hash, he_cache_hash(ll[i].key, strlen(ll[i].key)));
+            HE_CHECK_INT(k.path_len, strcspn(ll[i].key, "?"));
+        }
+        /* with no configuration at all */
+        HE_CHECK_INT(he_cache_key_make(NULL, "/p.m3u8?_HLS_part=1&_HLS_msn=2", 30, &k), 0);
+        HE_CHECK_STR(k.s, "p.m3u8?_HLS_msn=2&_HLS_part=1");
+        /* a directive named in cache.key_params is keyed once, in its
+         * directive place; another _HLS_ name configured is not keyed */
+        {
+            he_conf_t c3 = conf;
+            strcpy(c3.cache_key_params[0], "_HLS_msn");
+            strcpy(c3.cache_key_params[1], "_HLS_report");
+            strcpy(c3.cache_key_params[2], "lang");
+            c3.ncache_key_params = 3;
+            HE_CHECK_INT(he_cache_key_make(&c3, "/p.m3u8?_HLS_report=x&_HLS_msn=4&lang=fr", 40, &k),
+                         0);
+            HE_CHECK_STR(k.s, "p.m3u8?lang=fr&_HLS_msn=4");
+            HE_CHECK_INT(he_cache_key_make(&c3, "/s.ts?_HLS_msn=4&lang=fr", 24, &k), 0);
+            HE_CHECK_STR(k.s, "s.ts?lang=fr");
+        }
+        /* two players asking for the same answer share one key; another
+         * MSN is another key */
+        conf.ncache_key_params = 0;
+        he_cache_key_make(&conf, "/p.m3u8?_HLS_msn=7&_HLS_part=1", 30, &k);
+        he_cache_key_make(&conf, "/p.m3u8?_HLS_part=1&cb=99&_HLS_msn=7", 36, &k2);
+        HE_CHECK(k.hash == k2.hash && strcmp(k.s, k2.s) == 0);
+        he_cache_key_make(&conf, "/p.m3u8?_HLS_msn=8&_HLS_part=1", 30, &k2);
+        HE_CHECK(k.hash != k2.hash);
+        /* "/" + a directive key is a target with the same key */
+        {
+            char t[HE_CACHE_KEY_MAX + 1];
+            t[0] = '/';
+            memcpy(t + 1, k.s, k.len + 1);
+            HE_CHECK_INT(he_cache_key_make(&conf, t, k.len + 1, &k2), 0);
+            HE_CHECK_STR(k2.s, k.s);
+        }
+        conf.ncache_key_params = 2;
     }
 
     /* he_cache_key_set round-trips */

@@ -2,7 +2,8 @@
  * valid_ms, replaced files are noticed, absence is cached, eviction keeps
  * the table bounded, nothing outside root is ever opened, with or without
  * openat2, a FIFO neither blocks nor is served, and a file rewritten in
- * place within a second gets a new entry and ETag. The hash is keyed per
+ * place within a second gets a new entry and ETag. A live playlist is
+ * revalidated after live_fraction of its target duration. The hash is keyed per
  * cache (another key in each instance and each process), and a flood of
  * 404 paths chosen to share one bucket cannot make a lookup compare more
  * than HE_FCACHE_CHAIN_MAX entries; what a lookup costs is printed. Time
@@ -45,7 +46,7 @@ static void run(bool beneath)
 {
     char p[PATH_MAX + 64], q[PATH_MAX + 64];
     int root_fd = open(dir, O_PATH | O_DIRECTORY);
-    he_fcache_t *fc = he_fcache_new(root_fd, 4, 1000, beneath);
+    he_fcache_t *fc = he_fcache_new(root_fd, 4, 1000, 50, beneath);
     he_file_t *f, *g;
     int err = 0;
     bool hit = false;
@@ -169,8 +170,8 @@ static double now_ns(void)
  * path lands elsewhere, so no list of colliding paths works twice. */
 static void test_seed_differs(int root_fd)
 {
-    he_fcache_t *a = he_fcache_new(root_fd, 1024, 1000, true);
-    he_fcache_t *b = he_fcache_new(root_fd, 1024, 1000, true);
+    he_fcache_t *a = he_fcache_new(root_fd, 1024, 1000, 50, true);
+    he_fcache_t *b = he_fcache_new(root_fd, 1024, 1000, 50, true);
     unsigned same = 0;
     uint32_t mine, theirs = 0;
     int pfd[2];
@@ -188,7 +189,7 @@ static void test_seed_differs(int root_fd)
     HE_CHECK_INT(pipe(pfd), 0);
     pid = fork();
     if (pid == 0) {
-        he_fcache_t *c = he_fcache_new(root_fd, 1024, 1000, true);
+        he_fcache_t *c = he_fcache_new(root_fd, 1024, 1000, 50, true);
         uint32_t h = c ? he_fcache_hash(c, "/seg.ts", 7) : 0;
         ssize_t n = write(pfd[1], &h, sizeof(h));
         _exit(n == sizeof(h) ? 0 : 1);
@@ -222,7 +223,7 @@ static double lookup_ns(he_fcache_t *fc, const char *path, int n)
  * compares at most HE_FCACHE_CHAIN_MAX entries. */
 static void test_collision_flood(int root_fd)
 {
-    he_fcache_t *fc = he_fcache_new(root_fd, 1024, 1000000, true);
+    he_fcache_t *fc = he_fcache_new(root_fd, 1024, 1000000, 50, true);
     static char paths[2000][24];
     unsigned n = 0, target, chain = 0;
     int err;
@@ -267,6 +268,138 @@ static void test_collision_flood(int root_fd)
     he_fcache_free(fc);
 }
 
+/* Replaces rel by rename, as a packager publishes (ffmpeg's temp_file). */
+static void publish(const char *rel, const char *content)
+{
+    char a[PATH_MAX + 64], b[PATH_MAX + 64];
+    put_file("publish.tmp", content);
+    snprintf(a, sizeof(a), "%s/publish.tmp", dir);
+    snprintf(b, sizeof(b), "%s/%s", dir, rel);
+    rename(a, b);
+}
+
+/* Whether get at now_ms answers a new entry (the file was stat'ed and
+ * found replaced) rather than the one it had. */
+static bool sees_new(he_fcache_t *fc, const char *rel, uint64_t now_ms)
+{
+    int err = 0;
+    bool hit = false;
+    he_file_t *f = he_fcache_get(fc, rel, strlen(rel), now_ms, &err, &hit);
+    if (f) he_fcache_put(fc, f);
+    return f && !hit;
+}
+
+#define LIVE_TD2 "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:%d\n#EXTINF:2,\ns%d.ts\n"
+
+/* A live media playlist is stat'ed again after live_pct of its target
+ * duration (so from root the edge follows the packager within a segment);
+ * VOD (ENDLIST) and master playlists keep valid_ms; one that does not
+ * parse (caught while rewritten in place) is stat'ed on every request. */
+static void test_live_playlists(int root_fd)
+{
+    he_fcache_t *fc = he_fcache_new(root_fd, 64, 5000, 50, true);
+    char body[256];
+    int err = 0;
+    bool hit = false;
+    he_file_t *f;
+
+    HE_CHECK(fc != NULL);
+    if (!fc) return;
+
+    /* live, TD 2 s, 50 %: 1 s */
+    snprintf(body, sizeof(body), LIVE_TD2, 1, 1);
+    publish("l.m3u8", body);
+    f = he_fcache_get(fc, "l.m3u8", 6, 10000, &err, &hit);
+    HE_CHECK(f && !hit);
+    if (f) {
+        HE_CHECK_INT(f->valid_ms, 1000);
+        HE_CHECK_INT(f->kind, HE_SEG_KIND_MEDIA);
+        he_fcache_put(fc, f);
+    }
+    snprintf(body, sizeof(body), LIVE_TD2, 2, 2);
+    publish("l.m3u8", body);
+    HE_CHECK(!sees_new(fc, "l.m3u8", 10999));
+    HE_CHECK(sees_new(fc, "l.m3u8", 11000));
+    /* unchanged: stat'ed, trusted again for 1 s from then */
+    HE_CHECK(!sees_new(fc, "l.m3u8", 12000));
+    snprintf(body, sizeof(body), LIVE_TD2, 3, 3);
+    publish("l.m3u8", body);
+    HE_CHECK(!sees_new(fc, "l.m3u8", 12999));
+    HE_CHECK(sees_new(fc, "l.m3u8", 13000));
+
+    /* the same playlist ended (EXT-X-ENDLIST): fd_cache.valid again */
+    publish("l.m3u8", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\ns3.ts\n#EXT-X-ENDLIST\n");
+    HE_CHECK(sees_new(fc, "l.m3u8", 14000));
+    f = he_fcache_get(fc, "l.m3u8", 6, 14000, &err, &hit);
+    HE_CHECK(f && hit && f->valid_ms == 5000);
+    if (f) he_fcache_put(fc, f);
+    publish("l.m3u8", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\ns4.ts\n#EXT-X-ENDLIST\n");
+    HE_CHECK(!sees_new(fc, "l.m3u8", 18999));
+    HE_CHECK(sees_new(fc, "l.m3u8", 19000));
+
+    /* a master playlist keeps valid_ms */
+    publish("m.m3u8", "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\nl.m3u8\n");
+    f = he_fcache_get(fc, "m.m3u8", 6, 20000, &err, &hit);
+    HE_CHECK(f && f->kind == HE_SEG_KIND_MASTER && f->valid_ms == 5000);
+    if (f) he_fcache_put(fc, f);
+
+    /* a long target duration: never trusted longer than valid_ms */
+    publish("t.m3u8", "#EXTM3U\n#EXT-X-TARGETDURATION:30\n#EXTINF:30,\na.ts\n");
+    f = he_fcache_get(fc, "t.m3u8", 6, 20000, &err, &hit);
+    HE_CHECK(f && f->valid_ms == 5000);
+    if (f) he_fcache_put(fc, f);
+
+    /* half written (an EXTINF without its URI, or empty): looked at again
+     * on the next request, so the finished file is seen at once */
+    publish("h.m3u8", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n");
+    f = he_fcache_get(fc, "h.m3u8", 6, 20000, &err, &hit);
+    HE_CHECK(f && f->valid_ms == 0);
+    if (f) he_fcache_put(fc, f);
+    snprintf(body, sizeof(body), LIVE_TD2, 9, 9);
+    publish("h.m3u8", body);
+    HE_CHECK(sees_new(fc, "h.m3u8", 20000));
+    f = he_fcache_get(fc, "h.m3u8", 6, 20000, &err, &hit);
+    HE_CHECK(f && hit && f->valid_ms == 1000);
+    if (f) he_fcache_put(fc, f);
+
+    /* segments and keys keep valid_ms */
+    f = he_fcache_get(fc, "s.ts", 4, 20000, &err, &hit);
+    HE_CHECK(f && f->valid_ms == 5000);
+    if (f) he_fcache_put(fc, f);
+
+    /* a live EVENT playlist larger than the bodies kept in memory is
+     * still parsed whole, once per version */
+    {
+        size_t cap = HE_FCACHE_BODY_MAX + 4096, n;
+        char *big = malloc(cap);
+        HE_CHECK(big != NULL);
+        if (big) {
+            n = (size_t)snprintf(big, cap,
+                                 "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:EVENT\n");
+            for (int i = 0; n + 32 < cap; i++)
+                n += (size_t)snprintf(big + n, cap - n, "#EXTINF:4,\nseg%06d.ts\n", i);
+            publish("e.m3u8", big);
+            f = he_fcache_get(fc, "e.m3u8", 6, 20000, &err, &hit);
+            HE_CHECK(f && f->body == NULL && f->size > HE_FCACHE_BODY_MAX);
+            if (f) {
+                HE_CHECK_INT(f->valid_ms, 2000);
+                he_fcache_put(fc, f);
+            }
+            free(big);
+        }
+    }
+    he_fcache_free(fc);
+
+    /* another live_fraction */
+    fc = he_fcache_new(root_fd, 64, 5000, 25, true);
+    HE_CHECK(fc != NULL);
+    if (!fc) return;
+    f = he_fcache_get(fc, "h.m3u8", 6, 0, &err, &hit);
+    HE_CHECK(f && f->valid_ms == 500);
+    if (f) he_fcache_put(fc, f);
+    he_fcache_free(fc);
+}
+
 int main(void)
 {
     char tmpl[] = "/tmp/he-fcache-XXXXXX";
@@ -300,6 +433,7 @@ int main(void)
         int root_fd = open(dir, O_PATH | O_DIRECTORY);
         test_seed_differs(root_fd);
         test_collision_flood(root_fd);
+        test_live_playlists(root_fd);
         close(root_fd);
     }
 
