@@ -282,17 +282,16 @@ bool he_auth_to_origin(const he_worker_t *w, const he_req_t *r)
 /* Output buffers, kept per worker thread for the next rewrite: a fresh
  * malloc of a long media playlist's output is fresh pages, and faulting
  * them in cost more than the rewrite (perf, tests/bench/auth-cost.py).
- * A memory body's release runs on the worker that sent it. */
+ * The same thread keeps its rewritten playlists (auth_cache.c). A memory
+ * body's release runs on the worker that sent it. */
 #define HE_AUTH_POOL 8
-
-typedef struct he_auth_buf {
-    char *p;
-    size_t cap;
-} he_auth_buf_t;
+#define HE_AUTH_CACHE_ENTRIES 64
+#define HE_AUTH_CACHE_BYTES (16u << 20)
 
 typedef struct he_auth_pool {
     unsigned n;
     he_auth_buf_t *b[HE_AUTH_POOL];
+    he_auth_cache_t *cache;
 } he_auth_pool_t;
 
 static pthread_key_t he_auth_pool_key;
@@ -307,6 +306,9 @@ static void he_auth_buf_free(he_auth_buf_t *b)
 static void he_auth_pool_free(void *p)
 {
     he_auth_pool_t *pool = p;
+    /* the thread's key reads NULL by now: the cache's last references
+     * free their buffers (one still being sent is freed when it is) */
+    he_auth_cache_free(pool->cache);
     for (unsigned i = 0; i < pool->n; i++)
         he_auth_buf_free(pool->b[i]);
     free(pool);
@@ -322,22 +324,33 @@ static he_auth_pool_t *he_auth_pool(void)
     he_auth_pool_t *pool;
     pthread_once(&he_auth_pool_once, he_auth_pool_init);
     pool = pthread_getspecific(he_auth_pool_key);
-    if (!pool && (pool = calloc(1, sizeof(*pool)))) pthread_setspecific(he_auth_pool_key, pool);
+    if (!pool && (pool = calloc(1, sizeof(*pool)))) {
+        pool->cache = he_auth_cache_new(HE_AUTH_CACHE_ENTRIES, HE_AUTH_CACHE_BYTES);
+        pthread_setspecific(he_auth_pool_key, pool);
+    }
     return pool;
 }
 
-/* The memory body's release: back to the pool, or freed when it is full. */
+void he_auth_buf_unref(he_auth_buf_t *b)
+{
+    he_auth_pool_t *pool;
+    if (--b->refs) return;
+    pthread_once(&he_auth_pool_once, he_auth_pool_init);
+    pool = pthread_getspecific(he_auth_pool_key); /* NULL in the thread's destructor: freed */
+    if (pool && pool->n < HE_AUTH_POOL)
+        pool->b[pool->n++] = b;
+    else
+        he_auth_buf_free(b);
+}
+
+/* The memory body's release. */
 static void he_auth_free(void *p)
 {
-    he_auth_pool_t *pool = he_auth_pool();
-    if (pool && pool->n < HE_AUTH_POOL)
-        pool->b[pool->n++] = p;
-    else
-        he_auth_buf_free(p);
+    he_auth_buf_unref(p);
 }
 
 /* The playlist rewritten into a pooled buffer: the length, *bp the
- * buffer (to he_auth_free); or an error. */
+ * buffer (one reference, to he_auth_buf_unref); or an error. */
 static ssize_t he_auth_rewrite_pooled(const char *in, size_t len, const he_auth_rewrite_t *rw,
                                       he_auth_buf_t **bp)
 {
@@ -346,13 +359,46 @@ static ssize_t he_auth_rewrite_pooled(const char *in, size_t len, const he_auth_
     ssize_t n;
     *bp = NULL;
     if (!b) return -ENOMEM;
+    b->refs = 1;
     n = he_auth_rewrite(in, len, rw, &b->p, &b->cap);
     if (n < 0) {
-        he_auth_free(b);
+        he_auth_buf_unref(b);
         return n;
     }
+    b->len = (size_t)n;
     *bp = b;
     return n;
+}
+
+/* When the token in text (the parameters he_auth_strip set aside, or the
+ * cookie) ends, in seconds, skew included: how long its rewritten
+ * playlists are worth keeping. A secure_link without expires never ends:
+ * an hour, and least recently used goes first anyway. */
+static uint64_t he_auth_text_expires(const he_conf_auth_t *rule, const char *text, size_t len,
+                                     uint64_t now)
+{
+    const char *name = rule->scheme == HE_CONF_AUTH_SECURE_LINK ? rule->expires_param : rule->param;
+    size_t nn = strlen(name);
+    uint64_t skew = rule->clock_skew_ms / 1000;
+    char tok[HE_AUTH_TEXT_MAX];
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *amp = memchr(p, '&', (size_t)(end - p)), *pe = amp ? amp : end;
+        if ((size_t)(pe - p) > nn && memcmp(p, name, nn) == 0 && p[nn] == '=') {
+            int n = he_auth_pct_decode(p + nn + 1, (size_t)(pe - p - nn - 1), tok, sizeof(tok));
+            he_auth_edgeauth_t t;
+            uint64_t v = 0;
+            if (n < 0) return now;
+            if (rule->scheme != HE_CONF_AUTH_SECURE_LINK)
+                return he_auth_edgeauth_parse(tok, (size_t)n, &t) < 0 ? now : t.end + skew;
+            for (int i = 0; i < n; i++) {
+                if (tok[i] < '0' || tok[i] > '9' || v > UINT64_MAX / 20) return now;
+                v = v * 10 + (uint64_t)(tok[i] - '0');
+            }
+            return v + skew;
+        }
+        p = amp ? amp + 1 : end;
+    }
+    return rule->scheme == HE_CONF_AUTH_SECURE_LINK ? now + 3600 : now;
 }
 
 /* The whole representation from body, in memory: the body's own bytes
@@ -382,6 +428,16 @@ static const char *he_auth_gather(he_body_t *b, uint64_t size, char **copy)
     return c;
 }
 
+/* Sends out (the caller's reference goes with the body). */
+static void he_auth_send(he_worker_t *w, he_req_t *r, he_http_head_t *h, he_auth_buf_t *out)
+{
+    he_body_t nb;
+    w->stats.auth_rewrites++;
+    he__body_mem(&nb, out->p, out->len, he_auth_free, out);
+    h->clen = (uint64_t)out->len;
+    he_http_respond(w, r, h, &nb);
+}
+
 void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he_body_t *body)
 {
     he_http_head_t hh = *head, *h = &hh;
@@ -391,7 +447,6 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
     const char *in, *drop[3] = {NULL, NULL, NULL};
     size_t etag_len;
     uint64_t size;
-    he_body_t nb;
     ssize_t n;
     int pn;
 
@@ -414,6 +469,28 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
         return;
     }
     size = h->range ? h->size : body->end;
+    /* the stored version by its own validator: without one, no telling
+     * a new version of the same size from the old, so no keeping */
+    he_auth_cache_key_t ck = {.gen = w->conf->generation,
+                              .rule = (unsigned)(rule - w->conf->auth),
+                              .path = path,
+                              .path_len = (size_t)pn,
+                              .etag = head->etag,
+                              .etag_len = head->etag ? head->etag_len : 0,
+                              .text = r->auth_text,
+                              .text_len = r->auth_text_len,
+                              .size = size};
+    he_auth_pool_t *pool = he_auth_pool();
+    he_auth_cache_t *cache = pool && ck.etag_len ? pool->cache : NULL;
+    h->status = 200; /* a Range of the stored bytes names nothing in these */
+    h->range = false;
+    h->accept_ranges = false;
+    h->has_clen = true;
+    if ((out = he_auth_cache_get(cache, &ck, (uint64_t)w->date_sec))) {
+        he__body_release(body);
+        he_auth_send(w, r, h, out);
+        return;
+    }
     body->off = 0;
     body->end = size;
     in = size ? he_auth_gather(body, size, &copy) : NULL;
@@ -440,10 +517,6 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
     rw.hosts = hosts;
     n = he_auth_rewrite_pooled(in, (size_t)size, &rw, &out);
     free(copy);
-    h->status = 200; /* a Range of the stored bytes names nothing in these */
-    h->range = false;
-    h->accept_ranges = false;
-    h->has_clen = true;
     if (n == -EINVAL) { /* no playlist after all (no #EXTM3U): no URI to carry it */
         h->clen = size;
         he_http_respond(w, r, h, body);
@@ -454,8 +527,10 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
         he_http_respond_error(w, r, 503);
         return;
     }
-    w->stats.auth_rewrites++;
-    he__body_mem(&nb, out->p, (size_t)n, he_auth_free, out);
-    h->clen = (uint64_t)n;
-    he_http_respond(w, r, h, &nb);
+    if (cache)
+        he_auth_cache_put(cache, &ck, out,
+                          he_auth_text_expires(rule, r->auth_text, r->auth_text_len,
+                                               (uint64_t)w->date_sec),
+                          (uint64_t)w->date_sec);
+    he_auth_send(w, r, h, out);
 }
