@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "server/base/log.h"
 #include "server/handler/auth.h"
@@ -299,6 +301,7 @@ static pthread_once_t he_auth_pool_once = PTHREAD_ONCE_INIT;
 
 static void he_auth_buf_free(he_auth_buf_t *b)
 {
+    if (b->fd >= 0) close(b->fd);
     free(b->p);
     free(b);
 }
@@ -337,16 +340,12 @@ void he_auth_buf_unref(he_auth_buf_t *b)
     if (--b->refs) return;
     pthread_once(&he_auth_pool_once, he_auth_pool_init);
     pool = pthread_getspecific(he_auth_pool_key); /* NULL in the thread's destructor: freed */
-    if (pool && pool->n < HE_AUTH_POOL)
+    if (pool && pool->n < HE_AUTH_POOL) {
+        if (b->fd >= 0) close(b->fd); /* the next rewrite writes other bytes */
+        b->fd = -1;
         pool->b[pool->n++] = b;
-    else
+    } else
         he_auth_buf_free(b);
-}
-
-/* The memory body's release. */
-static void he_auth_free(void *p)
-{
-    he_auth_buf_unref(p);
 }
 
 /* The playlist rewritten into a pooled buffer: the length, *bp the
@@ -359,6 +358,7 @@ static ssize_t he_auth_rewrite_pooled(const char *in, size_t len, const he_auth_
     ssize_t n;
     *bp = NULL;
     if (!b) return -ENOMEM;
+    if (!b->p) b->fd = -1; /* new: calloc's 0 is stdin */
     b->refs = 1;
     n = he_auth_rewrite(in, len, rw, &b->p, &b->cap);
     if (n < 0) {
@@ -428,12 +428,69 @@ static const char *he_auth_gather(he_body_t *b, uint64_t size, char **copy)
     return c;
 }
 
+/* A kept output larger than this is copied once into a memfd and sent
+ * from there by sendfile, as the file handler sends a file larger than
+ * the bodies it holds in memory (fcache.c): the send then takes the pages
+ * by reference instead of copying the bytes into the socket for every
+ * request (perf, tests/bench/auth-cost.py). TLS without kTLS reads the
+ * memory copy. */
+#define HE_AUTH_SENDFILE_MIN (64 * 1024)
+
+static void he_auth_memfd(he_auth_buf_t *b)
+{
+    int fd;
+    if (b->len <= HE_AUTH_SENDFILE_MIN || b->fd >= 0) return;
+    fd = memfd_create("he-auth-playlist", MFD_CLOEXEC);
+    if (fd < 0) return; /* sent from memory, as any rewrite */
+    for (size_t o = 0; o < b->len;) {
+        ssize_t n = write(fd, b->p + o, b->len - o);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR) continue;
+            close(fd);
+            return;
+        }
+        o += (size_t)n;
+    }
+    b->fd = fd;
+}
+
+static ssize_t he_auth_body_peek(he_body_t *b, uint64_t off, he_body_span_t *s, bool need_mem)
+{
+    const he_auth_buf_t *o = b->ctx;
+    s->len = (size_t)(b->end - off);
+    s->fixed_off = -1;
+    s->mapped = false;
+    if (o->fd >= 0 && !need_mem) {
+        s->p = NULL;
+        s->fd = o->fd;
+        s->file_off = off;
+    } else {
+        s->p = o->p + off;
+        s->fd = -1;
+        s->file_off = 0;
+    }
+    return (ssize_t)s->len;
+}
+
+static void he_auth_body_release(he_body_t *b)
+{
+    he_auth_buf_unref(b->ctx);
+}
+
+static const he_body_ops_t he_auth_body_ops = {
+    .peek = he_auth_body_peek,
+    .release = he_auth_body_release,
+};
+
 /* Sends out (the caller's reference goes with the body). */
 static void he_auth_send(he_worker_t *w, he_req_t *r, he_http_head_t *h, he_auth_buf_t *out)
 {
     he_body_t nb;
     w->stats.auth_rewrites++;
-    he__body_mem(&nb, out->p, out->len, he_auth_free, out);
+    memset(&nb, 0, sizeof(nb));
+    nb.ops = &he_auth_body_ops;
+    nb.ctx = out;
+    nb.end = out->len;
     h->clen = (uint64_t)out->len;
     he_http_respond(w, r, h, &nb);
 }
@@ -527,10 +584,12 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
         he_http_respond_error(w, r, 503);
         return;
     }
-    if (cache)
+    if (cache) {
+        he_auth_memfd(out);
         he_auth_cache_put(cache, &ck, out,
                           he_auth_text_expires(rule, r->auth_text, r->auth_text_len,
                                                (uint64_t)w->date_sec),
                           (uint64_t)w->date_sec);
+    }
     he_auth_send(w, r, h, out);
 }

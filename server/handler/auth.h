@@ -90,6 +90,7 @@ typedef struct he_auth_buf {
     char *p;
     size_t cap, len; /* allocated, used */
     unsigned refs;
+    int fd; /* a kept output's copy in a memfd, sent by sendfile; else -1 */
 } he_auth_buf_t;
 
 /* Drops one reference; the last returns the buffer to this thread's pool
@@ -114,8 +115,13 @@ typedef struct he_auth_cache_key {
 
 typedef struct he_auth_cache he_auth_cache_t;
 
-/* At most max_entries outputs and max_bytes (their buffers' capacity plus
- * keys). NULL on -ENOMEM or max_entries 0 (then no caching: get misses,
+/* A 64-bit hash of n bytes continuing h (a seed, or the hash so far):
+ * eight bytes at a time, for keys looked up on every request. Not a MAC:
+ * a match is always confirmed by comparing the bytes. */
+uint64_t he__auth_hash(uint64_t h, const char *p, size_t n);
+
+/* At most max_entries outputs and max_bytes (their buffers' capacity, their
+ * memfd copies and the keys). NULL on -ENOMEM or max_entries 0 (then no caching: get misses,
  * put keeps nothing). */
 he_auth_cache_t *he_auth_cache_new(unsigned max_entries, size_t max_bytes);
 /* Drops every entry's reference. */

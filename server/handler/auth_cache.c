@@ -19,7 +19,7 @@ typedef struct he_auth_entry {
     he_auth_cache_key_t k; /* k's strings point into key */
     char *key;
     he_auth_buf_t *out; /* one reference held */
-    size_t bytes;       /* out's capacity plus key: what the entry holds */
+    size_t bytes;       /* out's capacity, its memfd copy, the key: what the entry holds */
     uint64_t expires;   /* seconds: the token's end */
     uint64_t used;      /* the cache's tick when last found */
 } he_auth_entry_t;
@@ -34,7 +34,7 @@ struct he_auth_cache {
 /* Eight bytes at a time: the key is about 200 bytes, most of it the
  * token, hashed on every playlist request. Collisions only cost a
  * compare. */
-static uint64_t he_auth_cache_mix(uint64_t h, const char *p, size_t n)
+uint64_t he__auth_hash(uint64_t h, const char *p, size_t n)
 {
     uint64_t w;
     for (; n >= 8; p += 8, n -= 8) {
@@ -51,9 +51,9 @@ static uint64_t he_auth_cache_mix(uint64_t h, const char *p, size_t n)
 static uint64_t he_auth_cache_hash(const he_auth_cache_key_t *k)
 {
     uint64_t h = ((uint64_t)k->gen << 32 | k->rule) ^ k->size * 0xff51afd7ed558ccdull;
-    h = he_auth_cache_mix(h, k->path, k->path_len);
-    h = he_auth_cache_mix(h, k->etag, k->etag_len);
-    return he_auth_cache_mix(h, k->text, k->text_len);
+    h = he__auth_hash(h, k->path, k->path_len);
+    h = he__auth_hash(h, k->etag, k->etag_len);
+    return he__auth_hash(h, k->text, k->text_len);
 }
 
 static bool he_auth_cache_same(const he_auth_entry_t *e, uint64_t hash,
@@ -136,11 +136,12 @@ bool he_auth_cache_put(he_auth_cache_t *c, const he_auth_cache_key_t *k, he_auth
                        uint64_t expires, uint64_t now)
 {
     size_t kn = k->path_len + k->etag_len + k->text_len;
+    size_t bytes = out->cap + (out->fd >= 0 ? out->len : 0) + kn; /* the memfd copy too */
     uint64_t hash;
     he_auth_entry_t *e;
     char *key;
 
-    if (!c || expires <= now || out->cap + kn > c->max_bytes) return false;
+    if (!c || expires <= now || bytes > c->max_bytes) return false;
     hash = he_auth_cache_hash(k);
     /* the same playlist, token and version: a concurrent miss put it already */
     for (unsigned i = 0; i < c->n; i++)
@@ -155,7 +156,7 @@ bool he_auth_cache_put(he_auth_cache_t *c, const he_auth_cache_key_t *k, he_auth
             break;
         }
     }
-    he_auth_cache_room(c, out->cap + kn, now);
+    he_auth_cache_room(c, bytes, now);
     if (!(key = malloc(kn ? kn : 1))) return false;
     e = &c->e[c->n++];
     memcpy(key, k->path, k->path_len);
@@ -169,7 +170,7 @@ bool he_auth_cache_put(he_auth_cache_t *c, const he_auth_cache_key_t *k, he_auth
     e->key = key;
     e->out = out;
     out->refs++;
-    e->bytes = out->cap + kn;
+    e->bytes = bytes;
     e->expires = expires;
     e->used = ++c->tick;
     c->bytes += e->bytes;

@@ -17,6 +17,7 @@ static he_auth_buf_t *buf(size_t cap)
     b->cap = cap;
     b->len = cap;
     b->refs = 1;
+    b->fd = -1;
     return b;
 }
 
