@@ -202,10 +202,9 @@ static he_stats_auth_t he_auth_secure_link(he_worker_t *w, he_req_t *r, const he
  * cache between us and the player hands one viewer's URIs to another. */
 static uint32_t he_auth_text_hash(const he_req_t *r)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < r->auth_text_len; i++)
-        h = (h ^ (unsigned char)r->auth_text[i]) * 16777619u;
-    return h;
+    /* eight bytes at a time: byte-wise FNV over a 100-byte token was
+     * visible in every tokenised playlist request's profile */
+    return (uint32_t)he__auth_hash(0x84222325cbf29ce4ull, r->auth_text, r->auth_text_len);
 }
 
 /* "-tXXXXXXXX\"": the tag's suffix for this token (11 bytes, no NUL);
