@@ -441,7 +441,7 @@ static const char *he_auth_gather(he_body_t *b, uint64_t size, char **copy)
     return c;
 }
 
-/* A kept output larger than this is copied once into a memfd and sent
+/* A kept output larger than this, once found again, is copied into a memfd and sent
  * from there by sendfile, as the file handler sends a file larger than
  * the bodies it holds in memory (fcache.c): the send then takes the pages
  * by reference instead of copying the bytes into the socket for every
@@ -558,6 +558,7 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
     h->has_clen = true;
     if ((out = he_auth_cache_get(cache, &ck, (uint64_t)w->date_sec))) {
         he__body_release(body);
+        he_auth_memfd(out); /* used twice: worth its copy (a miss never pays for it) */
         he_auth_send(w, r, h, out);
         return;
     }
@@ -598,7 +599,6 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
         return;
     }
     if (cache) {
-        he_auth_memfd(out);
         he_auth_cache_put(cache, &ck, out,
                           he_auth_text_expires(rule, r->auth_text, r->auth_text_len,
                                                (uint64_t)w->date_sec),

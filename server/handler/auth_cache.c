@@ -136,7 +136,7 @@ bool he_auth_cache_put(he_auth_cache_t *c, const he_auth_cache_key_t *k, he_auth
                        uint64_t expires, uint64_t now)
 {
     size_t kn = k->path_len + k->etag_len + k->text_len;
-    size_t bytes = out->cap + (out->fd >= 0 ? out->len : 0) + kn; /* the memfd copy too */
+    size_t bytes = out->cap + out->len + kn; /* the memfd copy auth.c may add */
     uint64_t hash;
     he_auth_entry_t *e;
     char *key;

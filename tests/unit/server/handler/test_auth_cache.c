@@ -15,7 +15,7 @@ static he_auth_buf_t *buf(size_t cap)
     he_auth_buf_t *b = calloc(1, sizeof(*b));
     b->p = calloc(1, cap);
     b->cap = cap;
-    b->len = cap;
+    b->len = 0; /* the bounds below count capacity; test_memfd_counted the length */
     b->refs = 1;
     b->fd = -1;
     return b;
@@ -149,10 +149,28 @@ static void test_bounds(void)
     HE_CHECK(!he_auth_cache_get(NULL, &k[0], 0));
 }
 
+/* an output's length counts once more: the memfd copy auth.c may make */
+static void test_memfd_counted(void)
+{
+    he_auth_cache_t *c = he_auth_cache_new(8, 10000);
+    he_auth_cache_key_t k = key("/a.m3u8", "\"e\"", "t=1");
+    he_auth_buf_t *b = buf(4000), *big = buf(6000);
+    b->len = 4000;
+    big->len = 6000;
+    HE_CHECK(he_auth_cache_put(c, &k, b, 100, 0));
+    HE_CHECK(he_auth_cache_bytes(c) >= 8000);
+    HE_CHECK(!he_auth_cache_put(c, &k, big, 100, 0) || he_auth_cache_entries(c) == 1);
+    he_auth_cache_free(c);
+    HE_CHECK_INT(b->refs, 1);
+    he_auth_buf_unref(b);
+    if (big->refs) he_auth_buf_unref(big);
+}
+
 int main(void)
 {
     test_found_by_whole_key();
     test_newer_version_replaces();
     test_bounds();
+    test_memfd_counted();
     HE_TEST_MAIN_END();
 }
