@@ -551,7 +551,9 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
                               .text_len = r->auth_text_len,
                               .size = size};
     he_auth_pool_t *pool = he_auth_pool();
-    he_auth_cache_t *cache = pool && ck.etag_len ? pool->cache : NULL;
+    /* a master is fetched once per viewer: keeping it would only cost */
+    he_auth_cache_t *cache =
+        pool && ck.etag_len && r->kind != HE_SEG_KIND_MASTER ? pool->cache : NULL;
     h->status = 200; /* a Range of the stored bytes names nothing in these */
     h->range = false;
     h->accept_ranges = false;
