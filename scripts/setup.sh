@@ -21,6 +21,9 @@ TEST_PKGS+=(haproxy iproute2 util-linux debhelper dpkg-dev fakeroot adduser)
 # hostile clients: slowloris, slow body, slow read, range attack
 # (tests/integration/test_hostile.py)
 TEST_PKGS+=(slowhttptest)
+# npm for hls.js (install_hlsjs below), unless one is there already (a
+# nodejs from elsewhere ships its own, and Debian's npm would conflict)
+command -v npm >/dev/null || TEST_PKGS+=(npm)
 BENCH_PKGS=(linux-perf)
 KTLS_VM_PKGS=(qemu-system-x86 busybox-static)
 
@@ -34,6 +37,23 @@ for arg in "$@"; do
     esac
 done
 
+# hls.js (npm) for the player tests (tests/integration/he_player.py), into
+# var/cache/hlsjs, which git ignores; he_player.py installs it the same way
+# when this has not, and the tests skip when npm cannot reach the registry.
+install_hlsjs() {
+    local dir js
+    dir="$(cd "$(dirname "$0")/.." && pwd)/var/cache/hlsjs"
+    js="$dir/node_modules/hls.js/dist/hls.min.js"
+    [ -f "$js" ] && return 0
+    command -v npm >/dev/null || return 0
+    mkdir -p "$dir"
+    if timeout 120 npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error "hls.js@${HE_HLSJS_VERSION:-1}" >/dev/null; then
+        echo "setup: hls.js in $dir"
+    else
+        echo "setup: npm could not install hls.js; the player tests will skip" >&2
+    fi
+}
+
 # One dpkg-query for all packages; anything not "installed" is missing.
 missing=()
 status=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${want[@]}" 2>/dev/null || true)
@@ -45,6 +65,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
     echo "setup: all ${#want[@]} packages present"
+    install_hlsjs
     exit 0
 fi
 
@@ -62,4 +83,5 @@ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 if [[ " ${missing[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null 2>&1; then
     systemctl disable --now nginx >/dev/null 2>&1 || true
 fi
+install_hlsjs
 echo "setup: done"

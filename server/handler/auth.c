@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "server/base/log.h"
 #include "server/handler/auth.h"
@@ -200,17 +202,30 @@ static he_stats_auth_t he_auth_secure_link(he_worker_t *w, he_req_t *r, const he
  * cache between us and the player hands one viewer's URIs to another. */
 static uint32_t he_auth_text_hash(const he_req_t *r)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < r->auth_text_len; i++)
-        h = (h ^ (unsigned char)r->auth_text[i]) * 16777619u;
-    return h;
+    /* eight bytes at a time: byte-wise FNV over a 100-byte token was
+     * visible in every tokenised playlist request's profile */
+    return (uint32_t)he__auth_hash(0x84222325cbf29ce4ull, r->auth_text, r->auth_text_len);
+}
+
+/* "-tXXXXXXXX\"": the tag's suffix for this token (11 bytes, no NUL);
+ * by hand, as snprintf showed in the profile of every playlist request */
+static void he_auth_etag_suffix(const he_req_t *r, char out[11])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint32_t h = he_auth_text_hash(r);
+    out[0] = '-';
+    out[1] = 't';
+    for (int i = 0; i < 8; i++)
+        out[2 + i] = hex[h >> (28 - 4 * i) & 15];
+    out[10] = '"';
 }
 
 static size_t he_auth_etag(const he_req_t *r, const char *etag, size_t n, char *out, size_t cap)
 {
     if (!etag || n < 2 || etag[n - 1] != '"' || n + 11 > cap) return 0;
     memcpy(out, etag, n - 1);
-    snprintf(out + n - 1, cap - (n - 1), "-t%08x\"", he_auth_text_hash(r));
+    he_auth_etag_suffix(r, out + n - 1);
+    out[n + 10] = 0;
     return n + 10;
 }
 
@@ -218,9 +233,9 @@ static size_t he_auth_etag(const he_req_t *r, const char *etag, size_t n, char *
  * the suffix goes, so the handler's own evaluation can answer 304. */
 static void he_auth_inm(he_req_t *r)
 {
-    char suffix[16];
+    char suffix[11];
     size_t o = 0;
-    snprintf(suffix, sizeof(suffix), "-t%08x\"", he_auth_text_hash(r));
+    he_auth_etag_suffix(r, suffix);
     for (size_t i = 0; i < r->inm_len;) {
         if (i + 11 <= r->inm_len && memcmp(r->inm + i, suffix, 11) == 0) {
             r->inm[o++] = '"';
@@ -282,17 +297,16 @@ bool he_auth_to_origin(const he_worker_t *w, const he_req_t *r)
 /* Output buffers, kept per worker thread for the next rewrite: a fresh
  * malloc of a long media playlist's output is fresh pages, and faulting
  * them in cost more than the rewrite (perf, tests/bench/auth-cost.py).
- * A memory body's release runs on the worker that sent it. */
+ * The same thread keeps its rewritten playlists (auth_cache.c). A memory
+ * body's release runs on the worker that sent it. */
 #define HE_AUTH_POOL 8
-
-typedef struct he_auth_buf {
-    char *p;
-    size_t cap;
-} he_auth_buf_t;
+#define HE_AUTH_CACHE_ENTRIES 64
+#define HE_AUTH_CACHE_BYTES (16u << 20)
 
 typedef struct he_auth_pool {
     unsigned n;
     he_auth_buf_t *b[HE_AUTH_POOL];
+    he_auth_cache_t *cache;
 } he_auth_pool_t;
 
 static pthread_key_t he_auth_pool_key;
@@ -300,6 +314,7 @@ static pthread_once_t he_auth_pool_once = PTHREAD_ONCE_INIT;
 
 static void he_auth_buf_free(he_auth_buf_t *b)
 {
+    if (b->fd >= 0) close(b->fd);
     free(b->p);
     free(b);
 }
@@ -307,6 +322,9 @@ static void he_auth_buf_free(he_auth_buf_t *b)
 static void he_auth_pool_free(void *p)
 {
     he_auth_pool_t *pool = p;
+    /* the thread's key reads NULL by now: the cache's last references
+     * free their buffers (one still being sent is freed when it is) */
+    he_auth_cache_free(pool->cache);
     for (unsigned i = 0; i < pool->n; i++)
         he_auth_buf_free(pool->b[i]);
     free(pool);
@@ -322,22 +340,29 @@ static he_auth_pool_t *he_auth_pool(void)
     he_auth_pool_t *pool;
     pthread_once(&he_auth_pool_once, he_auth_pool_init);
     pool = pthread_getspecific(he_auth_pool_key);
-    if (!pool && (pool = calloc(1, sizeof(*pool)))) pthread_setspecific(he_auth_pool_key, pool);
+    if (!pool && (pool = calloc(1, sizeof(*pool)))) {
+        pool->cache = he_auth_cache_new(HE_AUTH_CACHE_ENTRIES, HE_AUTH_CACHE_BYTES);
+        pthread_setspecific(he_auth_pool_key, pool);
+    }
     return pool;
 }
 
-/* The memory body's release: back to the pool, or freed when it is full. */
-static void he_auth_free(void *p)
+void he_auth_buf_unref(he_auth_buf_t *b)
 {
-    he_auth_pool_t *pool = he_auth_pool();
-    if (pool && pool->n < HE_AUTH_POOL)
-        pool->b[pool->n++] = p;
-    else
-        he_auth_buf_free(p);
+    he_auth_pool_t *pool;
+    if (--b->refs) return;
+    pthread_once(&he_auth_pool_once, he_auth_pool_init);
+    pool = pthread_getspecific(he_auth_pool_key); /* NULL in the thread's destructor: freed */
+    if (pool && pool->n < HE_AUTH_POOL) {
+        if (b->fd >= 0) close(b->fd); /* the next rewrite writes other bytes */
+        b->fd = -1;
+        pool->b[pool->n++] = b;
+    } else
+        he_auth_buf_free(b);
 }
 
 /* The playlist rewritten into a pooled buffer: the length, *bp the
- * buffer (to he_auth_free); or an error. */
+ * buffer (one reference, to he_auth_buf_unref); or an error. */
 static ssize_t he_auth_rewrite_pooled(const char *in, size_t len, const he_auth_rewrite_t *rw,
                                       he_auth_buf_t **bp)
 {
@@ -346,13 +371,47 @@ static ssize_t he_auth_rewrite_pooled(const char *in, size_t len, const he_auth_
     ssize_t n;
     *bp = NULL;
     if (!b) return -ENOMEM;
+    if (!b->p) b->fd = -1; /* new: calloc's 0 is stdin */
+    b->refs = 1;
     n = he_auth_rewrite(in, len, rw, &b->p, &b->cap);
     if (n < 0) {
-        he_auth_free(b);
+        he_auth_buf_unref(b);
         return n;
     }
+    b->len = (size_t)n;
     *bp = b;
     return n;
+}
+
+/* When the token in text (the parameters he_auth_strip set aside, or the
+ * cookie) ends, in seconds, skew included: how long its rewritten
+ * playlists are worth keeping. A secure_link without expires never ends:
+ * an hour, and least recently used goes first anyway. */
+static uint64_t he_auth_text_expires(const he_conf_auth_t *rule, const char *text, size_t len,
+                                     uint64_t now)
+{
+    const char *name = rule->scheme == HE_CONF_AUTH_SECURE_LINK ? rule->expires_param : rule->param;
+    size_t nn = strlen(name);
+    uint64_t skew = rule->clock_skew_ms / 1000;
+    char tok[HE_AUTH_TEXT_MAX];
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *amp = memchr(p, '&', (size_t)(end - p)), *pe = amp ? amp : end;
+        if ((size_t)(pe - p) > nn && memcmp(p, name, nn) == 0 && p[nn] == '=') {
+            int n = he_auth_pct_decode(p + nn + 1, (size_t)(pe - p - nn - 1), tok, sizeof(tok));
+            he_auth_edgeauth_t t;
+            uint64_t v = 0;
+            if (n < 0) return now;
+            if (rule->scheme != HE_CONF_AUTH_SECURE_LINK)
+                return he_auth_edgeauth_parse(tok, (size_t)n, &t) < 0 ? now : t.end + skew;
+            for (int i = 0; i < n; i++) {
+                if (tok[i] < '0' || tok[i] > '9' || v > UINT64_MAX / 20) return now;
+                v = v * 10 + (uint64_t)(tok[i] - '0');
+            }
+            return v + skew;
+        }
+        p = amp ? amp + 1 : end;
+    }
+    return rule->scheme == HE_CONF_AUTH_SECURE_LINK ? now + 3600 : now;
 }
 
 /* The whole representation from body, in memory: the body's own bytes
@@ -382,6 +441,73 @@ static const char *he_auth_gather(he_body_t *b, uint64_t size, char **copy)
     return c;
 }
 
+/* A kept output larger than this, once found again, is copied into a memfd and sent
+ * from there by sendfile, as the file handler sends a file larger than
+ * the bodies it holds in memory (fcache.c): the send then takes the pages
+ * by reference instead of copying the bytes into the socket for every
+ * request (perf, tests/bench/auth-cost.py). TLS without kTLS reads the
+ * memory copy. */
+#define HE_AUTH_SENDFILE_MIN (64 * 1024)
+
+static void he_auth_memfd(he_auth_buf_t *b)
+{
+    int fd;
+    if (b->len <= HE_AUTH_SENDFILE_MIN || b->fd >= 0) return;
+    fd = memfd_create("he-auth-playlist", MFD_CLOEXEC);
+    if (fd < 0) return; /* sent from memory, as any rewrite */
+    for (size_t o = 0; o < b->len;) {
+        ssize_t n = write(fd, b->p + o, b->len - o);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR) continue;
+            close(fd);
+            return;
+        }
+        o += (size_t)n;
+    }
+    b->fd = fd;
+}
+
+static ssize_t he_auth_body_peek(he_body_t *b, uint64_t off, he_body_span_t *s, bool need_mem)
+{
+    const he_auth_buf_t *o = b->ctx;
+    s->len = (size_t)(b->end - off);
+    s->fixed_off = -1;
+    s->mapped = false;
+    if (o->fd >= 0 && !need_mem) {
+        s->p = NULL;
+        s->fd = o->fd;
+        s->file_off = off;
+    } else {
+        s->p = o->p + off;
+        s->fd = -1;
+        s->file_off = 0;
+    }
+    return (ssize_t)s->len;
+}
+
+static void he_auth_body_release(he_body_t *b)
+{
+    he_auth_buf_unref(b->ctx);
+}
+
+static const he_body_ops_t he_auth_body_ops = {
+    .peek = he_auth_body_peek,
+    .release = he_auth_body_release,
+};
+
+/* Sends out (the caller's reference goes with the body). */
+static void he_auth_send(he_worker_t *w, he_req_t *r, he_http_head_t *h, he_auth_buf_t *out)
+{
+    he_body_t nb;
+    w->stats.auth_rewrites++;
+    memset(&nb, 0, sizeof(nb));
+    nb.ops = &he_auth_body_ops;
+    nb.ctx = out;
+    nb.end = out->len;
+    h->clen = (uint64_t)out->len;
+    he_http_respond(w, r, h, &nb);
+}
+
 void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he_body_t *body)
 {
     he_http_head_t hh = *head, *h = &hh;
@@ -391,7 +517,6 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
     const char *in, *drop[3] = {NULL, NULL, NULL};
     size_t etag_len;
     uint64_t size;
-    he_body_t nb;
     ssize_t n;
     int pn;
 
@@ -414,6 +539,31 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
         return;
     }
     size = h->range ? h->size : body->end;
+    /* the stored version by its own validator: without one, no telling
+     * a new version of the same size from the old, so no keeping */
+    he_auth_cache_key_t ck = {.gen = w->conf->generation,
+                              .rule = (unsigned)(rule - w->conf->auth),
+                              .path = path,
+                              .path_len = (size_t)pn,
+                              .etag = head->etag,
+                              .etag_len = head->etag ? head->etag_len : 0,
+                              .text = r->auth_text,
+                              .text_len = r->auth_text_len,
+                              .size = size};
+    he_auth_pool_t *pool = he_auth_pool();
+    /* a master is fetched once per viewer: keeping it would only cost */
+    he_auth_cache_t *cache =
+        pool && ck.etag_len && r->kind != HE_SEG_KIND_MASTER ? pool->cache : NULL;
+    h->status = 200; /* a Range of the stored bytes names nothing in these */
+    h->range = false;
+    h->accept_ranges = false;
+    h->has_clen = true;
+    if ((out = he_auth_cache_get(cache, &ck, (uint64_t)w->date_sec))) {
+        he__body_release(body);
+        he_auth_memfd(out); /* used twice: worth its copy (a miss never pays for it) */
+        he_auth_send(w, r, h, out);
+        return;
+    }
     body->off = 0;
     body->end = size;
     in = size ? he_auth_gather(body, size, &copy) : NULL;
@@ -440,10 +590,6 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
     rw.hosts = hosts;
     n = he_auth_rewrite_pooled(in, (size_t)size, &rw, &out);
     free(copy);
-    h->status = 200; /* a Range of the stored bytes names nothing in these */
-    h->range = false;
-    h->accept_ranges = false;
-    h->has_clen = true;
     if (n == -EINVAL) { /* no playlist after all (no #EXTM3U): no URI to carry it */
         h->clen = size;
         he_http_respond(w, r, h, body);
@@ -454,8 +600,11 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
         he_http_respond_error(w, r, 503);
         return;
     }
-    w->stats.auth_rewrites++;
-    he__body_mem(&nb, out->p, (size_t)n, he_auth_free, out);
-    h->clen = (uint64_t)n;
-    he_http_respond(w, r, h, &nb);
+    if (cache) {
+        he_auth_cache_put(cache, &ck, out,
+                          he_auth_text_expires(rule, r->auth_text, r->auth_text_len,
+                                               (uint64_t)w->date_sec),
+                          (uint64_t)w->date_sec);
+    }
+    he_auth_send(w, r, h, out);
 }

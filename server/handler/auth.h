@@ -6,6 +6,7 @@
  *
  *   auth_token.c    EdgeAuth 2.0 and nginx secure_link: parse and verify
  *   auth_rewrite.c  a playlist with a query text added to its URIs
+ *   auth_cache.c    rewritten playlists kept per worker, per token
  *   auth.c          the handler step, the answer's rewrite, the access log's view */
 #ifndef HE_HANDLER_AUTH_H
 #define HE_HANDLER_AUTH_H
@@ -79,5 +80,62 @@ typedef struct he_auth_rewrite {
  * in is no playlist, -ENOMEM. */
 ssize_t he_auth_rewrite(const char *in, size_t len, const he_auth_rewrite_t *rw, char **out,
                         size_t *cap);
+
+/* ---------------------------------------------------------------- auth.c */
+
+/* A rewritten playlist's bytes: sent by every response holding a
+ * reference and kept by the cache (auth_cache.c) with one more. One
+ * worker's thread only. */
+typedef struct he_auth_buf {
+    char *p;
+    size_t cap, len; /* allocated, used */
+    unsigned refs;
+    int fd; /* a kept output's copy in a memfd, sent by sendfile; else -1 */
+} he_auth_buf_t;
+
+/* Drops one reference; the last returns the buffer to this thread's pool
+ * (or frees it). */
+void he_auth_buf_unref(he_auth_buf_t *b);
+
+/* ---------------------------------------------------------------- auth_cache.c */
+
+/* Which output an entry is: the rule (the configuration's generation and
+ * the rule's index), the normalized path, the stored version (its ETag
+ * and size) and the token parameters carried ("__token__=..."). */
+typedef struct he_auth_cache_key {
+    unsigned gen, rule;
+    const char *path;
+    size_t path_len;
+    const char *etag;
+    size_t etag_len;
+    const char *text;
+    size_t text_len;
+    uint64_t size;
+} he_auth_cache_key_t;
+
+typedef struct he_auth_cache he_auth_cache_t;
+
+/* A 64-bit hash of n bytes continuing h (a seed, or the hash so far):
+ * eight bytes at a time, for keys looked up on every request. Not a MAC:
+ * a match is always confirmed by comparing the bytes. */
+uint64_t he__auth_hash(uint64_t h, const char *p, size_t n);
+
+/* At most max_entries outputs and max_bytes (their buffers' capacity, their
+ * memfd copies and the keys). NULL on -ENOMEM or max_entries 0 (then no caching: get misses,
+ * put keeps nothing). */
+he_auth_cache_t *he_auth_cache_new(unsigned max_entries, size_t max_bytes);
+/* Drops every entry's reference. */
+void he_auth_cache_free(he_auth_cache_t *c);
+/* The output for k with a reference for the caller, or NULL; now in
+ * seconds (an entry whose token has expired is dropped, not returned). */
+he_auth_buf_t *he_auth_cache_get(he_auth_cache_t *c, const he_auth_cache_key_t *k, uint64_t now);
+/* Keeps out (one more reference) for k until expires (seconds), making
+ * room by dropping expired then least recently used entries; the entry for
+ * an older version of the same path and token goes. False when it is not
+ * kept (too large, already expired, already there, -ENOMEM). */
+bool he_auth_cache_put(he_auth_cache_t *c, const he_auth_cache_key_t *k, he_auth_buf_t *out,
+                       uint64_t expires, uint64_t now);
+unsigned he_auth_cache_entries(const he_auth_cache_t *c);
+size_t he_auth_cache_bytes(const he_auth_cache_t *c);
 
 #endif

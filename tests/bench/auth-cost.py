@@ -15,6 +15,13 @@ servers) give the median. The figure is the server process's CPU time
 request wrk completed.
 
     python3 tests/bench/auth-cost.py            # RUNS=5 ROUNDS=3 SLICE=2
+    TOKENS=1000 python3 tests/bench/auth-cost.py
+
+TOKENS (default 1): wrk cycles through that many distinct valid tokens (a
+Lua script), the same for every server. One token is the steady state of
+a player (its token verified and its playlist rewritten once, then kept
+per worker: server/handler/auth_cache.c); more tokens than a worker keeps
+(64) make every auth request a miss: the HMAC and the rewrite each time.
 """
 
 import os
@@ -39,6 +46,7 @@ RUNS = int(os.environ.get("RUNS", "5"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 SLICE = float(os.environ.get("SLICE", "2"))
 CONNS = int(os.environ.get("CONNS", "16"))
+TOKENS = int(os.environ.get("TOKENS", "1"))
 KEY = "6b2c1f0e9d8a7b6c5d4e3f2a1b0c9d8e"
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -92,9 +100,15 @@ def cpu(pid):
     return (int(f[11]) + int(f[12])) / TICK
 
 
+SCRIPT = None  # the Lua script cycling through TOKENS tokens, when TOKENS > 1
+
+
 def wrk(port, target):
-    out = subprocess.run(["taskset", "-c", str(CLIENT_CPU), "wrk", "-t1", "-c%d" % CONNS, "-d%gs" % SLICE,
-                          "http://127.0.0.1:%d%s" % (port, target)], capture_output=True, text=True).stdout
+    args = ["taskset", "-c", str(CLIENT_CPU), "wrk", "-t1", "-c%d" % CONNS, "-d%gs" % SLICE]
+    if SCRIPT:
+        args += ["-s", SCRIPT]
+    out = subprocess.run(args + ["http://127.0.0.1:%d%s" % (port, target)], capture_output=True,
+                         text=True).stdout
     m = re.search(r"(\d+) requests in", out)
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if not m or bad:
@@ -129,8 +143,19 @@ def main():
     d = tempfile.mkdtemp(prefix="he-auth-bench-")
     root = os.path.join(d, "lib")
     library(root)
+    global SCRIPT
     tok = edgeauth(KEY, exp=int(time.time()) + 86400, acl="/*")
     q = "?__token__=" + tok  # the same bytes go to both servers
+    if TOKENS > 1:
+        # same length as tok, so the bodies are the same size; the target
+        # wrk is given supplies the path, the script the token
+        toks = [edgeauth(KEY, exp=int(time.time()) + 86400 + i, acl="/*") for i in range(TOKENS)]
+        SCRIPT = os.path.join(d, "tokens.lua")
+        with open(SCRIPT, "w") as f:
+            f.write("local toks = {%s}\nlocal i = 0\n" % ",".join('"%s"' % t for t in toks))
+            f.write("request = function()\n  i = i % #toks + 1\n"
+                    "  local p = wrk.path:gsub(\"%?.*$\", \"\")\n"
+                    "  return wrk.format(nil, p .. \"?__token__=\" .. toks[i])\nend\n")
     try:
         # "same": a server without auth sending a stored copy of the
         # tokenised playlist, the same bytes the auth server sends: the

@@ -76,6 +76,29 @@ static void test_tampered_and_keys(void)
     HE_CHECK_INT(check(&two, auth_vector_other_key, "/a.ts", "127.0.0.1"), HE_STATS_AUTH_OK);
 }
 
+/* A token verified once is remembered per thread (the HMAC is not
+ * computed again), but only under a rule that still has its key; the
+ * time, ACL and ip are checked every time. (test_vectors already asks
+ * for a URL token on another path after the same token was good.) */
+static void test_remembered(void)
+{
+    const struct auth_vector *v = &auth_vectors[0];
+    he_conf_auth_t r, other;
+    he_auth_edgeauth_t t;
+
+    rule_with_key(&r, v->key);
+    for (int i = 0; i < 3; i++)
+        HE_CHECK_INT(check(&r, v->token, v->path, v->ip), HE_STATS_AUTH_OK);
+    rule_with_key(&other, "9f01"); /* the key rotated out */
+    HE_CHECK_INT(check(&other, v->token, v->path, v->ip), HE_STATS_AUTH_BAD_SIGNATURE);
+    HE_CHECK_INT(check(&r, v->token, "/other/a.ts", v->ip), HE_STATS_AUTH_ACL);
+    HE_CHECK(he_auth_edgeauth_parse(v->token, strlen(v->token), &t) == 0);
+    HE_CHECK_INT(he_auth_edgeauth_verify(v->token, &t, &r, v->path, strlen(v->path), v->ip,
+                                         t.end + 31),
+                 HE_STATS_AUTH_EXPIRED);
+    HE_CHECK_INT(check(&r, v->token, v->path, v->ip), HE_STATS_AUTH_OK);
+}
+
 static void test_malformed(void)
 {
     static const char *const bad[] = {
@@ -169,6 +192,7 @@ int main(void)
 {
     test_vectors();
     test_tampered_and_keys();
+    test_remembered();
     test_malformed();
     test_acl();
     test_secure_link();
