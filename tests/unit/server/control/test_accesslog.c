@@ -13,33 +13,13 @@
 #include "server/handler/cache_glue.h"
 #include "server/server.h"
 #include "tests/he_xorshift.h"
+#include "alog_test.h"
 
 /* 2024-03-01T12:34:56.789Z as the offset from a monotonic 1 s */
 #define HE_T_REAL_NS 1709296496789000000ll
-#define HE_T_MONO_NS 1000000000ll
 
 static _Alignas(8) char he_t_buf[sizeof(he_alog_rec_t) + HE_ALOG_TARGET_MAX];
 
-/* Fills rec (with room for target) with a known request. */
-static void he_t_fill(he_alog_rec_t *r, const char *target)
-{
-    memset(r, 0, sizeof(*r));
-    r->end_ns = HE_T_MONO_NS;
-    r->bytes_sent = 1234;
-    r->head_len = 234;
-    r->duration_us = 1500;
-    r->ttfb_us = 250;
-    r->status = 200;
-    r->worker = 3;
-    r->family = AF_INET;
-    inet_pton(AF_INET, "192.0.2.7", r->addr);
-    r->method = 1; /* HTTP_GET */
-    r->http_major = 1;
-    r->http_minor = 1;
-    r->cache = HE_ALOG_CACHE_NONE;
-    r->target_len = (uint16_t)strlen(target);
-    memcpy(r->target, target, r->target_len);
-}
 
 static he_alog_rec_t *he_t_rec(const char *target)
 {
