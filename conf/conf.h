@@ -217,6 +217,9 @@ typedef struct he_conf {
     /* RAM-tier spans at least cache.zero_copy_min bytes long go with SEND_ZC */
     uint64_t cache_zero_copy_min;
     bool cache_zero_copy_adapt; /* cache.zero_copy_adapt: plain sends once the kernel copied */
+    uint64_t send_sendfile_chunk; /* send.sendfile_chunk: most one sendfile moves; 0 = what the socket takes */
+    bool send_cork;               /* send.cork: TCP_CORK while a file body goes out */
+    uint64_t send_notsent_lowat;  /* send.notsent_lowat: TCP_NOTSENT_LOWAT; 0 = the kernel's */
 
     /* http2: HTTP/2 for viewers */
     bool http2_tls;                  /* http2.tls: offer h2 by ALPN on TLS listeners */

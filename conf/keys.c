@@ -307,6 +307,14 @@ const he__conf_key_t he__conf_keys[] = {
     HE_CONF_K_UINT("http2.max_control_frames", http2_max_control, 1, 1000000, "1000",
                    "SETTINGS, PING, PRIORITY and empty frames per second (bursts of 2x)"),
 
+    HE_CONF_K_SECTION("send", "how file bodies are handed to the kernel"),
+    HE_CONF_K_SIZE("send.sendfile_chunk", send_sendfile_chunk, 0, (1024 * HE_CONF_MIB), "256k",
+                   "most bytes one sendfile moves before the worker serves others; 0 = what the socket takes"),
+    HE_CONF_K_BOOL("send.cork", send_cork, "false",
+                   "TCP_CORK while a file body is sent, so no chunk ends in a short segment"),
+    HE_CONF_K_SIZE("send.notsent_lowat", send_notsent_lowat, 0, (1024 * HE_CONF_MIB), "0",
+                   "TCP_NOTSENT_LOWAT on viewer sockets (unsent bytes the kernel queues); 0 = the kernel's"),
+
     HE_CONF_K_SECTION("features", "kernel features the server probes for at start"),
     {.name = "features.disable",
      .type = HE__CONF_FLAGS,

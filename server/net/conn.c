@@ -167,6 +167,10 @@ he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *p
      * Nagle can only add delay. One setsockopt per connection, never per
      * request. */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (w->conf->send_notsent_lowat) {
+        int lowat = (int)w->conf->send_notsent_lowat;
+        setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
+    }
 
     if (w->fixed_files) {
         struct io_uring_sqe *sqe = he__worker_sqe(w);

@@ -215,6 +215,7 @@ struct he_conn {
     bool send_failed;    /* the body source failed: close once what is queued went */
     bool finish_wait;    /* all sent; waiting for zero-copy notifications */
     bool zc_copies;      /* the kernel copied a zero-copy send here: plain sends */
+    bool corked;         /* TCP_CORK is on for a file body (send.cork) */
     bool body_lent;      /* c->body is a range of a body the protocol keeps (an h2
                           * stream's): the send path never releases it */
     bool send_kick;      /* he__send_kick's loop is running: a unit ending goes back to it */

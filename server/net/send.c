@@ -23,6 +23,8 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -31,15 +33,10 @@
 #include "server/net/net.h"
 #include "server/net/tls.h"
 
-/* Most a single sendfile may move before the worker looks at its other
- * connections again (like nginx's sendfile_max_chunk). Smaller chunks keep
- * each socket's queue, and so the pages and skbs in flight, small enough to
- * stay in cache. Measured here (HLS line rate, 100 viewers, loadgen with
- * MSG_TRUNC, one worker; server CPU-s per GB, 2 runs each): 4 MiB
- * 0.44-0.47, 1 MiB 0.33, 512 KiB 0.24-0.26, 256 KiB 0.13-0.16, 128 KiB
- * 0.13-0.14, 64 KiB 0.15-0.16. TCP_CORK around the body helped at 4 MiB
- * (0.39-0.40) but not at 256 KiB (0.14-0.17), so it is not used. */
-#define HE_SENDFILE_CHUNK (256u << 10)
+/* How much one sendfile may move before the worker looks at its other
+ * connections again (like nginx's sendfile_max_chunk) is send.sendfile_chunk;
+ * docs/performance.md has the sweep of chunk, cork and TCP_NOTSENT_LOWAT
+ * that chose the defaults. */
 /* Most bytes one ring send moves before the worker looks at other
  * connections again. */
 #define HE_SEND_MAX (1u << 20)
@@ -48,9 +45,22 @@ enum he_send_op { HE_SEND_OP_NONE = 0, HE_SEND_OP_SEND, HE_SEND_OP_ZC, HE_SEND_O
 
 static void he_send_pump(he_worker_t *w, he_conn_t *c);
 
+/* TCP_CORK around a file body (send.cork, like nginx's tcp_nopush): each
+ * sendfile ends with a push, so a chunk that is not a multiple of the
+ * segment size leaves one short segment behind it; corked, only the body's
+ * last bytes go short, when the cork comes off. */
+static void he_send_cork(he_conn_t *c, bool on)
+{
+    int v = on;
+    if (c->corked == on) return;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &v, sizeof(v));
+    c->corked = on;
+}
+
 /* The last byte went to the kernel and no notification is outstanding. */
 static void he_send_finish(he_worker_t *w, he_conn_t *c)
 {
+    if (c->corked) he_send_cork(c, false);
     if (c->zc_pending) { /* the kernel may still read the body's memory */
         c->finish_wait = true;
         return;
@@ -142,9 +152,13 @@ static void he_send_source_error(he_worker_t *w, he_conn_t *c, int err)
 static void he_send_file(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
 {
     off_t off = (off_t)s->file_off;
-    size_t want = s->len < HE_SENDFILE_CHUNK ? s->len : HE_SENDFILE_CHUNK;
+    size_t chunk = w->conf->send_sendfile_chunk, want = s->len;
     ssize_t n;
     int err, derr;
+
+    if (chunk && want > chunk) want = chunk;
+    /* a pulling protocol (HTTP/2) interleaves frames: no cork there */
+    if (w->conf->send_cork && !c->corked && !c->protocol->pull && s->len > 0) he_send_cork(c, true);
 
     /* Head first, directly: it is small and the socket has room in all
      * but pipelined cases; MSG_MORE holds it for the file's first bytes. */
@@ -465,4 +479,5 @@ void he__send_dispose(he_worker_t *w, he_conn_t *c)
     c->send_op = HE_SEND_OP_NONE;
     c->zc_pending = c->zc_nosend = 0;
     c->zc_copies = false; /* the next connection may take another route */
+    c->corked = false;
 }

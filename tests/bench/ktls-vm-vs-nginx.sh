@@ -10,6 +10,7 @@
 #
 #   bash tests/bench/ktls-vm-vs-nginx.sh
 #   ROUNDS=5 FETCHES=3 SIZE_MB=16 bash tests/bench/ktls-vm-vs-nginx.sh
+#   HLSEDGE_EXTRA=$'send:\n  cork: true' bash tests/bench/ktls-vm-vs-nginx.sh
 #
 # Prints one BENCH line per run, a median table and the ratio; every run
 # also shows the guest's /proc/net/tls_stat TlsTxSw delta, which proves the
@@ -50,6 +51,8 @@ tls:
   certificates: [/work/both.pem]
   ktls: true
 EOF
+# HLSEDGE_EXTRA: more YAML for hlsedge, e.g. $'send:\n  sendfile_chunk: 2m'
+[ -n "${HLSEDGE_EXTRA:-}" ] && printf '%s\n' "$HLSEDGE_EXTRA" >>"$STAGE/hlsedge.yaml"
 cat >"$STAGE/nginx.conf" <<'EOF'
 daemon off;
 master_process off;

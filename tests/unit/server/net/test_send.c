@@ -3,7 +3,7 @@
  *   memory     a small body copied behind the head goes in one send; a
  *              large one is gathered (head + spans, one sendmsg), pieces
  *              that are not adjacent as iovecs of their own
- *   file       sendfile in chunks of HE_SENDFILE_CHUNK with POLLOUT
+ *   file       sendfile in chunks of fx_conf.send_sendfile_chunk with POLLOUT
  *              between, even when the socket has room; a file shorter
  *              than promised calls the source's error with -EBADMSG and
  *              closes
@@ -19,6 +19,10 @@
  *
  * The worker has a real io_uring, connections are socketpairs
  * (ring_fixture.h); the bodies are fake sources that count their calls. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -372,13 +376,13 @@ static void test_file(int sndbuf)
     HE_CHECK_INT(x.releases, 0);
     HE_CHECK(c->hdr_sent == c->hdr_len); /* the head went directly */
     HE_CHECK(c->body.off > OFF);         /* and sendfile began at once */
-    HE_CHECK(c->body.off - OFF <= HE_SENDFILE_CHUNK);
-    if (sndbuf >= (int)(4 * HE_SENDFILE_CHUNK)) {
+    HE_CHECK(c->body.off - OFF <= fx_conf.send_sendfile_chunk);
+    if (sndbuf >= (int)(4 * fx_conf.send_sendfile_chunk)) {
         int got = 0;
         socklen_t gl = sizeof(got);
         getsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &got, &gl);
         if (got >= sndbuf) /* room for all of it: one chunk, then the others' turn */
-            HE_CHECK_INT(c->body.off - OFF, HE_SENDFILE_CHUNK);
+            HE_CHECK_INT(c->body.off - OFF, fx_conf.send_sendfile_chunk);
     }
     HE_CHECK_INT(c->send_op, HE_SEND_OP_POLL); /* more when the socket has room */
     HE_CHECK_INT(fx_last_sqe()->opcode, IORING_OP_POLL_ADD);
@@ -401,6 +405,78 @@ static void test_file(int sndbuf)
     HE_CHECK(c->in_use && !eof);
     fx_teardown();
     HE_CHECK_INT(x.releases, 1);
+    close(peer);
+    close(fd);
+    unlink(path);
+    free(data);
+    free(buf);
+}
+
+/* send.cork and send.sendfile_chunk 0: the socket is corked from the head
+ * to the body's last byte, each sendfile moves what the socket takes, and
+ * the cork comes off when the response ends. */
+static void cork_conf(he_conf_t *conf)
+{
+    conf->send_cork = true;
+    conf->send_sendfile_chunk = 0;
+}
+
+/* TCP_CORK needs TCP: a loopback pair, the server end non-blocking. */
+static he_conn_t *tcp_conn(int *peer)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), fd, small = 65536;
+    he_conn_t *c;
+
+    HE_CHECK(l >= 0 && bind(l, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(l, 1) == 0);
+    getsockname(l, (struct sockaddr *)&a, &al);
+    *peer = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    setsockopt(*peer, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)); /* so the sender fills */
+    HE_CHECK(connect(*peer, (struct sockaddr *)&a, sizeof(a)) == 0);
+    fd = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    close(l);
+    HE_CHECK(fd >= 0);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+    fcntl(*peer, F_SETFL, O_NONBLOCK);
+    c = he__conn_new(&fx_w, fd, NULL, false);
+    if (!c) exit(1);
+    fx_reap(0);
+    memcpy(c->hdr, HEAD, HEAD_LEN);
+    c->hdr_len = HEAD_LEN;
+    c->hdr_sent = 0;
+    return c;
+}
+
+static void test_file_cork(void)
+{
+    enum { N = 3000000 };
+    char *data = pattern(N), *buf = malloc(N + 256);
+    int fd, peer, eof, cork = 0;
+    socklen_t cl = sizeof(cork);
+    char *path = tmpfile_of(data, N, &fd);
+    src_t x = {.fd = fd, .avail = N};
+    he_conn_t *c;
+    size_t n = 0;
+
+    fx_conf_init = cork_conf;
+    setup();
+    fx_conf_init = NULL;
+    c = tcp_conn(&peer);
+    src_body(c, &x, N);
+    he__send_start(&fx_w, c);
+    HE_CHECK(c->hdr_sent == c->hdr_len);
+    HE_CHECK(c->body.off > 0 && c->body.off < N); /* the socket filled up */
+    HE_CHECK(c->corked);
+    HE_CHECK(getsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &cork, &cl) == 0 && cork == 1);
+    n = drain(c, peer, buf, N + 256, 0, &eof);
+    HE_CHECK_INT(fp.sent, 1);
+    HE_CHECK_INT(n, HEAD_LEN + N);
+    HE_CHECK(n == HEAD_LEN + N && memcmp(buf + HEAD_LEN, data, N) == 0);
+    HE_CHECK(!c->corked);
+    cl = sizeof(cork);
+    HE_CHECK(getsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &cork, &cl) == 0 && cork == 0);
+    fx_teardown();
     close(peer);
     close(fd);
     unlink(path);
@@ -662,6 +738,7 @@ int main(void)
     test_file(0);
     test_file(4096);
     test_file(4 << 20); /* where net.core.wmem_max allows it */
+    test_file_cork();
     test_file_short();
     test_chunked_wait();
     test_chunked_fail();

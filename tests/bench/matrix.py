@@ -1,0 +1,428 @@
+#!/usr/bin/env python3
+"""The peer matrix: hlsedge against every peer configuration, per client,
+content and protocol, in one run (docs/performance.md, "The peer matrix").
+
+    sudo python3 tests/bench/matrix.py                      # everything
+    python3 tests/bench/matrix.py --runs 5 --duration 6 \\
+        --clients wrk50,wrk200,linerate --content segments --tls 0
+
+Every server is started once, pinned to --server-cpu, on its own port; they
+all stay up and idle while another is measured. A cell (client x content x
+protocol) is measured --runs times; each run goes through every server, the
+first server rotating from run to run, so slow drift on this noisy guest
+falls on all of them alike. Per run and server: bytes and requests the
+client received divided by the server's CPU-seconds (utime+stime of its
+processes from /proc, nginx master + worker), the client's p99, and the
+busy share of the server's CPU (/proc/stat, so softirq work the kernel did
+not charge to the process shows too). Each cell reports the median of the
+runs with the min-max spread, and hlsedge's ratio to the best peer.
+
+Servers (--servers, comma-separated):
+  hlsedge          scripts/build.sh's build/hlsedge on tests/bench/hlsedge.yaml.in
+  hlsedge@K=V;K=V  the same with config keys set, e.g.
+                   "hlsedge@send.sendfile_chunk=2m;send.cork=true" (a sweep)
+  nginx-video      Debian's nginx with the usual video settings: sendfile on,
+                   tcp_nopush on, open_file_cache; sendfile_max_chunk left at
+                   its default (2m in nginx 1.22)
+  nginx-tuned      the same with sendfile_max_chunk 256k
+  h2o              Debian's h2o 2.2.5, one thread, file.dir
+Clients (--clients):
+  wrkN             wrk -t1 -cN, random paths of the content
+  linerate         hlsedge-loadgen, 100 HLS viewers at line rate over all
+                   renditions (content: segments only)
+  viewersN         hlsedge-loadgen, N real-time HLS viewers, 12 s buffer
+  lgN              hlsedge-loadgen --mode urls -cN (zipf content)
+Content (--content): segments (.ts), playlists (.m3u8), zipf (Zipf s=1.1
+over every playlist and segment, through hlsedge-loadgen URL-list mode).
+Loopback only; every client run is bounded by --duration.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BENCH = os.path.join(REPO, "tests", "bench")
+CLK = os.sysconf("SC_CLK_TCK")
+CC_M3U8 = "no-cache"
+CC_TS = "public, max-age=31536000, immutable"
+
+
+def log(msg):
+    print("matrix: " + msg, file=sys.stderr, flush=True)
+
+
+def die(msg):
+    log(msg)
+    sys.exit(1)
+
+
+def proc_ticks(pids):
+    total = 0
+    for i, pid in enumerate(pids):
+        try:
+            f = open("/proc/%d/stat" % pid).read().rsplit(") ", 1)[1].split()
+        except OSError:
+            continue
+        total += int(f[11]) + int(f[12])
+        if i == 0:
+            total += int(f[13]) + int(f[14])
+    return total
+
+
+def cpu_busy(cpu):
+    for line in open("/proc/stat"):
+        f = line.split()
+        if f[0] == "cpu%d" % cpu:
+            v = [int(x) for x in f[1:]]
+            return sum(v) - v[3] - v[4], sum(v)
+    return 0, 0
+
+
+def children(pid):
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def port_free(port):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+class Server:
+    def __init__(self, name, port, args, tmp):
+        self.name, self.port, self.args, self.tmp = name, port, args, tmp
+        self.proc = None
+
+    def pids(self):
+        return [self.proc.pid] + children(self.proc.pid)
+
+    def scheme(self):
+        return "https" if self.args.tls_on else "http"
+
+    def wait_ready(self):
+        ctx = ["-k"] if self.args.tls_on else []
+        for _ in range(100):
+            if self.proc.poll() is not None:
+                die("%s exited at start (log in %s)" % (self.name, self.tmp))
+            r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "1"] + ctx +
+                               ["%s://127.0.0.1:%d/master.m3u8" % (self.scheme(), self.port)],
+                               capture_output=True, text=True)
+            if r.stdout == "200":
+                return
+            time.sleep(0.1)
+        die("%s did not come up on port %d" % (self.name, self.port))
+
+    def check(self, root, seg, pl):
+        ctx = ["-k"] if self.args.tls_on else []
+        for p in ("/master.m3u8", pl, seg):
+            out = os.path.join(self.tmp, "check")
+            subprocess.run(["curl", "-sf", "--max-time", "10", "-o", out] + ctx +
+                           ["%s://127.0.0.1:%d%s" % (self.scheme(), self.port, p)], check=True)
+            if open(out, "rb").read() != open(root + p, "rb").read():
+                die("%s: GET %s differs from the file" % (self.name, p))
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start_hlsedge(name, port, args, tmp, root):
+    keys = {}
+    if "@" in name:
+        for kv in name.split("@", 1)[1].split(";"):
+            k, v = kv.split("=", 1)
+            keys[k] = v
+    tpl = open(os.path.join(BENCH, "hlsedge.yaml.in")).read()
+    plain = port + 1000 if args.tls_on else port
+    conf = (tpl.replace("@CPU@", str(args.server_cpu)).replace("@PORT@", str(plain))
+            .replace("@ROOT@", root).replace("@MAX_CONNS@", "8192")
+            .replace("@CC_M3U8@", CC_M3U8).replace("@CC_TS@", CC_TS))
+    sections = {}
+    for k, v in keys.items():
+        sec, leaf = k.split(".", 1)
+        sections.setdefault(sec, []).append((leaf, v))
+    for sec, items in sections.items():
+        if ("\n%s:" % sec) in conf:
+            die("%s: section %s is in hlsedge.yaml.in already" % (name, sec))
+        conf += "%s:\n" % sec + "".join("  %s: %s\n" % kv for kv in items)
+    if args.tls_on:
+        conf += 'tls:\n  listen: ["127.0.0.1:%d"]\n  certificates: ["%s"]\n' % (port, args.pem)
+    path = os.path.join(tmp, "hlsedge-%d.yaml" % port)
+    open(path, "w").write(conf)
+    s = Server(name, port, args, tmp)
+    s.proc = subprocess.Popen(["taskset", "-c", str(args.server_cpu), args.hlsedge, "-c", path],
+                              stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
+    return s
+
+
+def start_nginx(name, port, args, tmp, root):
+    d = os.path.join(tmp, "nginx-%d" % port)
+    os.makedirs(d, exist_ok=True)
+    for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    tls = ""
+    if args.tls_on:
+        tls = ("ssl_certificate %s;\nssl_certificate_key %s;\nssl_protocols TLSv1.2 TLSv1.3;\n"
+               "ssl_session_cache shared:SSL:10m;\nssl_session_tickets on;\n" % (args.crt, args.key))
+    open(os.path.join(d, "nginx-tls.conf"), "w").write(tls)
+    conf = open(os.path.join(BENCH, "nginx.conf.in")).read()
+    conf = (conf.replace("@USER_LINE@", "user root;" if os.getuid() == 0 else "")
+            .replace("@CPU_MASK@", "%x" % (1 << args.server_cpu)).replace("@TMP@", d)
+            .replace("@PORT@", str(port)).replace("@ROOT@", root).replace("@CC_M3U8@", CC_M3U8)
+            .replace("@CC_TS@", CC_TS).replace("@SSL@", " ssl" if args.tls_on else ""))
+    if name == "nginx-video":  # Debian's default chunk (2m): drop the tuned line
+        lines = [ln for ln in conf.split("\n") if "sendfile_max_chunk" not in ln]
+        conf = "\n".join(lines)
+    path = os.path.join(d, "nginx.conf")
+    open(path, "w").write(conf)
+    s = Server(name, port, args, tmp)
+    s.proc = subprocess.Popen(["taskset", "-c", str(args.server_cpu), "nginx", "-p", d, "-c", path,
+                               "-e", os.path.join(d, "error.log"), "-g", "daemon off;"],
+                              stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
+    return s
+
+
+def start_h2o(name, port, args, tmp, root):
+    listen = "listen:\n  port: %d\n  host: 127.0.0.1\n" % port
+    if args.tls_on:
+        listen += "  ssl:\n    certificate-file: %s\n    key-file: %s\n" % (args.crt, args.key)
+    conf = (listen + "num-threads: 1\nuser: root\npid-file: %s/h2o-%d.pid\n" % (tmp, port) +
+            "http1-request-timeout: 65\nfile.send-compressed: OFF\n"
+            "file.mime.addtypes:\n  application/vnd.apple.mpegurl: .m3u8\n  video/mp2t: .ts\n"
+            "hosts:\n  default:\n    paths:\n      /:\n        file.dir: %s\n"
+            "        header.add: \"Access-Control-Allow-Origin: *\"\n" % root)
+    path = os.path.join(tmp, "h2o-%d.conf" % port)
+    open(path, "w").write(conf)
+    s = Server(name, port, args, tmp)
+    s.proc = subprocess.Popen(["taskset", "-c", str(args.server_cpu), "h2o", "-c", path],
+                              stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
+    return s
+
+
+def start_server(name, port, args, tmp, root):
+    if name.startswith("hlsedge"):
+        return start_hlsedge(name, port, args, tmp, root)
+    if name in ("nginx-video", "nginx-tuned"):
+        return start_nginx(name, port, args, tmp, root)
+    if name == "h2o":
+        return start_h2o(name, port, args, tmp, root)
+    die("unknown server %s" % name)
+
+
+def run_client(client, content, server, args, files, duration):
+    """Runs one bounded client; returns dict(bytes, requests, p99_ms, errors)."""
+    base = "%s://127.0.0.1:%d" % (server.scheme(), server.port)
+    pin = ["taskset", "-c", str(args.client_cpu)]
+    if client.startswith("wrk"):
+        conns = int(client[3:])
+        out = subprocess.run(pin + ["wrk", "-t1", "-c%d" % conns, "-d%ds" % duration, "--timeout", "10s",
+                                    "-s", os.path.join(BENCH, "random-paths.lua"), base, "--",
+                                    files[content]], capture_output=True, text=True, timeout=duration + 60)
+        line = [ln for ln in out.stdout.split("\n") if ln.startswith("WRK_RESULT ")]
+        if not line:
+            die("wrk gave no result: %s %s" % (out.stdout[-300:], out.stderr[-300:]))
+        kv = dict(f.split("=") for f in line[-1].split()[1:])
+        return {"bytes": int(kv["bytes"]), "requests": int(kv["requests"]),
+                "p99_ms": int(kv["p99_us"]) / 1000.0,
+                "errors": sum(int(v) for k, v in kv.items() if k.startswith("err_"))}
+    lg = [args.loadgen, "--json", "-q", "-t", "1", "--cpus", str(args.client_cpu), "-d", "%ds" % duration]
+    if args.tls_on:
+        lg.append("-k")
+    if client == "linerate":
+        lg += ["--viewers", "100", "--pace", "linerate", "--rendition", "mix:1,1,1,1,1", "--vod",
+               base + "/master.m3u8"]
+    elif client.startswith("viewers"):
+        lg += ["--viewers", client[7:], "--pace", "realtime", "--rendition", "mix:1,1,1,1,1",
+               "--vod", base + "/master.m3u8"]
+    elif client.startswith("lg"):
+        urls = os.path.join(server.tmp, "urls-%s-%d.txt" % (content, server.port))
+        if not os.path.exists(urls):
+            with open(urls, "w") as f:
+                for p in open(files[content]):
+                    f.write(base + p)
+        lg += ["--mode", "urls", "-c", client[2:], "--url-file", urls]
+        if content == "zipf":
+            lg += ["--popularity", "zipf:1.1"]
+    else:
+        die("unknown client %s" % client)
+    out = subprocess.run(pin + lg, capture_output=True, text=True, timeout=duration + 60)
+    if out.returncode not in (0, 1):
+        die("loadgen failed (%d): %s" % (out.returncode, out.stderr[-400:]))
+    j = json.loads(out.stdout)
+    hist = j.get("ttfb") if client.startswith("viewers") else j.get("total")
+    return {"bytes": j["bytes"], "requests": j["requests"],
+            "p99_ms": (hist or {}).get("p99_ms", float("nan")), "errors": j["errors"]}
+
+
+def measure(client, content, server, args, files):
+    pids = server.pids()
+    t0 = proc_ticks(pids)
+    b0, w0 = cpu_busy(args.server_cpu)
+    r = run_client(client, content, server, args, files, args.duration)
+    t1 = proc_ticks(pids)
+    b1, w1 = cpu_busy(args.server_cpu)
+    cpu = (t1 - t0) / CLK
+    r["cpu_s"] = cpu
+    r["busy"] = (b1 - b0) / (w1 - w0) if w1 > w0 else float("nan")
+    r["gb_per_cpu_s"] = r["bytes"] / 1e9 / cpu if cpu else float("nan")
+    r["req_per_cpu_s"] = r["requests"] / cpu if cpu else float("nan")
+    return r
+
+
+def cell_ok(client, content):
+    if client == "linerate" or client.startswith("viewers"):
+        return content == "segments"  # HLS viewers fetch both; listed once
+    if client.startswith("lg"):
+        return content == "zipf"
+    return content in ("segments", "playlists")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--servers", default="hlsedge,nginx-video,nginx-tuned,h2o")
+    ap.add_argument("--clients", default="wrk50,wrk200,linerate,viewers1000,lg50")
+    ap.add_argument("--content", default="segments,playlists,zipf")
+    ap.add_argument("--tls", default="0,1", help="protocols: 0 = HTTP, 1 = HTTPS")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--duration", type=int, default=8, help="seconds per measured run")
+    ap.add_argument("--warmup", type=int, default=2, help="seconds, once per cell and server")
+    ap.add_argument("--server-cpu", type=int, default=0)
+    ap.add_argument("--client-cpu", type=int, default=1)
+    ap.add_argument("--base-port", type=int, default=19080)
+    ap.add_argument("--library", default=os.path.join(REPO, "demo", "library"))
+    ap.add_argument("--hlsedge", default=os.path.join(REPO, "build", "hlsedge"))
+    ap.add_argument("--loadgen", default=os.path.join(REPO, "build", "hlsedge-loadgen"))
+    ap.add_argument("--out", default=os.path.join(REPO, "var", "bench", "matrix-" + time.strftime("%Y%m%d-%H%M%S")))
+    args = ap.parse_args()
+
+    root = os.path.abspath(args.library)
+    if not os.path.exists(os.path.join(root, "master.m3u8")):
+        subprocess.run(["bash", os.path.join(REPO, "scripts", "make-demo.sh"), root], check=True)
+    for tool in ("wrk", "nginx", "h2o", "curl", "taskset", "openssl"):
+        if not shutil.which(tool):
+            die("%s not found (scripts/setup.sh --bench)" % tool)
+    os.makedirs(args.out, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="he-matrix-")
+    args.crt, args.key, args.pem = (os.path.join(tmp, n) for n in ("tls.crt", "tls.key", "tls.pem"))
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", args.key, "-out", args.crt], check=True, capture_output=True)
+    open(args.pem, "w").write(open(args.crt).read() + open(args.key).read())
+
+    files = {}
+    segs, pls = [], []
+    for d, _, names in os.walk(root):
+        for n in names:
+            p = os.path.join(d, n)[len(root):]
+            (segs if n.endswith(".ts") else pls if n.endswith(".m3u8") else []).append(p)
+    segs.sort()
+    pls.sort()
+    for name, lst in (("segments", segs), ("playlists", pls), ("zipf", pls + segs)):
+        files[name] = os.path.join(tmp, name + ".txt")
+        open(files[name], "w").write("".join(p + "\n" for p in lst))
+    subprocess.run("find %s -type f -exec cat {} + >/dev/null" % root, shell=True)  # page cache
+
+    servers = args.servers.split(",")
+    env = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "kernel": os.uname().release,
+           "cpu": next((ln.split(": ", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?"),
+           "ncpu": os.cpu_count(), "loadavg": open("/proc/loadavg").read().split()[:3],
+           "nginx": subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip(),
+           "h2o": subprocess.run(["h2o", "--version"], capture_output=True, text=True).stdout.split("\n")[0],
+           "runs": args.runs, "duration_s": args.duration, "servers": servers,
+           "git": subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"], capture_output=True,
+                                 text=True).stdout.strip()}
+    json.dump(env, open(os.path.join(args.out, "env.json"), "w"), indent=1)
+    log("env: %s" % env)
+    raw = open(os.path.join(args.out, "raw.jsonl"), "a")
+    results = []
+    try:
+        for tls in args.tls.split(","):
+            args.tls_on = tls == "1"
+            running = []
+            for i, name in enumerate(servers):
+                port = args.base_port + i
+                if not port_free(port) or (args.tls_on and name.startswith("hlsedge") and not port_free(port + 1000)):
+                    die("port %d is in use" % port)
+                s = start_server(name, port, args, tmp, root)
+                running.append(s)
+            for s in running:
+                s.wait_ready()
+                s.check(root, segs[0], pls[1])
+            try:
+                for client in args.clients.split(","):
+                    for content in args.content.split(","):
+                        if not cell_ok(client, content):
+                            continue
+                        cell = "%s %s %s" % (client, content, "https" if args.tls_on else "http")
+                        for s in running:
+                            if args.warmup:
+                                run_client(client, content, s, args, files, args.warmup)
+                        per = {s.name: [] for s in running}
+                        for run in range(args.runs):
+                            order = running[run % len(running):] + running[:run % len(running)]
+                            for s in order:
+                                r = measure(client, content, s, args, files)
+                                r.update(cell=cell, server=s.name, run=run)
+                                raw.write(json.dumps(r) + "\n")
+                                raw.flush()
+                                per[s.name].append(r)
+                                log("%s %s run %d: %.3f GB/CPU-s, %.0f req/CPU-s, p99 %.1f ms, busy %.2f, err %d" %
+                                    (cell, s.name, run, r["gb_per_cpu_s"], r["req_per_cpu_s"], r["p99_ms"],
+                                     r["busy"], r["errors"]))
+                        results.append((cell, per))
+            finally:
+                for s in running:
+                    s.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    report(results, env, os.path.join(args.out, "results.md"))
+    print(open(os.path.join(args.out, "results.md")).read())
+
+
+def report(results, env, path):
+    def med(rs, k):
+        v = [r[k] for r in rs if r[k] == r[k]]
+        return (statistics.median(v), min(v), max(v)) if v else (float("nan"),) * 3
+
+    out = ["# peer matrix %s, %s (%d CPUs), kernel %s, git %s" % (env["date"], env["cpu"], env["ncpu"],
+                                                                env["kernel"], env["git"]),
+           "", "Medians of %d runs of %d s (min-max); GB and requests per server CPU-second; "
+               "busy = share of the server CPU busy." % (env["runs"], env["duration_s"]), "",
+           "| cell | server | GB/CPU-s | req/CPU-s | p99 ms | busy | errors | hlsedge / this |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for cell, per in results:
+        playlists = " playlists " in cell
+        key = "req_per_cpu_s" if playlists else "gb_per_cpu_s"
+        he = [n for n in per if n.startswith("hlsedge")]
+        he_med = med(per[he[0]], key)[0] if he else float("nan")
+        for name, rs in per.items():
+            g, r_, p, b = med(rs, "gb_per_cpu_s"), med(rs, "req_per_cpu_s"), med(rs, "p99_ms"), med(rs, "busy")
+            mine = med(rs, key)[0]
+            ratio = "" if name.startswith("hlsedge") else "%.2f" % (he_med / mine if mine else float("nan"))
+            out.append("| %s | %s | %.3f (%.3f-%.3f) | %.0f (%.0f-%.0f) | %.1f | %.2f | %d | %s |" %
+                       (cell, name, g[0], g[1], g[2], r_[0], r_[1], r_[2], p[0], b[0],
+                        sum(x["errors"] for x in rs), ratio))
+    open(path, "w").write("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()
