@@ -144,6 +144,7 @@ struct he__cache_node {
     char *arena;
     size_t arena_len;
     bool arena_numa;
+    int arena_fd; /* the memfd behind the arena (opts.memfd), else -1 */
     uint32_t *free_chunks; /* stack of chunk indexes */
     uint32_t nfree, nchunks;
     atomic_uint_fast64_t used_chunks; /* arena + overflow, for stats */

@@ -248,6 +248,27 @@ size_t he_cache_obj_peek(const he_cache_obj_t *o, uint64_t off, const void **p, 
     return n;
 }
 
+size_t he_cache_obj_peek_file(const he_cache_obj_t *o, uint64_t off, int *fd, uint64_t *file_off)
+{
+    const he__cache_node_t *nd = o->node;
+    uint32_t cs = nd->ram->chunk_size;
+    uint64_t len = atomic_load_explicit(&o->len, memory_order_acquire), i;
+    const char *c;
+    size_t n;
+
+    if (nd->arena_fd < 0 || off >= len) return 0;
+    c = o->chunks[off / cs] + off % cs;
+    if (c < nd->arena || c >= nd->arena + nd->arena_len) return 0; /* overflow: memory */
+    /* adjacent chunks are one range of the memfd: one sendfile */
+    n = cs - off % cs;
+    for (i = off / cs + 1; off + n < len && o->chunks[i] == c + n; i++)
+        n += cs;
+    if (n > len - off) n = (size_t)(len - off);
+    *fd = nd->arena_fd;
+    *file_off = (uint64_t)(c - nd->arena);
+    return n;
+}
+
 void he_cache_obj_fresh(const he_cache_obj_t *o, he_cache_fresh_t *f)
 {
     *f = o->meta.fresh;

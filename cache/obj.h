@@ -32,6 +32,7 @@ typedef struct he_cache_ram_opts {
     uint64_t object_max; /* larger objects are not published; 0 = bytes/8 */
     bool numa;           /* one partition per NUMA node (else one) */
     bool admission;      /* S3-FIFO small queue + ghost (else CLOCK only) */
+    bool memfd;          /* arenas in a memfd: hits can leave by sendfile */
 } he_cache_ram_opts_t;
 
 he_cache_ram_t *he_cache_ram_new(const he_cache_ram_opts_t *o);
@@ -42,6 +43,8 @@ int he_cache_ram_nodes(const he_cache_ram_t *ram);
  * IORING_RECVSEND_FIXED_BUF). Chunks outside it (overflow) are not fixed. */
 void he_cache_ram_arena(const he_cache_ram_t *ram, int node, void **base, size_t *len);
 uint64_t he_cache_ram_used(const he_cache_ram_t *ram, int node); /* bytes in chunks */
+/* The memfd behind a node's arena (opts.memfd), else -1. */
+int he_cache_ram_arena_fd(const he_cache_ram_t *ram, int node);
 
 /* A hit returns the complete object with a reference held (release with
  * he_cache_obj_unref); no lock, one CAS on the refcount, one relaxed store
@@ -107,6 +110,11 @@ int he_cache_obj_node(const he_cache_obj_t *o);
 /* Contiguous bytes at off (up to the end of its chunk and of what is
  * available): returns the count and sets *p; 0 at the end. *fixed_off is
  * the byte offset inside the node arena, or -1 for an overflow chunk. */
+/* With a memfd arena (he_cache_ram_opts_t.memfd): the bytes at off as a
+ * range of the arena's memfd, *fd and *file_off, running over adjacent
+ * chunks; their length, 0 when none have arrived or the chunk at off is not
+ * in the arena (memory only: he_cache_obj_peek). */
+size_t he_cache_obj_peek_file(const he_cache_obj_t *o, uint64_t off, int *fd, uint64_t *file_off);
 size_t he_cache_obj_peek(const he_cache_obj_t *o, uint64_t off, const void **p, int64_t *fixed_off);
 /* The bytes written to o, contiguous (parsers want them so; playlists are
  * small): *p points into o when its first chunk holds them all, else to a

@@ -2,6 +2,15 @@
  * numa_alloc_onnode, or mmap without NUMA), chunk allocator, index and
  * S3-FIFO queues (evict.c). A worker looks up and fills in its own node.
  *
+ * With opts.memfd the arena is a shared mapping of a memfd, so a hit's
+ * bytes are also a range of a file and leave by sendfile, zero-copy, with
+ * no completion to wait for. The kernel then holds the pages of a sent
+ * range until the peer acknowledged them, while the tier may evict and
+ * reuse the chunk at once; so freed arena chunks are punched out of the
+ * memfd first: queued skbs keep the old pages, and the next fill writes
+ * into fresh ones. (The arena is then never registered as a fixed buffer:
+ * a registration pins the old pages and would stop aliasing the mapping.)
+ *
  * Concurrency. Hits take no lock: a lookup walks the bucket chain with
  * acquire loads, takes a reference with a CAS that refuses a zero count
  * (a free header), then re-checks hash, key, state and "indexed" on the
@@ -17,7 +26,10 @@
  * and after a few tries looks up under the lock, so a miss is never
  * reported for an object that stayed indexed. */
 #include <errno.h>
+#include <fcntl.h>
 #include <numa.h>
+#include <unistd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -41,7 +53,21 @@ static int he_cache_ram_node_init(he_cache_ram_t *ram, he__cache_node_t *n, int 
     n->nchunks = (uint32_t)(bytes / ram->chunk_size);
     if (n->nchunks == 0) n->nchunks = 1;
     n->arena_len = (size_t)n->nchunks * ram->chunk_size;
-    if (numa) {
+    n->arena_fd = -1;
+    if (ram->opts.memfd) {
+        char name[32];
+        void *p;
+        snprintf(name, sizeof(name), "hlsedge-ram-%d", id);
+        n->arena_fd = memfd_create(name, MFD_CLOEXEC);
+        if (n->arena_fd < 0) return -errno;
+        if (ftruncate(n->arena_fd, (off_t)n->arena_len) < 0) return -errno;
+        p = mmap(NULL, n->arena_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, n->arena_fd, 0);
+        if (p == MAP_FAILED) return -errno;
+        n->arena = p;
+        /* shmem pages follow the mapping's policy: allocated on the node */
+        if (numa) numa_tonode_memory(p, n->arena_len, id);
+    }
+    if (numa && !n->arena) {
         n->arena = numa_alloc_onnode(n->arena_len, id);
         n->arena_numa = n->arena != NULL;
     }
@@ -100,15 +126,40 @@ he_cache_ram_t *he_cache_ram_new(const he_cache_ram_opts_t *o)
     return ram;
 }
 
+/* Takes [off, off + len) of the arena's memfd out of the page cache (see
+ * the top of the file); the range reads as zeros, and a write faults in a
+ * new page. */
+static void he_cache_arena_punch(he__cache_node_t *n, size_t off, size_t len)
+{
+    if (len && fallocate(n->arena_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+                         (off_t)len) < 0)
+        /* cannot happen on a memfd; reusing the chunk could change bytes
+         * a socket still holds, so never quietly */
+        abort();
+}
+
 static void he_cache_obj_release_memory(he__cache_node_t *n, he_cache_obj_t *o)
 {
+    size_t cs = n->ram->chunk_size, run_off = 0, run_len = 0;
     for (uint32_t i = 0; i < o->nchunks; i++) {
         char *c = o->chunks[i];
-        if (c >= n->arena && c < n->arena + n->arena_len)
-            n->free_chunks[n->nfree++] = (uint32_t)((size_t)(c - n->arena) / n->ram->chunk_size);
-        else
+        if (c >= n->arena && c < n->arena + n->arena_len) {
+            size_t off = (size_t)(c - n->arena);
+            if (n->arena_fd >= 0) { /* one punch per run of adjacent chunks */
+                if (run_len && run_off + run_len == off) {
+                    run_len += cs;
+                } else {
+                    he_cache_arena_punch(n, run_off, run_len);
+                    run_off = off;
+                    run_len = cs;
+                }
+            }
+            n->free_chunks[n->nfree++] = (uint32_t)(off / cs);
+        } else {
             free(c);
+        }
     }
+    if (n->arena_fd >= 0) he_cache_arena_punch(n, run_off, run_len);
     atomic_fetch_sub_explicit(&n->used_chunks, o->nchunks, memory_order_relaxed);
     free(o->chunks);
     o->chunks = NULL;
@@ -145,6 +196,7 @@ void he_cache_ram_free(he_cache_ram_t *ram)
             else
                 munmap(n->arena, n->arena_len);
         }
+        if (n->arena_fd >= 0) close(n->arena_fd);
         pthread_mutex_destroy(&n->lock);
     }
     free(ram->nodes);
@@ -161,6 +213,11 @@ void he_cache_ram_arena(const he_cache_ram_t *ram, int node, void **base, size_t
     he__cache_node_t *n = he__cache_ram_node((he_cache_ram_t *)ram, node);
     *base = n->arena;
     *len = n->arena_len;
+}
+
+int he_cache_ram_arena_fd(const he_cache_ram_t *ram, int node)
+{
+    return he__cache_ram_node((he_cache_ram_t *)ram, node)->arena_fd;
 }
 
 uint64_t he_cache_ram_used(const he_cache_ram_t *ram, int node)

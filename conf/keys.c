@@ -261,6 +261,8 @@ const he__conf_key_t he__conf_keys[] = {
                    "RAM-tier spans at least this long are sent zero-copy (SEND_ZC)"),
     HE_CONF_K_BOOL("cache.zero_copy_adapt", cache_zero_copy_adapt, "true",
                    "stop zero-copy on a connection once the kernel reports it copied"),
+    HE_CONF_K_BOOL("cache.ram_sendfile", cache_ram_sendfile, "true",
+                   "the RAM tier lives in a memfd and large hits leave by sendfile (else SEND_ZC)"),
 
     HE_CONF_K_SECTION("origin", "where cache misses are fetched from"),
     HE_CONF_K_STRS("origin.urls", origin_urls, norigin_urls, HE__CONF_F_EMPTY_OK | HE__CONF_F_URL,

@@ -131,6 +131,7 @@ static int he_cache_tiers_open(const he_conf_t *conf, char *err, size_t errlen)
     ro.object_max = conf->cache_ram_bytes ? conf->cache_ram_object_max : 1;
     ro.numa = conf->numa;
     ro.admission = conf->cache_admission;
+    ro.memfd = conf->cache_ram_sendfile;
     he_cache_fixed_get(conf, &he_cache_g.fixed);
     he_cache_g.ram = he_cache_ram_new(&ro);
     if (!he_cache_g.ram) {
@@ -310,7 +311,8 @@ int he__cache_worker_setup(he_worker_t *w)
      * starts new workers, the draining ones keep theirs */
     w->zc_min = wc->conf->cache_zero_copy_min;
     w->zc_adapt = wc->conf->cache_zero_copy_adapt;
-    if (w->server->features.send_zc) {
+    wc->arena_sendfile = he_cache_ram_arena_fd(wc->ram, wc->node) >= 0;
+    if (w->server->features.send_zc && !wc->arena_sendfile) {
         struct iovec iov;
         void *base = NULL;
         size_t len = 0;
@@ -326,8 +328,9 @@ int he__cache_worker_setup(he_worker_t *w)
                         w->id, base ? strerror(-rc) : "no arena");
     }
     he_log_info("worker %u: cache: RAM partition %d, body sends %s", w->id, wc->node,
-                wc->fixed_buf ? "send_zc (fixed buffer) for large spans, send for small"
-                              : "send/sendmsg");
+                wc->arena_sendfile ? "sendfile from the arena's memfd for large bodies, send for small"
+                : wc->fixed_buf    ? "send_zc (fixed buffer) for large spans, send for small"
+                                   : "send/sendmsg");
     return 0;
 }
 

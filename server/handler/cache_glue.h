@@ -52,6 +52,7 @@ typedef struct he_cconn {
     bool await_done; /* no Content-Length from the origin: head at DONE */
     bool failed;     /* the fill failed after the head: close when caught up */
     bool fixed_buf;  /* the object's chunks are in registered buffer 0 */
+    bool sendfile;   /* the body leaves as ranges of the arena's memfd */
 } he_cconn_t;
 
 /* A ring job that is not a connection (origin_io.c). */
@@ -85,6 +86,7 @@ typedef struct he_wcache {
     he_cache_stats_t *st; /* &w->stats.cache */
     int node;             /* RAM tier partition of this worker */
     bool fixed_buf;       /* the node arena is registered as fixed buffer 0 */
+    bool arena_sendfile;  /* the node arena is a memfd: hits by sendfile */
     int64_t wall_off_ms;  /* wall clock - monotonic clock, refreshed per tick */
     he_cconn_t *cc;       /* per connection slot: HTTP/1.x requests' */
     size_t cc_bytes;

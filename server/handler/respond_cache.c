@@ -36,13 +36,24 @@
 static ssize_t he_rc_obj_peek(he_body_t *b, uint64_t off, he_body_span_t *s, bool need_mem)
 {
     he_cconn_t *cc = b->ctx;
-    uint64_t avail = he_cache_obj_len(cc->obj);
+    uint64_t avail = he_cache_obj_len(cc->obj), file_off;
     const void *p;
     int64_t fo;
     size_t n;
+    int fd;
 
-    (void)need_mem;
     if (avail > b->end) avail = b->end;
+    if (cc->sendfile && !need_mem && off < avail &&
+        (n = he_cache_obj_peek_file(cc->obj, off, &fd, &file_off))) {
+        if (n > avail - off) n = (size_t)(avail - off);
+        s->p = NULL;
+        s->len = n;
+        s->fd = fd;
+        s->file_off = file_off;
+        s->fixed_off = -1;
+        s->mapped = false;
+        return (ssize_t)n;
+    }
     if (off >= avail || !(n = he_cache_obj_peek(cc->obj, off, &p, &fo)))
         return cc->failed ? -EIO : 0; /* 0: more comes with the fill's DATA */
     if (n > avail - off) n = (size_t)(avail - off);
@@ -204,6 +215,9 @@ void he__rc_send_obj(he_worker_t *w, he_req_t *r, const he_http_head_t *h, uint6
     cc->active = true;
     cc->req = r;
     cc->fixed_buf = he__wcache(w)->fixed_buf;
+    /* a small body goes with its head in one send; a large one by sendfile
+     * from the memfd (cache.zero_copy_min: where zero-copy starts to pay) */
+    cc->sendfile = he__wcache(w)->arena_sendfile && end - off >= w->zc_min;
     he_auth_respond(w, r, h, &body);
 }
 

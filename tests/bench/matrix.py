@@ -26,6 +26,11 @@ Servers (--servers, comma-separated):
                    its default (2m in nginx 1.22)
   nginx-tuned      the same with sendfile_max_chunk 256k
   h2o              Debian's h2o 2.2.5, one thread, file.dir
+  hlsedge-cache    hlsedge in front of an nginx origin (empty root, 1 GiB RAM
+                   tier, warmed: every request a RAM hit)
+  varnish          Debian's Varnish 7.1 (-s malloc,1G, warmed; HTTP only)
+  nginx-proxy-cache  nginx proxy_cache (+ proxy_cache_lock) in front of the
+                   same origin, warmed (hits are files: sendfile)
 Clients (--clients):
   wrkN             wrk -t1 -cN, random paths of the content
   linerate         hlsedge-loadgen, 100 HLS viewers at line rate over all
@@ -93,6 +98,7 @@ def children(pid):
 
 def port_free(port):
     s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT from the last run is fine
     try:
         s.bind(("127.0.0.1", port))
         return True
@@ -218,7 +224,91 @@ def start_h2o(name, port, args, tmp, root):
     return s
 
 
+def start_origin(args, tmp, root):
+    """The origin the cache tiers fill from: nginx on the client's CPU (it
+    only works during the warm-up; measured runs are all hits)."""
+    port = args.base_port + 900
+    d = os.path.join(tmp, "origin")
+    os.makedirs(d, exist_ok=True)
+    conf = ("%s\nworker_processes 1;\npid %s/nginx.pid;\nerror_log %s/error.log;\n"
+            "events { worker_connections 4096; }\nhttp {\n access_log off;\n sendfile on;\n"
+            " types { application/vnd.apple.mpegurl m3u8; video/mp2t ts; }\n"
+            " client_body_temp_path %s; proxy_temp_path %s; fastcgi_temp_path %s; uwsgi_temp_path %s;"
+            " scgi_temp_path %s;\n server { listen 127.0.0.1:%d; root %s;\n"
+            "  location ~ \\.ts$ { add_header Cache-Control \"%s\"; }\n"
+            "  location ~ \\.m3u8$ { add_header Cache-Control \"max-age=3600\"; } }\n}\n" %
+            ("user root;" if os.getuid() == 0 else "", d, d, d, d, d, d, d, port, root, CC_TS))
+    path = os.path.join(d, "nginx.conf")
+    open(path, "w").write(conf)
+    proc = subprocess.Popen(["taskset", "-c", str(args.client_cpu), "nginx", "-p", d, "-c", path,
+                             "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    args.origin_port = port
+    return proc
+
+
+def start_hlsedge_cache(name, port, args, tmp, root):
+    empty = os.path.join(tmp, "empty-root")
+    os.makedirs(empty, exist_ok=True)
+    conf = ('listen: ["127.0.0.1:%d"]\nworkers: 1\ncpus: [%d]\nroot: "%s"\nadmin:\n  listen: "off"\n'
+            "log:\n  access: \"\"\ncors:\n  allow_origin: \"*\"\ntimeouts:\n  keepalive: 65s\n"
+            "limits:\n  max_connections: 8192\n"
+            "cache:\n  ram_size: 1g\n  ram_object_max: 64m\n  admission: false\n  prefetch: 0\n"
+            'origin:\n  urls: ["http://127.0.0.1:%d"]\n  sources: origin-first\n' %
+            (port + 1000 if args.tls_on else port, args.server_cpu, empty, args.origin_port))
+    if args.tls_on:
+        conf += 'tls:\n  listen: ["127.0.0.1:%d"]\n  certificates: ["%s"]\n' % (port, args.pem)
+    path = os.path.join(tmp, "hlsedge-cache-%d.yaml" % port)
+    open(path, "w").write(conf)
+    s = Server(name, port, args, tmp)
+    s.proc = subprocess.Popen(["taskset", "-c", str(args.server_cpu), args.hlsedge, "-c", path],
+                              stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
+    return s
+
+
+def start_varnish(name, port, args, tmp, root):
+    """Varnish 7.1, malloc storage; plain HTTP only (it has no TLS)."""
+    d = os.path.join(tmp, "varnish-%d" % port)
+    os.makedirs(d, exist_ok=True)
+    s = Server(name, port, args, tmp)
+    s.proc = subprocess.Popen(["taskset", "-c", str(args.server_cpu), "varnishd", "-F", "-n", d,
+                               "-a", "127.0.0.1:%d" % port, "-b", "127.0.0.1:%d" % args.origin_port,
+                               "-s", "malloc,1G", "-p", "thread_pools=1"],
+                              stdout=open(d + ".log", "w"), stderr=subprocess.STDOUT)
+    return s
+
+
+def start_nginx_proxy_cache(name, port, args, tmp, root):
+    d = os.path.join(tmp, "npc-%d" % port)
+    os.makedirs(d, exist_ok=True)
+    tls = ""
+    if args.tls_on:
+        tls = " ssl;\n  ssl_certificate %s;\n  ssl_certificate_key %s" % (args.crt, args.key)
+    conf = ("%s\nworker_processes 1;\nworker_cpu_affinity %x;\npid %s/nginx.pid;\nerror_log %s/error.log;\n"
+            "events { worker_connections 16384; multi_accept on; }\nhttp {\n access_log off;\n"
+            " sendfile on;\n tcp_nopush on;\n keepalive_requests 1000000;\n"
+            " open_file_cache max=10000 inactive=60s;\n"
+            " client_body_temp_path %s; proxy_temp_path %s; fastcgi_temp_path %s; uwsgi_temp_path %s;"
+            " scgi_temp_path %s;\n proxy_cache_path %s/cache levels=1:2 keys_zone=c:10m max_size=2g;\n"
+            " server { listen 127.0.0.1:%d%s;\n  location / { proxy_pass http://127.0.0.1:%d;"
+            " proxy_cache c; proxy_cache_lock on; proxy_cache_valid 200 1h;"
+            " proxy_http_version 1.1; proxy_set_header Connection \"\"; } }\n}\n" %
+            ("user root;" if os.getuid() == 0 else "", 1 << args.server_cpu, d, d, d, d, d, d, d, d,
+             port, tls, args.origin_port))
+    path = os.path.join(d, "nginx.conf")
+    open(path, "w").write(conf)
+    s = Server(name, port, args, tmp)
+    s.proc = subprocess.Popen(["taskset", "-c", str(args.server_cpu), "nginx", "-p", d, "-c", path,
+                               "-g", "daemon off;"], stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
+    return s
+
+
 def start_server(name, port, args, tmp, root):
+    if name == "hlsedge-cache":
+        return start_hlsedge_cache(name, port, args, tmp, root)
+    if name == "varnish":
+        return start_varnish(name, port, args, tmp, root)
+    if name == "nginx-proxy-cache":
+        return start_nginx_proxy_cache(name, port, args, tmp, root)
     if name.startswith("hlsedge"):
         return start_hlsedge(name, port, args, tmp, root)
     if name in ("nginx-video", "nginx-tuned"):
@@ -254,7 +344,7 @@ def run_client(client, content, server, args, files, duration):
         lg += ["--viewers", client[7:], "--pace", "realtime", "--rendition", "mix:1,1,1,1,1",
                "--vod", base + "/master.m3u8"]
     elif client.startswith("lg"):
-        urls = os.path.join(server.tmp, "urls-%s-%d.txt" % (content, server.port))
+        urls = os.path.join(server.tmp, "urls-%s-%s-%d.txt" % (server.scheme(), content, server.port))
         if not os.path.exists(urls):
             with open(urls, "w") as f:
                 for p in open(files[content]):
@@ -268,7 +358,7 @@ def run_client(client, content, server, args, files, duration):
     if out.returncode not in (0, 1):
         die("loadgen failed (%d): %s" % (out.returncode, out.stderr[-400:]))
     j = json.loads(out.stdout)
-    hist = j.get("ttfb") if client.startswith("viewers") else j.get("total")
+    hist = j.get("ttfb") if client.startswith("viewers") else j.get("response")
     return {"bytes": j["bytes"], "requests": j["requests"],
             "p99_ms": (hist or {}).get("p99_ms", float("nan")), "errors": j["errors"]}
 
@@ -358,7 +448,12 @@ def main():
         for tls in args.tls.split(","):
             args.tls_on = tls == "1"
             running = []
+            origin = None
+            if any(n in ("hlsedge-cache", "varnish", "nginx-proxy-cache") for n in servers):
+                origin = start_origin(args, tmp, root)
             for i, name in enumerate(servers):
+                if name == "varnish" and args.tls_on:
+                    continue  # Varnish has no TLS of its own
                 port = args.base_port + i
                 if not port_free(port) or (args.tls_on and name.startswith("hlsedge") and not port_free(port + 1000)):
                     die("port %d is in use" % port)
@@ -367,6 +462,10 @@ def main():
             for s in running:
                 s.wait_ready()
                 s.check(root, segs[0], pls[1])
+                if s.name in ("hlsedge-cache", "varnish", "nginx-proxy-cache"):  # every object a RAM hit
+                    subprocess.run(["curl", "-sk", "--max-time", "60"] + sum(
+                        (["-o", "/dev/null", "%s://127.0.0.1:%d%s" % (s.scheme(), s.port, p)] for p in pls + segs), []),
+                        check=True)
             try:
                 for client in args.clients.split(","):
                     for content in args.content.split(","):
@@ -392,6 +491,9 @@ def main():
             finally:
                 for s in running:
                     s.stop()
+                if origin:
+                    origin.terminate()
+                    origin.wait()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     report(results, env, os.path.join(args.out, "results.md"))

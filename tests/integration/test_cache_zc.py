@@ -1,5 +1,14 @@
 """Zero-copy sends of RAM-tier hits through the real binary.
 
+By default (cache.ram_sendfile: true) the RAM tier lives in a memfd and a
+large hit leaves by sendfile from it: checked here that no SEND_ZC is made,
+bodies are byte-identical, the log names the path, and that bytes a socket
+still holds when their object is evicted and its memory refilled with
+another object reach the viewer unchanged (the freed chunks are punched
+out of the memfd, so the queued skbs keep the old pages).
+
+The SEND_ZC path (cache.ram_sendfile: false):
+
 Over loopback the kernel copies every SEND_ZC after all (the receiving
 socket is local), and says so in the notification when asked
 (IORING_SEND_ZC_REPORT_USAGE, Linux 6.2). The server counts both
@@ -22,6 +31,7 @@ Skips (77) when the kernel lacks SEND_ZC or REPORT_USAGE."""
 import http.client
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -40,8 +50,8 @@ SIZE = 3 << 20  # three 1 MiB spans: zero-copy (threshold 256 KiB)
 DATA = {"/zc/a.ts": blob(SIZE, 1), "/zc/b.ts": blob(SIZE, 2)}
 
 
-def server(origin, cache_extra="", disable_features=None):
-    """cache_extra: more lines for the cache: section."""
+def server(origin, cache_extra="  ram_sendfile: false\n", disable_features=None):
+    """cache_extra: more lines for the cache: section (default: the SEND_ZC path)."""
     extra = ("cache:\n  ram_size: 64m\n  prefetch: 0\n  admission: false\n" + cache_extra +
              'origin:\n  urls: ["%s"]\n  retries: 0\n' % origin.url)
     return Server(ROOT, extra=extra, workers=1, admin=True, disable_features=disable_features)
@@ -115,7 +125,7 @@ def test_copied_then_plain():
 
 
 def test_adapt_off_keeps_zero_copy():
-    with Origin(files=DATA) as o, server(o, cache_extra="  zero_copy_adapt: false\n") as srv:
+    with Origin(files=DATA) as o, server(o, cache_extra="  ram_sendfile: false\n  zero_copy_adapt: false\n") as srv:
         f = features(srv)
         if not f.get("send_zc") or not f.get("zc_report_usage"):
             print("SKIP part: no send_zc or zc_report_usage")
@@ -147,6 +157,69 @@ def test_send_zc_disabled():
         finally:
             c.close()
         expect_eq(zc(srv), (0, 0), "nothing sent zero-copy")
+
+
+def test_ram_sendfile():
+    with Origin(files=DATA) as o, server(o, cache_extra="") as srv:
+        warm(srv)
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
+        try:
+            for _ in range(3):
+                fetch(c, "/zc/a.ts")
+                fetch(c, "/zc/b.ts")
+        finally:
+            c.close()
+        expect_eq(zc(srv), (0, 0), "large RAM hits leave by sendfile, not SEND_ZC")
+        log = srv.read_log()
+        expect("sendfile from the arena's memfd" in log, "the log names the RAM send path")
+
+
+# Many distinct objects of 512 KiB through a 16 MiB RAM tier (its floor).
+EVICT = {"/ev/%03d.ts" % i: blob(512 << 10, 100 + i) for i in range(80)}
+
+
+def test_ram_sendfile_evicted_while_queued():
+    """A response whose bytes all went to the socket but were not read yet:
+    its object is evicted and the chunks reused by later fills. The viewer
+    must still read the original bytes."""
+    with Origin(files=EVICT) as o, Server(ROOT, extra=(
+            "cache:\n  ram_size: 16m\n  prefetch: 0\n  admission: false\n  zero_copy_min: 64k\n"
+            'origin:\n  urls: ["%s"]\n  retries: 0\n' % o.url), workers=1, admin=True) as srv:
+        first = "/ev/000.ts"
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
+        c.request("GET", first)  # the fill: now in RAM
+        expect(c.getresponse().read() == EVICT[first], "fill of %s" % first)
+        c.close()
+        # A reader that does not read: a receive buffer (root may force it
+        # past rmem_max) big enough that the whole body is queued at once.
+        sock = socket.socket()
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE
+        except OSError:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        sock.connect(("127.0.0.1", srv.port))
+        sock.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % first.encode())
+        time.sleep(0.5)  # the server hands the kernel all it takes
+        other = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
+        try:
+            for p in sorted(EVICT)[1:]:  # 40 MB through 16 MiB: the first is evicted
+                other.request("GET", p)
+                expect(other.getresponse().read() == EVICT[p], "fill of %s" % p)
+        finally:
+            other.close()
+        sock.settimeout(20)
+        data = b""
+        while b"\r\n\r\n" not in data or len(data) < data.index(b"\r\n\r\n") + 4 + len(EVICT[first]):
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+        sock.close()
+        body = data[data.index(b"\r\n\r\n") + 4:]
+        expect_eq(len(body), len(EVICT[first]), "length of the queued response")
+        expect(body == EVICT[first], "the queued response is the original bytes after its memory was reused")
+        ev = metric_sum(parse_metrics(metrics_text(srv)), "hlsedge_cache_evictions_total")
+        expect(ev >= 30, "the first object's memory was evicted and reused (%d evictions)" % ev)
 
 
 if __name__ == "__main__":
