@@ -42,6 +42,29 @@
 #define HE__CACHE_CHAIN_MAX 256
 #define HE__CACHE_LOOKUP_TRIES 4
 
+/* False when shmem huge pages are forced (shmem_enabled "force", global
+ * or for any size), which MADV_NOHUGEPAGE cannot refuse: then the arena
+ * stays anonymous (see the top of the file for why). */
+static bool he_cache_shmem_small_pages(void)
+{
+    static const char *const paths[] = {"/sys/kernel/mm/transparent_hugepage/shmem_enabled"};
+    char buf[256], path[128];
+    bool ok = true;
+    FILE *f;
+
+    for (int i = -1; i < 16 && ok; i++) { /* the global setting, then per size */
+        if (i < 0)
+            snprintf(path, sizeof(path), "%s", paths[0]);
+        else
+            snprintf(path, sizeof(path), "/sys/kernel/mm/transparent_hugepage/hugepages-%dkB/shmem_enabled",
+                     4 << i);
+        if (!(f = fopen(path, "re"))) continue;
+        if (fgets(buf, sizeof(buf), f) && strstr(buf, "[force]")) ok = false;
+        fclose(f);
+    }
+    return ok;
+}
+
 static int he_cache_ram_node_init(he_cache_ram_t *ram, he__cache_node_t *n, int id, uint64_t bytes,
                                   bool numa)
 {
@@ -54,7 +77,7 @@ static int he_cache_ram_node_init(he_cache_ram_t *ram, he__cache_node_t *n, int 
     if (n->nchunks == 0) n->nchunks = 1;
     n->arena_len = (size_t)n->nchunks * ram->chunk_size;
     n->arena_fd = -1;
-    if (ram->opts.memfd) {
+    if (ram->opts.memfd && he_cache_shmem_small_pages()) {
         char name[32];
         void *p;
         snprintf(name, sizeof(name), "hlsedge-ram-%d", id);
@@ -64,6 +87,9 @@ static int he_cache_ram_node_init(he_cache_ram_t *ram, he__cache_node_t *n, int 
         p = mmap(NULL, n->arena_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, n->arena_fd, 0);
         if (p == MAP_FAILED) return -errno;
         n->arena = p;
+        /* Punching a chunk out of a huge folio would zero it in place when
+         * the folio cannot be split (skbs hold it): base pages only. */
+        madvise(p, n->arena_len, MADV_NOHUGEPAGE);
         /* shmem pages follow the mapping's policy: allocated on the node */
         if (numa) numa_tonode_memory(p, n->arena_len, id);
     }

@@ -312,6 +312,9 @@ int he__cache_worker_setup(he_worker_t *w)
     w->zc_min = wc->conf->cache_zero_copy_min;
     w->zc_adapt = wc->conf->cache_zero_copy_adapt;
     wc->arena_sendfile = he_cache_ram_arena_fd(wc->ram, wc->node) >= 0;
+    if (wc->conf->cache_ram_sendfile && !wc->arena_sendfile && w->id == 0)
+        he_log_warn("cache: the RAM tier is not in a memfd (shmem huge pages forced in "
+                    "/sys/kernel/mm/transparent_hugepage, or memfd_create failed): hits by send/send_zc");
     if (w->server->features.send_zc && !wc->arena_sendfile) {
         struct iovec iov;
         void *base = NULL;
