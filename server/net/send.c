@@ -288,7 +288,13 @@ fail:
  * as they are: the kernel encrypts what send and sendfile hand it. */
 static void he_send_tls(he_worker_t *w, he_conn_t *c)
 {
-    int rc = he__tls_send(w, c);
+    int rc;
+    /* one write per 16 KiB record: corked, the records of a large body
+     * leave in full segments instead of one short push each */
+    if (w->conf->send_cork && !c->corked && !c->protocol->pull && c->body.ops &&
+        c->body.end - c->body.off > 65536)
+        he_send_cork(c, true);
+    rc = he__tls_send(w, c);
     if (rc == HE_TLS_DONE)
         he_send_finish(w, c);
     else if (rc == HE_TLS_AGAIN)
