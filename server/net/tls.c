@@ -281,6 +281,9 @@ static SSL_CTX *he_tls_ctx_new(const he_conf_t *conf, he_tls_set_t *set, he_tls_
 #endif
     SSL_CTX_set_options(ctx, opts);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* one read(2) takes what has arrived, not a record header and then its
+     * body (two per request) */
+    SSL_CTX_set_read_ahead(ctx, 1);
     SSL_CTX_set_security_level(ctx, 2);
     if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
         SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) != 1 ||

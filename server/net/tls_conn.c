@@ -306,6 +306,13 @@ static void he_tls_read(he_worker_t *w, he_conn_t *c)
         if (n > 0) {
             he__conn_on_data(w, c, buf, (size_t)n);
             if (!c->in_use || c->gen != gen) return;
+            /* Nothing buffered: a poll, not another read that would only
+             * say EAGAIN (a syscall per request); it completes at once if
+             * more has arrived. */
+            if (!SSL_has_pending(t->ssl) && !c->closing && !c->peer_eof && !he__conn_in_full(c)) {
+                he_tls_arm_poll(w, c, POLLIN);
+                return;
+            }
             continue;
         }
         e = SSL_get_error(t->ssl, n);
