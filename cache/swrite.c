@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "cache/internal.h"
@@ -55,7 +56,14 @@ struct he_cache_swrite {
     he__cache_pending_t pend;
     char tmp[64], final[48];
     char hdr[HE__CACHE_HDR_MAX];
+    /* One body write gathers up to HE_SW_WRITE_MAX bytes of chunks: fewer
+     * ring operations, and the page cache builds large folios from large
+     * writes, which the SSD hits' sendfile then walks a few at a time
+     * (16 KiB writes left 4 KiB pages: 2.3x the page-cache lookups). */
+    struct iovec iov[64];
 };
+
+#define HE_SW_WRITE_MAX (1u << 20)
 
 he_cache_swrite_t *he_cache_swrite_new(he_cache_store_t *s, he_cache_obj_t *obj,
                                        he_cache_stats_t *st)
@@ -126,9 +134,18 @@ int he_cache_swrite_step(he_cache_swrite_t *w, struct io_uring_sqe *sqe)
             io_uring_prep_write(sqe, w->fd, w->hdr + w->off, (unsigned)(w->hdr_len - w->off),
                                 w->off);
         } else {
-            const void *p;
-            size_t n = he_cache_obj_peek(w->obj, w->off - w->hdr_len, &p, NULL);
-            io_uring_prep_write(sqe, w->fd, p, (unsigned)n, w->off);
+            uint64_t at = w->off - w->hdr_len, got = 0;
+            unsigned n = 0;
+            while (n < sizeof(w->iov) / sizeof(w->iov[0]) && got < HE_SW_WRITE_MAX) {
+                const void *p;
+                size_t k = he_cache_obj_peek(w->obj, at + got, &p, NULL);
+                if (!k) break;
+                if (k > HE_SW_WRITE_MAX - got) k = HE_SW_WRITE_MAX - got;
+                w->iov[n].iov_base = (void *)p;
+                w->iov[n++].iov_len = k;
+                got += k;
+            }
+            io_uring_prep_writev(sqe, w->fd, w->iov, n, w->off);
         }
         return HE_CACHE_AGAIN;
     case HE_SW_FSYNC:
@@ -228,6 +245,9 @@ static int he_cache_sqe_run(const struct io_uring_sqe *sqe)
         break;
     case IORING_OP_WRITE:
         rc = pwrite(sqe->fd, (const void *)(uintptr_t)sqe->addr, sqe->len, (off_t)sqe->off);
+        break;
+    case IORING_OP_WRITEV:
+        rc = pwritev(sqe->fd, (const struct iovec *)(uintptr_t)sqe->addr, (int)sqe->len, (off_t)sqe->off);
         break;
     case IORING_OP_FSYNC:
         rc = sqe->fsync_flags & IORING_FSYNC_DATASYNC ? fdatasync(sqe->fd) : fsync(sqe->fd);

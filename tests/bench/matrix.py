@@ -28,7 +28,9 @@ Servers (--servers, comma-separated):
   h2o              Debian's h2o 2.2.5, one thread, file.dir
   hlsedge-cache    hlsedge in front of an nginx origin (empty root, 1 GiB RAM
                    tier, warmed: every request a RAM hit)
+  hlsedge-ssd      the same with no RAM tier and a 2 GiB SSD tier: SSD hits
   varnish          Debian's Varnish 7.1 (-s malloc,1G, warmed; HTTP only)
+  varnish-file     Varnish with -s file (its disk storage)
   nginx-proxy-cache  nginx proxy_cache (+ proxy_cache_lock) in front of the
                    same origin, warmed (hits are files: sendfile)
 Clients (--clients):
@@ -58,6 +60,9 @@ BENCH = os.path.join(REPO, "tests", "bench")
 CLK = os.sysconf("SC_CLK_TCK")
 CC_M3U8 = "no-cache"
 CC_TS = "public, max-age=31536000, immutable"
+
+
+CACHES = ("hlsedge-cache", "hlsedge-ssd", "varnish", "varnish-file", "nginx-proxy-cache")
 
 
 def log(msg):
@@ -249,12 +254,17 @@ def start_origin(args, tmp, root):
 def start_hlsedge_cache(name, port, args, tmp, root):
     empty = os.path.join(tmp, "empty-root")
     os.makedirs(empty, exist_ok=True)
+    tier = "  ram_size: 1g\n  ram_object_max: 64m\n"
+    if name == "hlsedge-ssd":  # no RAM tier: every hit from the SSD tier's files
+        ssd = os.path.join(tmp, "ssd-%d" % port)
+        os.makedirs(ssd, exist_ok=True)
+        tier = '  ram_size: 0\n  ssd: ["%s:2g"]\n' % ssd
     conf = ('listen: ["127.0.0.1:%d"]\nworkers: 1\ncpus: [%d]\nroot: "%s"\nadmin:\n  listen: "off"\n'
             "log:\n  access: \"\"\ncors:\n  allow_origin: \"*\"\ntimeouts:\n  keepalive: 65s\n"
             "limits:\n  max_connections: 8192\n"
-            "cache:\n  ram_size: 1g\n  ram_object_max: 64m\n  admission: false\n  prefetch: 0\n"
+            "cache:\n%s  admission: false\n  prefetch: 0\n"
             'origin:\n  urls: ["http://127.0.0.1:%d"]\n  sources: origin-first\n' %
-            (port + 1000 if args.tls_on else port, args.server_cpu, empty, args.origin_port))
+            (port + 1000 if args.tls_on else port, args.server_cpu, empty, tier, args.origin_port))
     if args.tls_on:
         conf += 'tls:\n  listen: ["127.0.0.1:%d"]\n  certificates: ["%s"]\n' % (port, args.pem)
     path = os.path.join(tmp, "hlsedge-cache-%d.yaml" % port)
@@ -272,7 +282,8 @@ def start_varnish(name, port, args, tmp, root):
     s = Server(name, port, args, tmp)
     s.proc = subprocess.Popen(["taskset", "-c", str(args.server_cpu), "varnishd", "-F", "-n", d,
                                "-a", "127.0.0.1:%d" % port, "-b", "127.0.0.1:%d" % args.origin_port,
-                               "-s", "malloc,1G", "-p", "thread_pools=1"],
+                               "-s", ("file,%s/storage,2G" % d) if name == "varnish-file" else "malloc,1G",
+                               "-p", "thread_pools=1"],
                               stdout=open(d + ".log", "w"), stderr=subprocess.STDOUT)
     return s
 
@@ -303,9 +314,9 @@ def start_nginx_proxy_cache(name, port, args, tmp, root):
 
 
 def start_server(name, port, args, tmp, root):
-    if name == "hlsedge-cache":
+    if name in ("hlsedge-cache", "hlsedge-ssd"):
         return start_hlsedge_cache(name, port, args, tmp, root)
-    if name == "varnish":
+    if name in ("varnish", "varnish-file"):
         return start_varnish(name, port, args, tmp, root)
     if name == "nginx-proxy-cache":
         return start_nginx_proxy_cache(name, port, args, tmp, root)
@@ -449,10 +460,10 @@ def main():
             args.tls_on = tls == "1"
             running = []
             origin = None
-            if any(n in ("hlsedge-cache", "varnish", "nginx-proxy-cache") for n in servers):
+            if any(n in CACHES for n in servers):
                 origin = start_origin(args, tmp, root)
             for i, name in enumerate(servers):
-                if name == "varnish" and args.tls_on:
+                if name.startswith("varnish") and args.tls_on:
                     continue  # Varnish has no TLS of its own
                 port = args.base_port + i
                 if not port_free(port) or (args.tls_on and name.startswith("hlsedge") and not port_free(port + 1000)):
@@ -462,7 +473,7 @@ def main():
             for s in running:
                 s.wait_ready()
                 s.check(root, segs[0], pls[1])
-                if s.name in ("hlsedge-cache", "varnish", "nginx-proxy-cache"):  # every object a RAM hit
+                if s.name in CACHES:  # every object a RAM hit
                     subprocess.run(["curl", "-sk", "--max-time", "60"] + sum(
                         (["-o", "/dev/null", "%s://127.0.0.1:%d%s" % (s.scheme(), s.port, p)] for p in pls + segs), []),
                         check=True)
