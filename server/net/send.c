@@ -57,6 +57,14 @@ static void he_send_cork(he_conn_t *c, bool on)
     c->corked = on;
 }
 
+/* The source has no more bytes yet (a fill still streaming in): what was
+ * sent must not sit corked until they come. */
+static void he_send_wait(he_conn_t *c)
+{
+    c->send_wait = true;
+    if (c->corked) he_send_cork(c, false);
+}
+
 /* The last byte went to the kernel and no notification is outstanding. */
 static void he_send_finish(he_worker_t *w, he_conn_t *c)
 {
@@ -300,7 +308,7 @@ static void he_send_tls(he_worker_t *w, he_conn_t *c)
     else if (rc == HE_TLS_AGAIN)
         he_send_arm_pollout(w, c);
     else if (rc == HE_TLS_WAIT)
-        c->send_wait = true;
+        he_send_wait(c);
     else if (rc < 0)
         he_send_fail(w, c, rc);
     /* HE_TLS_AGAIN_READ: the connection's read poll resumes it */
@@ -334,7 +342,7 @@ static void he_send_pump(he_worker_t *w, he_conn_t *c)
     }
     if (n == 0 && c->hdr_sent == c->hdr_len) {
         if (he__body_left(b))
-            c->send_wait = true; /* more comes with he__send_resume */
+            he_send_wait(c); /* more comes with he__send_resume */
         else
             he_send_finish(w, c);
         return;

@@ -180,7 +180,7 @@ def start_hlsedge(name, port, args, tmp, root):
     path = os.path.join(tmp, "hlsedge-%d.yaml" % port)
     open(path, "w").write(conf)
     s = Server(name, port, args, tmp)
-    s.proc = subprocess.Popen(["taskset", "-c", str(args.server_cpu), args.hlsedge, "-c", path],
+    s.proc = subprocess.Popen(args.rt + ["taskset", "-c", str(args.server_cpu), args.hlsedge, "-c", path],
                               stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
     return s
 
@@ -206,7 +206,7 @@ def start_nginx(name, port, args, tmp, root):
     path = os.path.join(d, "nginx.conf")
     open(path, "w").write(conf)
     s = Server(name, port, args, tmp)
-    s.proc = subprocess.Popen(["taskset", "-c", str(args.server_cpu), "nginx", "-p", d, "-c", path,
+    s.proc = subprocess.Popen(args.rt + ["taskset", "-c", str(args.server_cpu), "nginx", "-p", d, "-c", path,
                                "-e", os.path.join(d, "error.log"), "-g", "daemon off;"],
                               stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
     return s
@@ -224,7 +224,7 @@ def start_h2o(name, port, args, tmp, root):
     path = os.path.join(tmp, "h2o-%d.conf" % port)
     open(path, "w").write(conf)
     s = Server(name, port, args, tmp)
-    s.proc = subprocess.Popen(["taskset", "-c", str(args.server_cpu), "h2o", "-c", path],
+    s.proc = subprocess.Popen(args.rt + ["taskset", "-c", str(args.server_cpu), "h2o", "-c", path],
                               stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
     return s
 
@@ -245,7 +245,7 @@ def start_origin(args, tmp, root):
             ("user root;" if os.getuid() == 0 else "", d, d, d, d, d, d, d, port, root, CC_TS))
     path = os.path.join(d, "nginx.conf")
     open(path, "w").write(conf)
-    proc = subprocess.Popen(["taskset", "-c", str(args.client_cpu), "nginx", "-p", d, "-c", path,
+    proc = subprocess.Popen(args.rt + ["taskset", "-c", str(args.client_cpu), "nginx", "-p", d, "-c", path,
                              "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     args.origin_port = port
     return proc
@@ -270,7 +270,7 @@ def start_hlsedge_cache(name, port, args, tmp, root):
     path = os.path.join(tmp, "hlsedge-cache-%d.yaml" % port)
     open(path, "w").write(conf)
     s = Server(name, port, args, tmp)
-    s.proc = subprocess.Popen(["taskset", "-c", str(args.server_cpu), args.hlsedge, "-c", path],
+    s.proc = subprocess.Popen(args.rt + ["taskset", "-c", str(args.server_cpu), args.hlsedge, "-c", path],
                               stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
     return s
 
@@ -280,7 +280,7 @@ def start_varnish(name, port, args, tmp, root):
     d = os.path.join(tmp, "varnish-%d" % port)
     os.makedirs(d, exist_ok=True)
     s = Server(name, port, args, tmp)
-    s.proc = subprocess.Popen(["taskset", "-c", str(args.server_cpu), "varnishd", "-F", "-n", d,
+    s.proc = subprocess.Popen(args.rt + ["taskset", "-c", str(args.server_cpu), "varnishd", "-F", "-n", d,
                                "-a", "127.0.0.1:%d" % port, "-b", "127.0.0.1:%d" % args.origin_port,
                                "-s", ("file,%s/storage,2G" % d) if name == "varnish-file" else "malloc,1G",
                                "-p", "thread_pools=1"],
@@ -308,7 +308,7 @@ def start_nginx_proxy_cache(name, port, args, tmp, root):
     path = os.path.join(d, "nginx.conf")
     open(path, "w").write(conf)
     s = Server(name, port, args, tmp)
-    s.proc = subprocess.Popen(["taskset", "-c", str(args.server_cpu), "nginx", "-p", d, "-c", path,
+    s.proc = subprocess.Popen(args.rt + ["taskset", "-c", str(args.server_cpu), "nginx", "-p", d, "-c", path,
                                "-g", "daemon off;"], stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
     return s
 
@@ -332,7 +332,7 @@ def start_server(name, port, args, tmp, root):
 def run_client(client, content, server, args, files, duration):
     """Runs one bounded client; returns dict(bytes, requests, p99_ms, errors)."""
     base = "%s://127.0.0.1:%d" % (server.scheme(), server.port)
-    pin = ["taskset", "-c", str(args.client_cpu)]
+    pin = args.rt + ["taskset", "-c", str(args.client_cpu)]
     if client.startswith("wrk"):
         conns = int(client[3:])
         out = subprocess.run(pin + ["wrk", "-t1", "-c%d" % conns, "-d%ds" % duration, "--timeout", "10s",
@@ -412,8 +412,12 @@ def main():
     ap.add_argument("--library", default=os.path.join(REPO, "demo", "library"))
     ap.add_argument("--hlsedge", default=os.path.join(REPO, "build", "hlsedge"))
     ap.add_argument("--loadgen", default=os.path.join(REPO, "build", "hlsedge-loadgen"))
+    ap.add_argument("--rt", action="store_true",
+                    help="servers and clients under chrt -r 10 (SCHED_RR), so other jobs on the "
+                         "machine cannot take the measured CPUs")
     ap.add_argument("--out", default=os.path.join(REPO, "var", "bench", "matrix-" + time.strftime("%Y%m%d-%H%M%S")))
     args = ap.parse_args()
+    args.rt = ["chrt", "-r", "10"] if args.rt else []
 
     root = os.path.abspath(args.library)
     if not os.path.exists(os.path.join(root, "master.m3u8")):
@@ -448,7 +452,7 @@ def main():
            "ncpu": os.cpu_count(), "loadavg": open("/proc/loadavg").read().split()[:3],
            "nginx": subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip(),
            "h2o": subprocess.run(["h2o", "--version"], capture_output=True, text=True).stdout.split("\n")[0],
-           "runs": args.runs, "duration_s": args.duration, "servers": servers,
+           "rt": bool(args.rt), "runs": args.runs, "duration_s": args.duration, "servers": servers,
            "git": subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"], capture_output=True,
                                  text=True).stdout.strip()}
     json.dump(env, open(os.path.join(args.out, "env.json"), "w"), indent=1)
