@@ -310,9 +310,9 @@ const he__conf_key_t he__conf_keys[] = {
                    "SETTINGS, PING, PRIORITY and empty frames per second (bursts of 2x)"),
 
     HE_CONF_K_SECTION("send", "how file bodies are handed to the kernel"),
-    HE_CONF_K_SIZE("send.sendfile_chunk", send_sendfile_chunk, 0, (1024 * HE_CONF_MIB), "256k",
+    HE_CONF_K_SIZE("send.sendfile_chunk", send_sendfile_chunk, 0, (1024 * HE_CONF_MIB), "1m",
                    "most bytes one sendfile moves before the worker serves others; 0 = what the socket takes"),
-    HE_CONF_K_BOOL("send.cork", send_cork, "false",
+    HE_CONF_K_BOOL("send.cork", send_cork, "true",
                    "TCP_CORK while a file body is sent, so no chunk ends in a short segment"),
     HE_CONF_K_SIZE("send.notsent_lowat", send_notsent_lowat, 0, (1024 * HE_CONF_MIB), "0",
                    "TCP_NOTSENT_LOWAT on viewer sockets (unsent bytes the kernel queues); 0 = the kernel's"),

@@ -357,6 +357,11 @@ static void test_mem_short_sends(void)
 
 /* A range of a file by sendfile, in chunks; with a small send buffer the
  * socket fills and POLLOUT is armed until it has room. */
+static void chunk_conf(he_conf_t *conf)
+{
+    conf->send_sendfile_chunk = 256u << 10; /* below the body, so it takes chunks */
+}
+
 static void test_file(int sndbuf)
 {
     enum { N = 600000, OFF = 1234 };
@@ -368,7 +373,9 @@ static void test_file(int sndbuf)
     he_conn_t *c;
     size_t n = 0;
 
+    fx_conf_init = chunk_conf;
     setup();
+    fx_conf_init = NULL;
     c = conn(&peer, sndbuf);
     src_body(c, &x, N + OFF);
     c->body.off = OFF; /* bytes OFF.. of the file */
