@@ -314,6 +314,46 @@ void he_seg_ll_free(he_seg_ll_t *ll)
 
 /* ---------------------------------------------------------------- blocking reload */
 
+/* A directive's value: digits only (no blanks, no sign). */
+static int he_seg_ll_query_u64(const char *v, size_t n, uint64_t *out)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] < '0' || v[i] > '9') return -1;
+    return he__seg_parse_u64(v, n, out);
+}
+
+int he_seg_ll_directives(const char *target, size_t len, he_seg_ll_directives_t *d)
+{
+    const char *q = memchr(target, '?', len), *end = target + len;
+    memset(d, 0, sizeof(*d));
+    if (q == NULL) return 0;
+    const char *hash = memchr(q, '#', (size_t)(end - q));
+    if (hash) end = hash;
+    for (const char *p = q + 1; p < end;) {
+        const char *amp = memchr(p, '&', (size_t)(end - p)), *pe = amp ? amp : end;
+        const char *eq = memchr(p, '=', (size_t)(pe - p));
+        size_t nl = (size_t)((eq ? eq : pe) - p);
+        const char *v = eq ? eq + 1 : pe;
+        size_t vn = (size_t)(pe - v);
+        uint64_t u;
+        if (nl == 8 && memcmp(p, "_HLS_msn", 8) == 0) {
+            if (he_seg_ll_query_u64(v, vn, &u) < 0) return -EINVAL;
+            d->has_msn = true;
+            d->msn = u;
+        } else if (nl == 9 && memcmp(p, "_HLS_part", 9) == 0) {
+            if (he_seg_ll_query_u64(v, vn, &u) < 0 || u > INT32_MAX) return -EINVAL;
+            d->has_part = true;
+            d->part = (int64_t)u;
+        } else if (nl == 9 && memcmp(p, "_HLS_skip", 9) == 0) {
+            d->skip = vn == 3 && memcmp(v, "YES", 3) == 0  ? HE_SEG_LL_SKIP_YES
+                      : vn == 2 && memcmp(v, "v2", 2) == 0 ? HE_SEG_LL_SKIP_V2
+                                                           : HE_SEG_LL_SKIP_NONE;
+        }
+        p = amp ? amp + 1 : end;
+    }
+    return 0;
+}
+
 static uint64_t he_seg_ll_next_msn(const he_seg_ll_t *ll)
 {
     return ll->has_segments ? ll->last_msn + 1 : ll->first_msn;

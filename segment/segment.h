@@ -187,6 +187,19 @@ typedef struct he_seg_ll {
     unsigned last_part_index;
 } he_seg_ll_t;
 
+/* The delivery directives of a playlist request (6.2.5): _HLS_msn,
+ * _HLS_part and _HLS_skip from the query of a request-target. */
+typedef struct he_seg_ll_directives {
+    bool has_msn, has_part;
+    uint64_t msn;
+    int64_t part;
+    he_seg_ll_skip_t skip; /* NONE for a value other than YES or v2 */
+} he_seg_ll_directives_t;
+
+/* 0, or -EINVAL when _HLS_msn or _HLS_part is not a decimal-integer
+ * (part up to 2^31). Other parameters are no directives and ignored. */
+int he_seg_ll_directives(const char *target, size_t len, he_seg_ll_directives_t *d);
+
 /* Parses buf as a media playlist into its LL view. 0, or -EINVAL ("line
  * N: ..." in err) for what the parser refuses, a master playlist, or a bad
  * LL tag; -ENOMEM. On error ll holds nothing to free. */

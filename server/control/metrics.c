@@ -422,6 +422,14 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
     he_buf_printf(b, "\"fd_cache\":{");
     he_json_u64(b, "hits", t->fcache_hits, true);
     he_json_u64(b, "misses", t->fcache_misses, false);
+    he_buf_printf(b, "},\"llhls\":{");
+    he_json_u64(b, "held", t->llhls_held, true);
+    he_json_u64(b, "released", t->llhls_released, true);
+    he_json_u64(b, "timeouts", t->llhls_timeouts, true);
+    he_json_u64(b, "rejected", t->llhls_rejected, true);
+    he_json_u64(b, "deltas", t->llhls_deltas, true);
+    he_json_u64(b, "gzip", t->llhls_gzip, true);
+    he_json_u64(b, "events", t->llhls_events, false);
     he_buf_printf(b, "},\"tls\":{");
     he_json_u64(b, "handshakes", t->tls_handshakes, true);
     he_json_u64(b, "handshake_errors", t->tls_handshake_errors, true);

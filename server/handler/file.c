@@ -103,6 +103,8 @@ he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path
         return HE_HANDLER_DONE;
     }
     r->kind = f->kind;
+    /* a live playlist's LL-HLS directives: held, a delta, gzip (llhls.c) */
+    if (he__llhls_file(w, r, path, len, f)) return HE_HANDLER_DONE;
     memset(&h, 0, sizeof(h));
     /* the file's own mtime for If-Range: a Last-Modified sent as the Date
      * is no strong validator (RFC 9110 8.8.2.2), so a date never matches it */

@@ -218,8 +218,40 @@ static void test_errors(void)
     he_seg_ll_free(&ll);
 }
 
+/* 6.2.5: the directives in a request's query. */
+static void test_directives(void)
+{
+    he_seg_ll_directives_t d;
+    const char *t = "/a/index.m3u8?x=1&_HLS_msn=103&_HLS_part=2&_HLS_skip=v2&_HLS_other=9";
+    HE_CHECK_INT(he_seg_ll_directives(t, strlen(t), &d), 0);
+    HE_CHECK(d.has_msn && d.has_part);
+    HE_CHECK_INT(d.msn, 103);
+    HE_CHECK_INT(d.part, 2);
+    HE_CHECK_INT(d.skip, HE_SEG_LL_SKIP_V2);
+    t = "/a.m3u8?_HLS_skip=YES";
+    HE_CHECK_INT(he_seg_ll_directives(t, strlen(t), &d), 0);
+    HE_CHECK(!d.has_msn && !d.has_part);
+    HE_CHECK_INT(d.skip, HE_SEG_LL_SKIP_YES);
+    t = "/a.m3u8?_HLS_skip=no";
+    HE_CHECK_INT(he_seg_ll_directives(t, strlen(t), &d), 0);
+    HE_CHECK_INT(d.skip, HE_SEG_LL_SKIP_NONE);
+    t = "/a.m3u8?_HLS_part=1";
+    HE_CHECK_INT(he_seg_ll_directives(t, strlen(t), &d), 0);
+    HE_CHECK(d.has_part && !d.has_msn);
+    t = "/a.m3u8?_HLS_msn=-1";
+    HE_CHECK_INT(he_seg_ll_directives(t, strlen(t), &d), -EINVAL);
+    t = "/a.m3u8?_HLS_msn=";
+    HE_CHECK_INT(he_seg_ll_directives(t, strlen(t), &d), -EINVAL);
+    t = "/a.m3u8?_HLS_msn=1&_HLS_part=99999999999";
+    HE_CHECK_INT(he_seg_ll_directives(t, strlen(t), &d), -EINVAL);
+    t = "/a.m3u8";
+    HE_CHECK_INT(he_seg_ll_directives(t, strlen(t), &d), 0);
+    HE_CHECK(!d.has_msn && !d.has_part && d.skip == HE_SEG_LL_SKIP_NONE);
+}
+
 int main(void)
 {
+    test_directives();
     test_tags();
     test_holds();
     test_delta();
