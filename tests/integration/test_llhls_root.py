@@ -358,5 +358,114 @@ def test_follows_file_exactly():
             c.close()
 
 
+def test_client_gone_while_held():
+    """Clients that went away while held (HTTP/1.1: the connection is not
+    read while it waits for its answer, so their answer is what finds the
+    close) do not keep the others on the playlist from being released."""
+    pl = LLPlaylist("gone.m3u8")
+    pl.write()
+    with Server(ROOT, workers=1, admin=True) as srv:
+        url = "%s?_HLS_msn=%d&_HLS_part=0" % (pl.url, pl.last_msn + 1)
+        conns = [start_held(srv, url) for _ in range(4)]
+        wait_for(lambda: stats(srv)["llhls"]["held"] >= 4, 5, "all held")
+        for c in conns[:3]:
+            c.close()
+        time.sleep(0.2)
+        pl.add_part()
+        r = conns[3].read_response()
+        conns[3].close()
+        expect_eq(r.status, 200, "the one left")
+        expect_eq(get(srv, pl.url).status, 200, "still serving")
+        # the three answers found their connections closed, and those went
+        wait_for(lambda: stats(srv)["connections"]["active"] == 0, 5, "the closed ones went")
+        expect_eq(stats(srv)["llhls"]["timeouts"], 0, "none left to time out")
+
+
+def h2_client(port):
+    try:
+        import h2.config
+        import h2.connection
+    except ImportError:
+        sys.path.append("/usr/lib/python3/dist-packages")
+        try:
+            import h2.config  # noqa: F811
+            import h2.connection  # noqa: F811
+        except ImportError:
+            return None
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    cfg = h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
+    c = h2.connection.H2Connection(config=cfg)
+    c.initiate_connection()
+    sock.sendall(c.data_to_send())
+    return sock, c
+
+
+def h2_get(sock, c, path):
+    sid = c.get_next_available_stream_id()
+    c.send_headers(sid, [(":method", "GET"), (":path", path), (":scheme", "http"),
+                         (":authority", "127.0.0.1")], end_stream=True)
+    sock.sendall(c.data_to_send())
+    return sid
+
+
+def h2_pump(sock, c, until, wait):
+    import h2.events
+    got = {}
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and not until(got):
+        sock.settimeout(max(0.05, deadline - time.monotonic()))
+        try:
+            data = sock.recv(1 << 16)
+        except (socket.timeout, TimeoutError):
+            break
+        if not data:
+            break
+        for e in c.receive_data(data):
+            sid = getattr(e, "stream_id", None)
+            st = got.setdefault(sid, {"headers": {}, "body": b"", "ended": False})
+            if isinstance(e, h2.events.ResponseReceived):
+                st["headers"] = dict(e.headers)
+            elif isinstance(e, h2.events.DataReceived):
+                st["body"] += e.data
+                c.acknowledge_received_data(e.flow_controlled_length, sid)
+            elif isinstance(e, (h2.events.StreamEnded, h2.events.StreamReset)):
+                st["ended"] = True
+        sock.sendall(c.data_to_send())
+    return got
+
+
+def test_http2_held():
+    """Over HTTP/2 a held stream is released like a request, and one the
+    client reset (RST_STREAM) or whose connection closed is dropped."""
+    pl = LLPlaylist("h2.m3u8")
+    pl.write()
+    with Server(ROOT, "http2:\n  h2c: true\n", workers=1, admin=True) as srv:
+        cl = h2_client(srv.port)
+        if cl is None:
+            print("  skipped: python3-h2 not installed")
+            return
+        sock, c = cl
+        nxt = pl.last_msn + 1
+        url = "%s?_HLS_msn=%d&_HLS_part=0" % (pl.url, nxt)
+        a, b = h2_get(sock, c, url), h2_get(sock, c, url + "&_HLS_skip=YES")
+        gone = h2_client(srv.port)
+        h2_get(gone[0], gone[1], url)
+        wait_for(lambda: stats(srv)["llhls"]["held"] >= 3, 5, "held")
+        got = h2_pump(sock, c, lambda g: False, 0.4)
+        expect(not got.get(a, {}).get("ended") and not got.get(b, {}).get("ended"), "held: %r" % got)
+        c.reset_stream(b)
+        sock.sendall(c.data_to_send())
+        gone[0].close()
+        time.sleep(0.2)
+        pl.add_part()
+        got = h2_pump(sock, c, lambda g: g.get(a, {}).get("ended"), 5)
+        st = got.get(a, {})
+        expect_eq(st.get("headers", {}).get(":status"), "200", "released over HTTP/2")
+        expect(st.get("body") == pl.text(), "whole, from the new copy")
+        expect_eq(st.get("headers", {}).get("cache-control"), "max-age=12", "6 TD")
+        expect_eq(stats(srv)["llhls"]["released"], 1, "the reset and the closed one were dropped")
+        sock.close()
+
+
 if __name__ == "__main__":
     sys.exit(run_main(globals(), TMP))
