@@ -188,5 +188,14 @@ int he__llhold_watch(he_worker_t *w, const char *path, size_t len);
  * another handler), -ENOENT (no watch on its directory). */
 int he__llhold_add(he_worker_t *w, he_req_t *r, const char *path, size_t len, const he_llq_t *q,
                    uint64_t deadline_ms);
+/* An LL view of the live playlist at path was read: its directory
+ * remembers its target duration and its preload hint's path. */
+void he__llhold_note(he_worker_t *w, const char *path, size_t len, const he_seg_ll_t *ll);
+/* path (missing from root) is the preload hint of the LL playlist beside
+ * it: r is held until it is written (true), 404 after three TD. */
+bool he__llhold_hint(he_worker_t *w, he_req_t *r, const char *path, size_t len);
+/* Seconds of Cache-Control for a part or segment beside an LL playlist
+ * (6 TD, Appendix B.1), 0 for others. */
+unsigned he__llhold_part_ttl(he_worker_t *w, const char *path, size_t len);
 
 #endif

@@ -43,6 +43,7 @@ int he__llsnap_from(he_worker_t *w, he_file_t *f, he_llsnap_t *s)
         return -EINVAL;
     }
     s->ok = true;
+    he__llhold_note(w, f->path, strlen(f->path), &s->ll);
     return 0;
 }
 
@@ -128,8 +129,9 @@ static char *he_llhls_gzip(const char *p, size_t n, size_t *out_len)
 /* A short error page with the TTL of Appendix B.1 for it. */
 void he__llhls_error(he_worker_t *w, he_req_t *r, int status, double td, const char *why)
 {
-    static const char *const pages[] = {"400 Bad Request\n", "503 Service Unavailable\n"};
-    const char *page = status == 400 ? pages[0] : pages[1];
+    static const char *const pages[] = {"400 Bad Request\n", "404 Not Found\n",
+                                        "503 Service Unavailable\n"};
+    const char *page = status == 400 ? pages[0] : status == 404 ? pages[1] : pages[2];
     char extra[96];
     he_http_head_t h;
     he_body_t body;

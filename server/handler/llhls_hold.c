@@ -22,6 +22,10 @@
 typedef struct he_lldir {
     struct he_lldir *next;
     int wd;
+    /* the last LL playlist seen here: its target duration (parts and
+     * segments beside it get 6 TD) and its preload hint's path */
+    double ll_td;
+    char *hint;
     size_t len;
     char path[]; /* relative to root, "" for root itself */
 } he_lldir_t;
@@ -32,6 +36,7 @@ typedef struct he_llwait {
     he_req_t *r;
     he_llq_t q;
     uint64_t deadline_ms;
+    bool hint; /* a request for a preload hint's resource, not for the playlist */
 } he_llwait_t;
 
 /* A playlist with requests held on it. */
@@ -71,6 +76,16 @@ static void he_llhold_arm(he_worker_t *w)
 
 /* ---------------------------------------------------------------- watches */
 
+/* The watched directory of path, or NULL. */
+static he_lldir_t *he_llhold_dir(he_llhold_t *h, const char *path, size_t len)
+{
+    const char *slash = memrchr(path, '/', len);
+    size_t dl = slash ? (size_t)(slash - path) : 0;
+    for (he_lldir_t *d = h ? h->dirs : NULL; d; d = d->next)
+        if (d->len == dl && memcmp(d->path, path, dl) == 0) return d;
+    return NULL;
+}
+
 int he__llhold_watch(he_worker_t *w, const char *path, size_t len)
 {
     he_llhold_t *h = he_llhold(w);
@@ -100,6 +115,8 @@ int he__llhold_watch(he_worker_t *w, const char *path, size_t len)
         if (d->wd == wd) return 0;
     if (!(d = malloc(sizeof(*d) + dl + 1))) return -ENOMEM;
     d->wd = wd;
+    d->ll_td = 0;
+    d->hint = NULL;
     d->len = dl;
     memcpy(d->path, path, dl);
     d->path[dl] = '\0';
@@ -209,12 +226,91 @@ int he__llhold_add(he_worker_t *w, he_req_t *r, const char *path, size_t len, co
     return 0;
 }
 
+/* ---------------------------------------------------------------- preload hints */
+
+void he__llhold_note(he_worker_t *w, const char *path, size_t len, const he_seg_ll_t *ll)
+{
+    he_lldir_t *d = he_llhold_dir(he_llhold(w), path, len);
+    char base[PATH_MAX + 1], ref[PATH_MAX], out[PATH_MAX];
+    if (!d || ll->pl.endlist) return;
+    d->ll_td = ll->part_target > 0 || ll->can_block_reload ? ll->pl.target_duration : 0;
+    free(d->hint);
+    d->hint = NULL;
+    if (!ll->has_hint || ll->hint_uri_len >= sizeof(ref) || len >= PATH_MAX) return;
+    /* the hint's URI against the playlist's own path, as a player does */
+    snprintf(base, sizeof(base), "/%.*s", (int)len, path);
+    memcpy(ref, ll->hint_uri, ll->hint_uri_len);
+    ref[ll->hint_uri_len] = '\0';
+    int n = he_seg_uri_resolve(base, ref, out, sizeof(out));
+    char norm[PATH_MAX];
+    int m = n > 0 && out[0] == '/' ? he_seg_url_normalize(out, (size_t)n, norm, sizeof(norm)) : -1;
+    if (m > 0) d->hint = strndup(norm, (size_t)m);
+}
+
+bool he__llhold_hint(he_worker_t *w, he_req_t *r, const char *path, size_t len)
+{
+    he_llhold_t *h = he_llhold(w);
+    he_lldir_t *d = he_llhold_dir(h, path, len);
+    he_llpl_t *pl;
+    he_llwait_t *wt;
+    if (!d || !d->hint || strlen(d->hint) != len || memcmp(d->hint, path, len) != 0) return false;
+    if (r->h2 && r->hctx) return false;
+    if (!(pl = he_llhold_pl(h, path, len, true))) return false;
+    if (!(wt = calloc(1, sizeof(*wt)))) {
+        he_llhold_pl_drop_if_empty(h, pl);
+        return false;
+    }
+    wt->pl = pl;
+    wt->r = r;
+    wt->hint = true;
+    wt->q.td = d->ll_td > 0 ? d->ll_td : 1;
+    /* 6.2.6: held until the part is there; three target durations
+     * without it, and the hint was abandoned */
+    wt->deadline_ms = w->now_ms + (uint64_t)(3 * wt->q.td * 1000);
+    he_llhold_attach(wt);
+    w->stats.llhls_held++;
+    he_llhold_arm(w);
+    return true;
+}
+
+unsigned he__llhold_part_ttl(he_worker_t *w, const char *path, size_t len)
+{
+    he_lldir_t *d = he_llhold_dir(he_llhold(w), path, len);
+    if (!d || !(d->ll_td > 0)) return 0;
+    double s = d->ll_td * 6; /* Appendix B.1: parts and segments, 6 TD */
+    return s < 1 ? 1 : s > 86400 ? 86400 : (unsigned)(s + 0.5);
+}
+
 /* The playlist changed: one look at the new file answers every request
  * it now satisfies (6.2.5.2); the others go on waiting. */
+/* A hinted resource was written: its held requests are served now, by
+ * the file handler (or the next source, when it vanished again). */
+static void he_llhold_release_hint(he_worker_t *w, he_llpl_t *pl)
+{
+    char path[PATH_MAX];
+    size_t len = pl->len < sizeof(path) ? pl->len : sizeof(path) - 1;
+    memcpy(path, pl->path, len);
+    path[len] = '\0';
+    for (he_llwait_t *wt = pl->waiters, *next; wt; wt = next) {
+        next = wt->next;
+        if (!wt->hint) continue;
+        he_llhold_detach(wt);
+        he_req_t *r = wt->r;
+        free(wt);
+        w->stats.llhls_released++;
+        if (he_file_handle(w, r, path, len) == HE_HANDLER_DECLINED) he_route_next(w, r);
+    }
+}
+
 static void he_llhold_release(he_worker_t *w, he_llpl_t *pl)
 {
     he_llhold_t *h = he_llhold(w);
     he_llsnap_t s;
+    he_llhold_release_hint(w, pl);
+    if (!pl->waiters) {
+        he_llhold_pl_drop_if_empty(h, pl);
+        return;
+    }
     if (he__llsnap_load(w, pl->path, pl->len, &s) < 0) return; /* gone for now: renamed next */
     for (he_llwait_t *wt = pl->waiters, *next; wt; wt = next) {
         next = wt->next;
@@ -247,6 +343,7 @@ static void he_llhold_event(he_worker_t *w, const struct inotify_event *ev)
         for (he_lldir_t **pp = &h->dirs; (d = *pp); pp = &d->next)
             if (d->wd == ev->wd) {
                 *pp = d->next;
+                free(d->hint);
                 free(d);
                 h->ndirs--;
                 break;
@@ -319,7 +416,9 @@ static void he_llhold_tick(he_worker_t *w)
             if (w->now_ms < wt->deadline_ms && !w->draining) continue;
             he_llhold_detach(wt);
             w->stats.llhls_timeouts++;
-            he__llhls_error(w, wt->r, 503, wt->q.td, "held three target durations");
+            /* an abandoned hint is 404; a playlist that did not move, 503 */
+            he__llhls_error(w, wt->r, wt->hint ? 404 : 503, wt->q.td,
+                            wt->hint ? "hinted part never came" : "held three target durations");
             free(wt);
         }
         he_llhold_pl_drop_if_empty(h, pl);
@@ -374,6 +473,7 @@ static void he_llhold_cleanup(he_worker_t *w)
     while (h->dirs) {
         he_lldir_t *d = h->dirs;
         h->dirs = d->next;
+        free(d->hint);
         free(d);
     }
     if (h->ifd >= 0) close(h->ifd);

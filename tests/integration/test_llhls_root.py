@@ -45,7 +45,7 @@ class LLPlaylist:
         return self.first + self.nseg - 1
 
     def part_uri(self, msn, i):
-        return "p%d.%d.m4s" % (msn, i)
+        return "%s.p%d.%d.m4s" % (os.path.basename(self.path)[:-5], msn, i)
 
     def text(self):
         pt = self.part_target
@@ -356,6 +356,48 @@ def test_follows_file_exactly():
                 expect(b"s%d.m4s" % want in body, "segment %d seen within 3 s" % want)
         finally:
             c.close()
+
+
+def test_preload_hint():
+    """6.2.6: a request for the URI of EXT-X-PRELOAD-HINT is held until the
+    packager has written that part, then served whole; Appendix B.1: parts
+    and segments of an LL playlist get 6 TD."""
+    pl = LLPlaylist("hint.m3u8")
+    pl.cur = 1
+    pl.write()
+    with Server(ROOT, workers=1, admin=True) as srv:
+        nxt = pl.last_msn + 1
+        expect_eq(get(srv, pl.url).status, 200, "the playlist, naming the hint")
+        r = get(srv, "/ll/" + pl.part_uri(nxt, 0))
+        expect_eq(r.status, 200, "a part that is there")
+        expect_eq(max_age(r), 12, "a part: 6 TD")
+        hinted = "/ll/" + pl.part_uri(nxt, 1)
+        c = start_held(srv, hinted)
+        expect(held(c), "the hinted part is held while it is not written")
+        other = get(srv, "/ll/" + pl.part_uri(nxt, 3))
+        expect_eq(other.status, 404, "a missing part that is no hint: 404 at once")
+        pl.add_part()  # writes part 1, then the playlist hinting part 2
+        r = c.read_response()
+        c.close()
+        expect_eq(r.status, 200, "released by the part's write")
+        expect_eq(len(r.body), 188, "the whole part")
+        expect_eq(max_age(r), 12, "6 TD")
+
+
+def test_abandoned_hint():
+    """A hinted part that never comes gets 404 (after three target
+    durations, 1 s here), with the TTL of an error (1 TD)."""
+    pl = LLPlaylist("abandon.m3u8", td=1.0, parts=2, skip_until=6)
+    pl.write()
+    with Server(ROOT, workers=1, admin=True) as srv:
+        expect_eq(get(srv, pl.url).status, 200, "the playlist")
+        c = start_held(srv, "/ll/" + pl.part_uri(pl.last_msn + 1, 0))
+        expect(held(c, 0.5), "held")
+        c.sock.settimeout(15)
+        r = c.read_response()
+        c.close()
+        expect_eq(r.status, 404, "abandoned")
+        expect_eq(max_age(r), 1, "1 TD")
 
 
 def test_client_gone_while_held():
