@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Conn, Server, expect, expect_eq, run_main  # noqa: E402
-from he_admin import stats, wait_for  # noqa: E402
+from he_admin import reload_and_wait, stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-llhls-root-")
 ROOT = os.path.join(TMP, "lib")
@@ -507,6 +507,36 @@ def test_http2_held():
         expect_eq(st.get("headers", {}).get("cache-control"), "max-age=12", "6 TD")
         expect_eq(stats(srv)["llhls"]["released"], 1, "the reset and the closed one were dropped")
         sock.close()
+
+
+def test_new_workers_while_watching():
+    """A reload that starts new workers retires the old ones while their
+    inotify read is on the ring and a request is held: the held one is
+    still answered by the next write, the new workers watch on their own,
+    and the old ones stop cleanly (the harness checks the log for
+    sanitizer reports and stale completions)."""
+    pl = LLPlaylist("reload.m3u8")
+    pl.write()
+    with Server(ROOT, workers=1, admin=True) as srv:
+        nxt = pl.last_msn + 1
+        c = start_held(srv, "%s?_HLS_msn=%d&_HLS_part=0" % (pl.url, nxt))
+        wait_for(lambda: stats(srv)["llhls"]["held"] >= 1, 5, "held")
+        with open(srv.conf) as f:
+            conf = f.read()
+        with open(srv.conf, "w") as f:
+            f.write(re.sub(r"(?m)^workers: \d+$", "workers: 2", conf))
+        reload_and_wait(srv, 2)
+        pl.add_part()
+        r = c.read_response()
+        c.close()
+        expect_eq(r.status, 200, "the held request, answered by the old worker")
+        wait_for(lambda: stats(srv)["config"]["server_generations"] == 1, 15, "old generation gone")
+        c = start_held(srv, "%s?_HLS_msn=%d&_HLS_part=1" % (pl.url, nxt))
+        expect(held(c), "held by a new worker")
+        pl.add_part()
+        r = c.read_response()
+        c.close()
+        expect(r.status == 200 and pl.part_uri(nxt, 1).encode() in r.body, "released by a new worker")
 
 
 if __name__ == "__main__":
