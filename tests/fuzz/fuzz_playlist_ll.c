@@ -2,7 +2,8 @@
  * then every question a blocking reload asks of it and both delta modes.
  * A parse returns 0 with a consistent view or -EINVAL with a "line N:"
  * message; a delta made from a view parses again as a delta whose
- * segments continue the full playlist's numbering. */
+ * segments continue the full playlist's numbering. The same bytes go
+ * through the delivery directives' parser as a request-target. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +44,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
     char *buf = malloc(n ? n : 1); /* reading past n is an ASan error */
     if (buf == NULL) return 0;
     memcpy(buf, d, n);
+
+    /* the same bytes as a request-target: the directives' parser */
+    he_seg_ll_directives_t dir;
+    int drc = he_seg_ll_directives(buf, n, &dir);
+    if (drc != 0 && drc != -EINVAL) abort();
+    if (drc == 0 &&
+        ((dir.has_part && (dir.part < 0 || dir.part > INT32_MAX)) || dir.skip > HE_SEG_LL_SKIP_V2 ||
+         (!memchr(buf, '?', n) && (dir.has_msn || dir.has_part))))
+        abort();
 
     int rc = he_seg_ll_parse(buf, n, &ll, err, sizeof(err));
     if (rc != 0 && rc != -EINVAL && rc != -ENOMEM) abort();
