@@ -55,6 +55,10 @@ typedef struct he_llhold {
     he_lldir_t *dirs;
     unsigned ndirs;
     he_llpl_t *pls;
+    /* answering runs protocol code that may end other held requests (a
+     * stream reset, a connection closed): lists emptied meanwhile are freed
+     * only when the outermost sweep ends */
+    unsigned sweeping;
     char *events; /* HE_LLHOLD_EVENTS bytes the kernel writes into */
 } he_llhold_t;
 
@@ -143,7 +147,7 @@ static he_llpl_t *he_llhold_pl(he_llhold_t *h, const char *path, size_t len, boo
 
 static void he_llhold_pl_drop_if_empty(he_llhold_t *h, he_llpl_t *pl)
 {
-    if (pl->waiters) return;
+    if (pl->waiters || h->sweeping) return;
     for (he_llpl_t **pp = &h->pls; *pp; pp = &(*pp)->next)
         if (*pp == pl) {
             *pp = pl->next;
@@ -281,20 +285,60 @@ unsigned he__llhold_part_ttl(he_worker_t *w, const char *path, size_t len)
     return s < 1 ? 1 : s > 86400 ? 86400 : (unsigned)(s + 0.5);
 }
 
-/* The playlist changed: one look at the new file answers every request
- * it now satisfies (6.2.5.2); the others go on waiting. */
+static void he_llhold_sweep_begin(he_llhold_t *h)
+{
+    h->sweeping++;
+}
+
+static void he_llhold_sweep_end(he_llhold_t *h)
+{
+    if (--h->sweeping) return;
+    for (he_llpl_t **pp = &h->pls, *pl; (pl = *pp);) {
+        if (pl->waiters) {
+            pp = &pl->next;
+            continue;
+        }
+        *pp = pl->next;
+        free(pl);
+    }
+}
+
+typedef bool (*he_llhold_pick_fn)(const he_llwait_t *wt, const void *ctx);
+
+/* The first waiter of pl that pick wants, taken off the list (and its
+ * stream). Looked for from the head each time: answering the previous
+ * one may have ended others. */
+static he_llwait_t *he_llhold_take(he_llpl_t *pl, he_llhold_pick_fn pick, const void *ctx)
+{
+    for (he_llwait_t *wt = pl->waiters; wt; wt = wt->next)
+        if (pick(wt, ctx)) {
+            he_llhold_detach(wt);
+            return wt;
+        }
+    return NULL;
+}
+
+static bool he_llhold_pick_hint(const he_llwait_t *wt, const void *ctx)
+{
+    (void)ctx;
+    return wt->hint;
+}
+
+static bool he_llhold_pick_ready(const he_llwait_t *wt, const void *ctx)
+{
+    return !wt->hint && he__llhls_ready(&wt->q, ctx);
+}
+
 /* A hinted resource was written: its held requests are served now, by
  * the file handler (or the next source, when it vanished again). */
 static void he_llhold_release_hint(he_worker_t *w, he_llpl_t *pl)
 {
     char path[PATH_MAX];
     size_t len = pl->len < sizeof(path) ? pl->len : sizeof(path) - 1;
+    he_llwait_t *wt;
     memcpy(path, pl->path, len);
     path[len] = '\0';
-    for (he_llwait_t *wt = pl->waiters, *next; wt; wt = next) {
-        next = wt->next;
-        if (!wt->hint) continue;
-        he_llhold_detach(wt);
+    while ((wt = he_llhold_take(pl, he_llhold_pick_hint, NULL))) {
         he_req_t *r = wt->r;
         free(wt);
         w->stats.llhls_released++;
@@ -302,26 +346,24 @@ static void he_llhold_release_hint(he_worker_t *w, he_llpl_t *pl)
     }
 }
 
+/* The playlist changed: one look at the new file answers every request
+ * it now satisfies (6.2.5.2); the others go on waiting. */
 static void he_llhold_release(he_worker_t *w, he_llpl_t *pl)
 {
     he_llhold_t *h = he_llhold(w);
+    he_llwait_t *wt;
     he_llsnap_t s;
+    he_llhold_sweep_begin(h);
     he_llhold_release_hint(w, pl);
-    if (!pl->waiters) {
-        he_llhold_pl_drop_if_empty(h, pl);
-        return;
-    }
-    if (he__llsnap_load(w, pl->path, pl->len, &s) < 0) return; /* gone for now: renamed next */
-    for (he_llwait_t *wt = pl->waiters, *next; wt; wt = next) {
-        next = wt->next;
-        if (!he__llhls_ready(&wt->q, &s)) continue;
-        he_llhold_detach(wt);
-        w->stats.llhls_released++;
-        he__llhls_answer(w, wt->r, &wt->q, &s);
-        free(wt);
-    }
-    he__llsnap_put(w, &s);
-    he_llhold_pl_drop_if_empty(h, pl);
+    if (pl->waiters && he__llsnap_load(w, pl->path, pl->len, &s) == 0) {
+        while ((wt = he_llhold_take(pl, he_llhold_pick_ready, &s))) {
+            w->stats.llhls_released++;
+            he__llhls_answer(w, wt->r, &wt->q, &s);
+            free(wt);
+        }
+        he__llsnap_put(w, &s);
+    } /* else gone for now: the packager renames the next one in */
+    he_llhold_sweep_end(h);
 }
 
 /* ---------------------------------------------------------------- events */
@@ -332,11 +374,12 @@ static void he_llhold_event(he_worker_t *w, const struct inotify_event *ev)
     char path[PATH_MAX];
     he_lldir_t *d;
     if (ev->mask & IN_Q_OVERFLOW) { /* events were lost: every held playlist looks again */
-        for (he_llpl_t *pl = h->pls, *next; pl; pl = next) {
-            next = pl->next;
+        he_llhold_sweep_begin(h);
+        for (he_llpl_t *pl = h->pls; pl; pl = pl->next) {
             he_fcache_forget(w->hook_data[HE_HOOK_FILE], pl->path, pl->len);
             he_llhold_release(w, pl);
         }
+        he_llhold_sweep_end(h);
         return;
     }
     if (ev->mask & IN_IGNORED) { /* the directory went: a new one is watched on use */
@@ -403,26 +446,29 @@ static int he_llhold_setup(he_worker_t *w)
     return 0;
 }
 
+static bool he_llhold_pick_expired(const he_llwait_t *wt, const void *ctx)
+{
+    const he_worker_t *w = ctx;
+    return w->now_ms >= wt->deadline_ms || w->draining;
+}
+
 /* 6.2.5.2: after three target durations, 503. */
 static void he_llhold_tick(he_worker_t *w)
 {
     he_llhold_t *h = he_llhold(w);
+    he_llwait_t *wt;
     if (!h) return;
     he_llhold_arm(w);
-    for (he_llpl_t *pl = h->pls, *pnext; pl; pl = pnext) {
-        pnext = pl->next;
-        for (he_llwait_t *wt = pl->waiters, *next; wt; wt = next) {
-            next = wt->next;
-            if (w->now_ms < wt->deadline_ms && !w->draining) continue;
-            he_llhold_detach(wt);
+    he_llhold_sweep_begin(h);
+    for (he_llpl_t *pl = h->pls; pl; pl = pl->next) /* none is freed during the sweep */
+        while ((wt = he_llhold_take(pl, he_llhold_pick_expired, w))) {
             w->stats.llhls_timeouts++;
             /* an abandoned hint is 404; a playlist that did not move, 503 */
             he__llhls_error(w, wt->r, wt->hint ? 404 : 503, wt->q.td,
                             wt->hint ? "hinted part never came" : "held three target durations");
             free(wt);
         }
-        he_llhold_pl_drop_if_empty(h, pl);
-    }
+    he_llhold_sweep_end(h);
 }
 
 /* The read must be reaped before the ring goes: its buffer is ours. */
