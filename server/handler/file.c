@@ -92,6 +92,9 @@ he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path
     if (!f) {
         /* a live LL playlist's preload hint: held until written (6.2.6) */
         if (err == -ENOENT && he__llhold_hint(w, r, path, len)) return HE_HANDLER_DONE;
+        /* with no origin to ask, a blocking reload's 404 lasts 4 TD (B.1) */
+        if (err == -ENOENT && !w->server->cache && he__llhold_blocking_404(w, r, path, len))
+            return HE_HANDLER_DONE;
         if (err == -ENOENT) return HE_HANDLER_DECLINED; /* the edge cache may have it */
         if (err == -EXDEV || err == -EACCES || err == -EPERM) {
             he_log_info("worker %u: refused /%s: %s", w->id, path,

@@ -174,8 +174,9 @@ void he__llsnap_put(he_worker_t *w, he_llsnap_t *s);
 /* Whether s holds what q asks for (6.2.5.2); answers r from s. */
 bool he__llhls_ready(const he_llq_t *q, const he_llsnap_t *s);
 void he__llhls_answer(he_worker_t *w, he_req_t *r, const he_llq_t *q, const he_llsnap_t *s);
-/* 400 or 503 with Cache-Control for one target duration (Appendix B.1). */
-void he__llhls_error(he_worker_t *w, he_req_t *r, int status, double td, const char *why);
+/* 400, 404 or 503 with Cache-Control: max-age of ttl_s (Appendix B.1:
+ * an error 1 TD, a blocking request's 404 4 TD). */
+void he__llhls_error(he_worker_t *w, he_req_t *r, int status, double ttl_s, const char *why);
 bool he__llhls_accepts_gzip(const he_req_t *r);
 
 /* llhls_hold.c */
@@ -194,6 +195,9 @@ void he__llhold_note(he_worker_t *w, const char *path, size_t len, const he_seg_
 /* path (missing from root) is the preload hint of the LL playlist beside
  * it: r is held until it is written (true), 404 after three TD. */
 bool he__llhold_hint(he_worker_t *w, he_req_t *r, const char *path, size_t len);
+/* A blocking request (_HLS_msn) for a playlist missing from a directory
+ * that held an LL playlist: 404 for 4 TD (Appendix B.1), true. */
+bool he__llhold_blocking_404(he_worker_t *w, he_req_t *r, const char *path, size_t len);
 /* Seconds of Cache-Control for a part or segment beside an LL playlist
  * (6 TD, Appendix B.1), 0 for others. */
 unsigned he__llhold_part_ttl(he_worker_t *w, const char *path, size_t len);

@@ -127,7 +127,7 @@ static char *he_llhls_gzip(const char *p, size_t n, size_t *out_len)
 }
 
 /* A short error page with the TTL of Appendix B.1 for it. */
-void he__llhls_error(he_worker_t *w, he_req_t *r, int status, double td, const char *why)
+void he__llhls_error(he_worker_t *w, he_req_t *r, int status, double ttl_s, const char *why)
 {
     static const char *const pages[] = {"400 Bad Request\n", "404 Not Found\n",
                                         "503 Service Unavailable\n"};
@@ -137,7 +137,7 @@ void he__llhls_error(he_worker_t *w, he_req_t *r, int status, double td, const c
     he_body_t body;
 
     if (why) he_log_info("worker %u: %.*s: %d: %s", w->id, (int)r->url_len, r->url, status, why);
-    snprintf(extra, sizeof(extra), "Cache-Control: max-age=%u\r\n", he_llhls_ttl(td, 1));
+    snprintf(extra, sizeof(extra), "Cache-Control: max-age=%u\r\n", he_llhls_ttl(ttl_s, 1));
     memset(&h, 0, sizeof(h));
     h.status = status;
     h.ctype = "text/plain";

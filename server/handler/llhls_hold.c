@@ -277,6 +277,16 @@ bool he__llhold_hint(he_worker_t *w, he_req_t *r, const char *path, size_t len)
     return true;
 }
 
+bool he__llhold_blocking_404(he_worker_t *w, he_req_t *r, const char *path, size_t len)
+{
+    he_lldir_t *d = he_llhold_dir(he_llhold(w), path, len);
+    he_seg_ll_directives_t dir;
+    if (!d || !(d->ll_td > 0) || he_seg_type_from_path(path, len) != HE_SEG_TYPE_M3U8) return false;
+    if (he_seg_ll_directives(r->url, r->url_len, &dir) < 0 || !dir.has_msn) return false;
+    he__llhls_error(w, r, 404, 4 * d->ll_td, NULL);
+    return true;
+}
+
 unsigned he__llhold_part_ttl(he_worker_t *w, const char *path, size_t len)
 {
     he_lldir_t *d = he_llhold_dir(he_llhold(w), path, len);

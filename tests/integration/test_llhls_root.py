@@ -386,6 +386,22 @@ def test_preload_hint():
         expect_eq(max_age(r), 12, "6 TD")
 
 
+def test_blocking_404():
+    """Appendix B.1: a blocking playlist request that finds no playlist
+    gets 404 cached for 4 TD (TD of the LL playlist beside it); a plain
+    request for it keeps the plain 404."""
+    pl = LLPlaylist("here.m3u8")
+    pl.write()
+    with Server(ROOT, workers=1) as srv:
+        expect_eq(get(srv, pl.url).status, 200, "an LL playlist in the directory")
+        r = get(srv, "/ll/gone.m3u8?_HLS_msn=5&_HLS_part=1")
+        expect_eq(r.status, 404, "no such playlist")
+        expect_eq(max_age(r), 8, "4 TD")
+        r = get(srv, "/ll/gone.m3u8")
+        expect_eq(r.status, 404, "plain")
+        expect(max_age(r) != 8, "not the blocking TTL")
+
+
 def test_abandoned_hint():
     """A hinted part that never comes gets 404 (after three target
     durations, 1 s here), with the TTL of an error (1 TD)."""
