@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Conn, Server, expect, expect_eq, run_main  # noqa: E402
-from he_admin import reload_and_wait, stats, wait_for  # noqa: E402
+from he_admin import metric_sum, metrics_text, parse_metrics, reload_and_wait, stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-llhls-root-")
 ROOT = os.path.join(TMP, "lib")
@@ -268,6 +268,9 @@ def test_hold_times_out():
         expect(waited >= 2.5, "held about three target durations, not %.2f s" % waited)
         expect_eq(max_age(r), 1, "1 TD")
         expect_eq(stats(srv)["llhls"]["timeouts"], 1, "counted")
+        m = parse_metrics(metrics_text(srv))
+        expect_eq(metric_sum(m, "hlsedge_llhls_timeouts_total"), 1, "in /metrics")
+        expect_eq(metric_sum(m, "hlsedge_llhls_held_total"), 1, "held, in /metrics")
 
 
 def test_delta_updates():
