@@ -209,6 +209,8 @@ typedef struct he_conf {
     unsigned cache_stale_while_revalidate_ms;
     unsigned cache_stale_if_error_ms;
     unsigned cache_live_fraction_pct; /* live media playlists fresh for this % of target duration */
+    bool llhls_enabled; /* llhls.enabled: blocking reloads and deltas from root */
+    bool llhls_gzip;    /* llhls.gzip: gzip live playlists when accepted */
     /* cache.ttl.<kind>: override the origin's freshness; 0 = use the origin's */
     unsigned cache_ttl_ms[HE_SEG_KIND_COUNT];
     char cache_key_params[HE_CONF_MAX_KEY_PARAMS][64]; /* query parameters in the cache key */

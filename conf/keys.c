@@ -200,6 +200,12 @@ const he__conf_key_t he__conf_keys[] = {
     HE_CONF_K_DURATION("fd_cache.valid", fd_cache_valid_ms, 0, HE_CONF_HOUR_MS, "5s",
                        "revalidate an open file's stat after this"),
 
+    HE_CONF_K_SECTION("llhls", "Low-Latency HLS for live playlists served from root"),
+    HE_CONF_K_BOOL("llhls.enabled", llhls_enabled, "true",
+                   "hold blocking reloads (_HLS_msn/_HLS_part), make deltas (_HLS_skip)"),
+    HE_CONF_K_BOOL("llhls.gzip", llhls_gzip, "true",
+                   "gzip live playlists for clients that send Accept-Encoding: gzip"),
+
     HE_CONF_K_SECTION("tls", "HTTPS listeners"),
     HE_CONF_K_LISTEN("tls.listen", tls_listen, ntls_listen, HE__CONF_F_EMPTY_OK, "",
                      "addresses to accept HTTPS on; none by default"),

@@ -11,7 +11,7 @@ set -euo pipefail
 
 BUILD_PKGS=(build-essential cmake pkg-config liburing-dev libuv1-dev libssl-dev
             libnuma-dev libyaml-dev node-llhttp clang python3
-            libnghttp2-dev)
+            libnghttp2-dev zlib1g-dev)
 TEST_PKGS=(curl ffmpeg openssl nginx wrk procps testssl.sh prometheus chromium
            nghttp2-client python3-h2)
 # beyond one box: the HAProxy front, network namespaces for the cluster

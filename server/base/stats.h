@@ -106,6 +106,14 @@ typedef struct he_stats {
     uint64_t errors[HE_STATS_ERR_COUNT];
     uint64_t fcache_hits;
     uint64_t fcache_misses;
+    /* LL-HLS from root (handler/llhls*.c) */
+    uint64_t llhls_held;     /* blocking reloads that waited for the playlist */
+    uint64_t llhls_released; /* of those, answered when it changed */
+    uint64_t llhls_timeouts; /* of those, 503 after three target durations */
+    uint64_t llhls_rejected; /* 400: directives out of range (6.2.5.2) */
+    uint64_t llhls_deltas;   /* delta updates made here (_HLS_skip) */
+    uint64_t llhls_gzip;     /* playlists sent gzip-compressed */
+    uint64_t llhls_events;   /* inotify events read for watched directories */
 
     /* TLS (filled by the TLS listener) */
     uint64_t tls_handshakes;

@@ -230,6 +230,18 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
                        HE_OFF(fcache_hits));
     he_prom_per_worker(b, s, "fd_cache_misses_total", "counter", "Open-file cache misses.",
                        HE_OFF(fcache_misses));
+    he_prom_per_worker(b, s, "llhls_held_total", "counter",
+                       "LL-HLS blocking reloads and preload hints held from root.",
+                       HE_OFF(llhls_held));
+    he_prom_per_worker(b, s, "llhls_released_total", "counter",
+                       "Held LL-HLS requests answered when the file changed.",
+                       HE_OFF(llhls_released));
+    he_prom_per_worker(b, s, "llhls_timeouts_total", "counter",
+                       "Held LL-HLS requests answered 503 (or 404 for a hint) after 3 TD.",
+                       HE_OFF(llhls_timeouts));
+    he_prom_per_worker(b, s, "llhls_rejected_total", "counter",
+                       "LL-HLS directives refused with 400 (6.2.5.2 limits).",
+                       HE_OFF(llhls_rejected));
     he__metrics_cache_prom(s, b); /* hlsedge_cache_*: server/metrics_cache.c */
     he__metrics_h2_prom(s, b);    /* by protocol, hlsedge_http2_*: metrics_http2.c */
 
@@ -422,6 +434,14 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
     he_buf_printf(b, "\"fd_cache\":{");
     he_json_u64(b, "hits", t->fcache_hits, true);
     he_json_u64(b, "misses", t->fcache_misses, false);
+    he_buf_printf(b, "},\"llhls\":{");
+    he_json_u64(b, "held", t->llhls_held, true);
+    he_json_u64(b, "released", t->llhls_released, true);
+    he_json_u64(b, "timeouts", t->llhls_timeouts, true);
+    he_json_u64(b, "rejected", t->llhls_rejected, true);
+    he_json_u64(b, "deltas", t->llhls_deltas, true);
+    he_json_u64(b, "gzip", t->llhls_gzip, true);
+    he_json_u64(b, "events", t->llhls_events, false);
     he_buf_printf(b, "},\"tls\":{");
     he_json_u64(b, "handshakes", t->tls_handshakes, true);
     he_json_u64(b, "handshake_errors", t->tls_handshake_errors, true);

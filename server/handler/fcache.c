@@ -246,13 +246,16 @@ static void he_fcache_etag(he_file_t *f)
  * body: a live media playlist for live_pct of its target duration (when
  * that is less than fd_cache.valid), one that does not parse not at all,
  * any other for fd_cache.valid. */
-static uint32_t he_fcache_playlist_valid(const he_fcache_t *fc, const char *body, size_t n)
+static uint32_t he_fcache_playlist_valid(const he_fcache_t *fc, he_file_t *f, const char *body,
+                                         size_t n)
 {
     he_seg_playlist_t pl;
     char err[128];
     uint32_t valid = fc->valid_ms;
     if (he_seg_playlist_parse(body, n, &pl, err, sizeof(err)) < 0) return 0;
-    if (!pl.is_master && he_seg_playlist_is_live(&pl) && pl.target_duration > 0) {
+    f->live = he_seg_playlist_is_live(&pl);
+    f->ll = f->live && (memmem(body, n, "#EXT-X-PART-INF", 15) || memmem(body, n, "#EXT-X-SERVER-CONTROL", 21));
+    if (f->live && pl.target_duration > 0) {
         double live = pl.target_duration * 1000.0 * fc->live_pct / 100.0;
         if (live < valid) valid = (uint32_t)live;
     }
@@ -302,14 +305,14 @@ static int he_fcache_fill(he_fcache_t *fc, he_file_t *f, const char *path, size_
         f->kind = he_seg_kind_of(f->type, buf, (size_t)n);
         if (f->type == HE_SEG_TYPE_M3U8) {
             if (buf && f->size <= HE_FCACHE_BODY_MAX) {
-                f->valid_ms = he_fcache_playlist_valid(fc, buf, (size_t)n);
+                f->valid_ms = he_fcache_playlist_valid(fc, f, buf, (size_t)n);
             } else if (!buf) {
                 f->valid_ms = 0; /* changed under us: look again next time */
             } else if (f->size <= HE_FCACHE_PARSE_MAX) {
                 char *whole = malloc(f->size);
                 ssize_t m = whole ? pread(fd, whole, f->size, 0) : -1;
                 if (m >= 0 && (uint64_t)m == f->size)
-                    f->valid_ms = he_fcache_playlist_valid(fc, whole, (size_t)m);
+                    f->valid_ms = he_fcache_playlist_valid(fc, f, whole, (size_t)m);
                 else
                     f->valid_ms = 0;
                 free(whole);
@@ -443,4 +446,14 @@ const char *he_fcache_map(he_fcache_t *fc, he_file_t *f, int *err)
 void he_fcache_invalidate(he_fcache_t *fc, he_file_t *f)
 {
     if (f->cached) he_fcache_remove(fc, f);
+}
+
+void he_fcache_forget(he_fcache_t *fc, const char *path, size_t len)
+{
+    uint32_t h = he_fcache_hash(fc, path, len);
+    for (he_file_t *f = fc->buckets[h & (fc->nbuckets - 1)]; f; f = f->hnext)
+        if (f->hash == h && strlen(f->path) == len && memcmp(f->path, path, len) == 0) {
+            he_fcache_remove(fc, f);
+            return;
+        }
 }

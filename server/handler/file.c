@@ -3,6 +3,7 @@
  * memory and leave in one send with the head; others are a file range,
  * sent zero-copy by sendfile (or, under userspace TLS, from a mapping). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "server/base/log.h"
@@ -89,6 +90,11 @@ he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path
     else
         w->stats.fcache_misses++;
     if (!f) {
+        /* a live LL playlist's preload hint: held until written (6.2.6) */
+        if (err == -ENOENT && he__llhold_hint(w, r, path, len)) return HE_HANDLER_DONE;
+        /* with no origin to ask, a blocking reload's 404 lasts 4 TD (B.1) */
+        if (err == -ENOENT && !w->server->cache && he__llhold_blocking_404(w, r, path, len))
+            return HE_HANDLER_DONE;
         if (err == -ENOENT) return HE_HANDLER_DECLINED; /* the edge cache may have it */
         if (err == -EXDEV || err == -EACCES || err == -EPERM) {
             he_log_info("worker %u: refused /%s: %s", w->id, path,
@@ -103,6 +109,8 @@ he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path
         return HE_HANDLER_DONE;
     }
     r->kind = f->kind;
+    /* a live playlist's LL-HLS directives: held, a delta, gzip (llhls.c) */
+    if (he__llhls_file(w, r, path, len, f)) return HE_HANDLER_DONE;
     memset(&h, 0, sizeof(h));
     /* the file's own mtime for If-Range: a Last-Modified sent as the Date
      * is no strong validator (RFC 9110 8.8.2.2), so a date never matches it */
@@ -141,6 +149,13 @@ he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path
     h.size = f->size;
     h.expose_headers = true;
     he_file_validators(w, &h, f);
+    char ttl[48];
+    unsigned part_ttl = f->kind == HE_SEG_KIND_SEGMENT ? he__llhold_part_ttl(w, path, len) : 0;
+    if (part_ttl) { /* a part or segment of an LL playlist: 6 TD (Appendix B.1) */
+        snprintf(ttl, sizeof(ttl), "Cache-Control: max-age=%u\r\n", part_ttl);
+        h.cache_control = false;
+        h.extra = ttl;
+    }
     memset(&body, 0, sizeof(body));
     body.ops = &he_file_body_ops;
     body.ctx = f;

@@ -9,6 +9,8 @@
  *   respond_cache.c  the edge cache: RAM and SSD hits, fills (cache_glue.h)
  *   origin_io.c      origin fetches, SSD writes and unlinks on the ring
  *   cache_glue.c     the edge cache's start-up, worker hooks, purge
+ *   llhls.c          LL-HLS from root: directives, answers, deltas, gzip
+ *   llhls_hold.c     held blocking reloads, released by inotify on the ring
  *   auth.c           signed URLs: the token check before the others, the
  *                    playlist rewrite on the way out (auth.h) */
 #ifndef HE_HANDLER_H
@@ -31,7 +33,7 @@ typedef enum he_handler_result {
 
 /* Where each handler keeps its per-worker state (he_worker_t.hook_data):
  * the order he_route_server_init registers the hooks in. */
-enum { HE_HOOK_HTTP = 0, HE_HOOK_FILE, HE_HOOK_CACHE };
+enum { HE_HOOK_HTTP = 0, HE_HOOK_FILE, HE_HOOK_CACHE, HE_HOOK_LLHLS };
 
 /* path: the normalized path (relative to root, NUL-terminated). A handler
  * that declines later, once an answer it waited for did not come (the
@@ -90,7 +92,9 @@ bool he__via_loop(const char *via, size_t len);
 
 /* ---------------------------------------------------------------- file cache */
 
-typedef struct he_file {
+typedef struct he_file he_file_t;
+
+struct he_file {
     struct he_file *hnext;         /* hash chain */
     struct he_file *lprev, *lnext; /* LRU */
     char *path;                    /* normalized, relative to root */
@@ -108,12 +112,14 @@ typedef struct he_file {
     uint32_t valid_ms;     /* stat again after: fd_cache.valid, less for a live playlist */
     he_seg_type_t type;
     he_seg_kind_t kind;
+    bool live; /* a live media playlist (no EXT-X-ENDLIST) */
+    bool ll;   /* and a low-latency one (EXT-X-PART-INF or EXT-X-SERVER-CONTROL) */
     char etag[48]; /* nginx's "mtime-size", then "-nanoseconds" when nonzero */
     uint8_t etag_len;
     char last_modified[30]; /* IMF-fixdate of mtime, formatted once */
     char *body;             /* whole body in memory for small playlists/keys, or NULL */
     char *map;              /* whole file mapped read-only (userspace TLS sends from it), or NULL */
-} he_file_t;
+};
 
 typedef struct he_fcache he_fcache_t;
 
@@ -135,5 +141,65 @@ const char *he_fcache_map(he_fcache_t *fc, he_file_t *f, int *err);
 /* Takes f out of the table (it is destroyed when its last user puts it):
  * for an entry whose file changed in a way revalidation cannot see yet. */
 void he_fcache_invalidate(he_fcache_t *fc, he_file_t *f);
+/* The entry of path, if any, goes (inotify saw the file change). */
+void he_fcache_forget(he_fcache_t *fc, const char *path, size_t len);
+
+/* ---------------------------------------------------------------- LL-HLS from root */
+
+/* What a held or answered playlist request asked for. */
+typedef struct he_llq {
+    he_seg_ll_directives_t d;
+    bool gzip;
+    double td; /* the playlist's target duration when it came, seconds */
+} he_llq_t;
+
+/* A playlist file and its LL view, for answering. */
+typedef struct he_llsnap {
+    he_file_t *f; /* a reference held */
+    const char *buf;
+    size_t len;
+    he_seg_ll_t ll;
+    bool ok;
+} he_llsnap_t;
+
+/* llhls.c. The file handler's LL path: false when r is no concern of it
+ * (served as a file; f still held); true when it answered or holds r (f
+ * was put). */
+bool he__llhls_file(he_worker_t *w, he_req_t *r, const char *path, size_t len, he_file_t *f);
+/* The snapshot of path (looked up again), or of f (its reference moves to
+ * s): 0, or -ENOENT, -EINVAL (not a media playlist) ... */
+int he__llsnap_load(he_worker_t *w, const char *path, size_t len, he_llsnap_t *s);
+int he__llsnap_from(he_worker_t *w, he_file_t *f, he_llsnap_t *s);
+void he__llsnap_put(he_worker_t *w, he_llsnap_t *s);
+/* Whether s holds what q asks for (6.2.5.2); answers r from s. */
+bool he__llhls_ready(const he_llq_t *q, const he_llsnap_t *s);
+void he__llhls_answer(he_worker_t *w, he_req_t *r, const he_llq_t *q, const he_llsnap_t *s);
+/* 400, 404 or 503 with Cache-Control: max-age of ttl_s (Appendix B.1:
+ * an error 1 TD, a blocking request's 404 4 TD). */
+void he__llhls_error(he_worker_t *w, he_req_t *r, int status, double ttl_s, const char *why);
+bool he__llhls_accepts_gzip(const he_req_t *r);
+
+/* llhls_hold.c */
+extern const he_worker_hooks_t he_llhls_worker_hooks;
+/* Watches the directory of path (once): its files' changes reach the fd
+ * cache and the requests held on them. 0, or a negative errno. */
+int he__llhold_watch(he_worker_t *w, const char *path, size_t len);
+/* Holds r until path changes to hold what q asks for, or deadline_ms
+ * (then 503). 0, or -ENOMEM, -EBUSY (an HTTP/2 stream with state of
+ * another handler), -ENOENT (no watch on its directory). */
+int he__llhold_add(he_worker_t *w, he_req_t *r, const char *path, size_t len, const he_llq_t *q,
+                   uint64_t deadline_ms);
+/* An LL view of the live playlist at path was read: its directory
+ * remembers its target duration and its preload hint's path. */
+void he__llhold_note(he_worker_t *w, const char *path, size_t len, const he_seg_ll_t *ll);
+/* path (missing from root) is the preload hint of the LL playlist beside
+ * it: r is held until it is written (true), 404 after three TD. */
+bool he__llhold_hint(he_worker_t *w, he_req_t *r, const char *path, size_t len);
+/* A blocking request (_HLS_msn) for a playlist missing from a directory
+ * that held an LL playlist: 404 for 4 TD (Appendix B.1), true. */
+bool he__llhold_blocking_404(he_worker_t *w, he_req_t *r, const char *path, size_t len);
+/* Seconds of Cache-Control for a part or segment beside an LL playlist
+ * (6 TD, Appendix B.1), 0 for others. */
+unsigned he__llhold_part_ttl(he_worker_t *w, const char *path, size_t len);
 
 #endif

@@ -52,6 +52,8 @@ int he_route_server_init(he_server_t *s)
     } else {
         rt->fn[rt->n++] = he_file_handle;
     }
+    /* last: its index in hook_data (HE_HOOK_LLHLS) is past the others' */
+    s->hooks[s->nhooks++] = &he_llhls_worker_hooks;
     s->handlers = rt;
     he_http_set_handler(he_route_request);
     return 0;

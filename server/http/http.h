@@ -49,7 +49,8 @@ typedef struct he_req {
     char via[512];    /* Via: loops are refused (508), the rest goes to the origin */
     char authz[HE_CONF_TOKEN_MAX + 32]; /* Authorization (PURGE's bearer token) */
     uint16_t range_len, inm_len, ims_len, im_len, ius_len, if_range_len, cookie_len, via_len;
-    uint16_t authz_len;
+    char accept_enc[128]; /* Accept-Encoding (handler/llhls.c: gzip playlists) */
+    uint16_t authz_len, accept_enc_len;
     uint8_t has_origin;
     uint64_t t_start_ns; /* first byte of the request seen */
 
@@ -103,6 +104,7 @@ enum {
     HE_HDR_COOKIE,
     HE_HDR_VIA,
     HE_HDR_AUTHZ,
+    HE_HDR_ACCEPT_ENCODING,
     HE_HDR_COUNT
 };
 

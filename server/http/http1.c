@@ -38,7 +38,7 @@ static int he_http1_on_message_begin(llhttp_t *p)
     r->url_len = 0;
     r->range_len = r->inm_len = r->ims_len = 0;
     r->im_len = r->ius_len = r->if_range_len = r->cookie_len = r->via_len = 0;
-    r->authz_len = 0;
+    r->authz_len = r->accept_enc_len = 0;
     r->has_origin = 0;
     r->auth_text = NULL;
     r->auth_text_len = 0;
@@ -131,6 +131,7 @@ static int he_http1_on_header_field_complete(llhttp_t *p)
         {"cookie", 6, HE_HDR_COOKIE},
         {"via", 3, HE_HDR_VIA},
         {"authorization", 13, HE_HDR_AUTHZ},
+        {"accept-encoding", 15, HE_HDR_ACCEPT_ENCODING},
     };
     r->cur_hdr = HE_HDR_NONE;
     if (!r->field_overflow)
@@ -196,6 +197,9 @@ void he__http_req_value(he_req_t *r, const char *at, size_t n)
     case HE_HDR_AUTHZ:
         dst = r->authz, len = &r->authz_len, cap = sizeof(r->authz);
         break;
+    case HE_HDR_ACCEPT_ENCODING:
+        dst = r->accept_enc, len = &r->accept_enc_len, cap = sizeof(r->accept_enc);
+        break;
     case HE_HDR_ORIGIN:
         r->has_origin = 1;
         /* fall through */
@@ -235,6 +239,7 @@ void he__http_req_drop_cut(he_req_t *r)
     if (r->hdr_cut & (1u << HE_HDR_IUS)) r->ius_len = 0;
     if (r->hdr_cut & (1u << HE_HDR_COOKIE)) r->cookie_len = 0;
     if (r->hdr_cut & (1u << HE_HDR_AUTHZ)) r->authz_len = 0; /* no token is that long */
+    if (r->hdr_cut & (1u << HE_HDR_ACCEPT_ENCODING)) r->accept_enc_len = 0; /* identity */
     if (r->hdr_cut & (1u << HE_HDR_RANGE | 1u << HE_HDR_IF_RANGE))
         r->range_len = r->if_range_len = 0;
     /* a cut Via keeps its whole entries (the loop check reads them all) */

@@ -204,7 +204,7 @@ static int he_h2_on_header(nghttp2_session *s, const nghttp2_frame *frame, const
         {"range", 5, HE_HDR_RANGE},        {"if-none-match", 13, HE_HDR_INM},
         {"if-modified-since", 17, HE_HDR_IMS}, {"if-match", 8, HE_HDR_IM},
         {"if-unmodified-since", 19, HE_HDR_IUS}, {"if-range", 8, HE_HDR_IF_RANGE},
-        {"origin", 6, HE_HDR_ORIGIN},
+        {"origin", 6, HE_HDR_ORIGIN},      {"accept-encoding", 15, HE_HDR_ACCEPT_ENCODING},
     };
     he_h2_conn_t *h2 = ud;
     he_h2_stream_t *st;

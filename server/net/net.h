@@ -153,6 +153,9 @@ typedef struct he_worker_hooks {
     unsigned (*quiesce)(he_worker_t *w);
     void (*cleanup)(he_worker_t *w);                    /* after the ring is gone */
     void (*conn_dispose)(he_worker_t *w, he_conn_t *c); /* c is being freed */
+    /* A completion of an operation the hook submitted with user_data from
+     * he__worker_hook_ud (a watch on a descriptor of its own: inotify). */
+    void (*op)(he_worker_t *w, struct io_uring_cqe *cqe);
 } he_worker_hooks_t;
 
 /* ---------------------------------------------------------------- connections */
@@ -359,6 +362,7 @@ enum he_op {
     HE_OP_WAKE,
     HE_OP_TLS_POLL, /* TLS connection: readiness for SSL_do_handshake / SSL_read */
     HE_OP_JOB,      /* slot = a hook's job (origin fetch, SSD write ...): hooks' job() */
+    HE_OP_HOOK,     /* slot = a hook's index (he__worker_hook_ud): that hook's op() */
 };
 
 static inline uint64_t he__ud(enum he_op op, uint32_t slot, uint32_t gen)
@@ -390,6 +394,9 @@ void he_features_probe(he_features_t *f, const he_conf_t *conf);
 struct io_uring_sqe *he__worker_sqe(he_worker_t *w);
 void he__worker_sqe_conn(he_worker_t *w, struct io_uring_sqe *sqe, he_conn_t *c, enum he_op op);
 void *he__worker_main(void *arg);
+/* user_data for an operation of hook h whose completion goes to h->op;
+ * tag is the hook's own (its generation of the operation). */
+uint64_t he__worker_hook_ud(const he_worker_t *w, const he_worker_hooks_t *h, uint32_t tag);
 void he__worker_wake(he_worker_t *w);
 /* Re-arms accepts paused for want of descriptors (one was just freed). */
 void he__worker_accept_resume(he_worker_t *w);

@@ -459,6 +459,13 @@ static void he_worker_on_wake(he_worker_t *w, struct io_uring_cqe *cqe)
     if (cqe->res >= 0 || cqe->res == -EINTR) he_worker_arm_wake(w);
 }
 
+uint64_t he__worker_hook_ud(const he_worker_t *w, const he_worker_hooks_t *h, uint32_t tag)
+{
+    for (unsigned i = 0; i < w->server->nhooks; i++)
+        if (w->server->hooks[i] == h) return he__ud(HE_OP_HOOK, i, tag);
+    return he__ud(HE_OP_NONE, 0, 0); /* not registered: the completion is dropped */
+}
+
 static void he_worker_dispatch(he_worker_t *w, struct io_uring_cqe *cqe)
 {
     he_conn_t *c;
@@ -479,6 +486,11 @@ static void he_worker_dispatch(he_worker_t *w, struct io_uring_cqe *cqe)
                 break;
             }
         return;
+    case HE_OP_HOOK: { /* a hook's own operation (handler/llhls_hold.c: inotify) */
+        unsigned i = he__ud_slot(cqe->user_data);
+        if (i < w->server->nhooks && w->server->hooks[i]->op) w->server->hooks[i]->op(w, cqe);
+        return;
+    }
     case HE_OP_CANCEL:
     case HE_OP_NONE:
         return;

@@ -203,9 +203,10 @@ static void test_source_order(void)
     HE_CHECK_INT(rt->n, 2);
     HE_CHECK(rt->fn[0] == he_auth_handle && rt->fn[1] == he_file_handle);
     HE_CHECK(s.proto == &he_http1_proto);
-    HE_CHECK_INT(s.nhooks, 2);
+    HE_CHECK_INT(s.nhooks, 3);
     HE_CHECK(s.hooks[HE_HOOK_HTTP] == &he_http_worker_hooks);
     HE_CHECK(s.hooks[HE_HOOK_FILE] == &he_file_worker_hooks);
+    HE_CHECK(s.hooks[2] == &he_llhls_worker_hooks);
     he_route_server_free(&s);
     HE_CHECK(s.handlers == NULL);
 
@@ -218,8 +219,9 @@ static void test_source_order(void)
     HE_CHECK_INT(rt->n, 3);
     HE_CHECK(rt->fn[0] == he_auth_handle && rt->fn[1] == he_file_handle &&
              rt->fn[2] == he_cache_handle);
-    HE_CHECK_INT(s.nhooks, 3);
+    HE_CHECK_INT(s.nhooks, 4);
     HE_CHECK(s.hooks[HE_HOOK_CACHE] == &he_cache_worker_hooks);
+    HE_CHECK(s.hooks[HE_HOOK_LLHLS] == &he_llhls_worker_hooks);
     he_route_server_free(&s);
 
     memset(&s, 0, sizeof(s));

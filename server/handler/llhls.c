@@ -1,0 +1,271 @@
+/* Low-Latency HLS from root (draft-pantos-hls-rfc8216bis 6.2.5, Appendix
+ * B.1): a live media playlist's request with delivery directives is
+ * checked, answered now when the file already holds what it asks for, or
+ * held (llhls_hold.c) until the packager's next write does. Answers go
+ * out whole, as a delta update when asked (_HLS_skip), gzip-compressed
+ * when the client accepts it, with the TTLs of Appendix B.1. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <zlib.h>
+
+#include "server/base/log.h"
+#include "server/handler/handler.h"
+
+/* ---------------------------------------------------------------- snapshots */
+
+int he__llsnap_load(he_worker_t *w, const char *path, size_t len, he_llsnap_t *s)
+{
+    he_fcache_t *fc = w->hook_data[HE_HOOK_FILE];
+    int err = 0;
+    bool hit;
+    memset(s, 0, sizeof(*s));
+    s->f = he_fcache_get(fc, path, len, w->now_ms, &err, &hit);
+    if (!s->f) return err ? err : -ENOENT;
+    return he__llsnap_from(w, s->f, s);
+}
+
+int he__llsnap_from(he_worker_t *w, he_file_t *f, he_llsnap_t *s)
+{
+    char err[160];
+    int e = 0;
+    s->f = f;
+    s->buf = f->body;
+    s->len = f->size;
+    if (!s->buf && f->size) s->buf = he_fcache_map(w->hook_data[HE_HOOK_FILE], f, &e);
+    if (!s->buf || he_seg_ll_parse(s->buf, s->len, &s->ll, err, sizeof(err)) < 0) {
+        if (s->buf) he_log_info("worker %u: /%s: not an LL view: %s", w->id, f->path, err);
+        he_fcache_put(w->hook_data[HE_HOOK_FILE], f);
+        memset(s, 0, sizeof(*s));
+        return -EINVAL;
+    }
+    s->ok = true;
+    he__llhold_note(w, f->path, strlen(f->path), &s->ll);
+    return 0;
+}
+
+void he__llsnap_put(he_worker_t *w, he_llsnap_t *s)
+{
+    if (!s->ok) return;
+    he_seg_ll_free(&s->ll);
+    he_fcache_put(w->hook_data[HE_HOOK_FILE], s->f);
+    memset(s, 0, sizeof(*s));
+}
+
+/* ---------------------------------------------------------------- answers */
+
+/* Appendix B.1's TTLs are in target durations; whole seconds, at least 1. */
+static unsigned he_llhls_ttl(double td, double units)
+{
+    double s = floor(td * units + 0.5);
+    return s < 1 ? 1 : s > 86400 ? 86400 : (unsigned)s;
+}
+
+static void he_llhls_free_body(void *ctx)
+{
+    free(ctx);
+}
+
+static void he_llhls_put_file(void *ctx)
+{
+    he_fcache_put(NULL, ctx);
+}
+
+/* RFC 9110 12.5.3: gzip unless the client gave it q=0. */
+bool he__llhls_accepts_gzip(const he_req_t *r)
+{
+    const char *p = r->accept_enc, *end = r->accept_enc + r->accept_enc_len;
+    while (p < end) {
+        const char *c = memchr(p, ',', (size_t)(end - p)), *e = c ? c : end;
+        while (p < e && (*p == ' ' || *p == '\t'))
+            p++;
+        if (e - p >= 4 && strncasecmp(p, "gzip", 4) == 0 &&
+            (e - p == 4 || p[4] == ';' || p[4] == ' ')) {
+            const char *q = memchr(p, '=', (size_t)(e - p));
+            if (!q) return true;
+            q++;
+            while (q < e && *q == ' ')
+                q++;
+            /* "0", "0.", "0.0" ... refuse; anything else accepts */
+            bool zero = q < e && *q == '0';
+            for (const char *d = q + 1; zero && d < e && *d != ' '; d++)
+                zero = *d == '.' || *d == '0';
+            return !zero;
+        }
+        p = c ? c + 1 : end;
+    }
+    return false;
+}
+
+/* gzip (RFC 1952) of n bytes at p, malloc'ed; NULL when zlib fails. */
+static char *he_llhls_gzip(const char *p, size_t n, size_t *out_len)
+{
+    z_stream z;
+    memset(&z, 0, sizeof(z));
+    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return NULL;
+    uLong cap = deflateBound(&z, (uLong)n);
+    char *out = malloc(cap);
+    if (!out) {
+        deflateEnd(&z);
+        return NULL;
+    }
+    z.next_in = (Bytef *)(uintptr_t)p;
+    z.avail_in = (uInt)n;
+    z.next_out = (Bytef *)out;
+    z.avail_out = (uInt)cap;
+    int rc = deflate(&z, Z_FINISH);
+    *out_len = z.total_out;
+    deflateEnd(&z);
+    if (rc != Z_STREAM_END) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* A short error page with the TTL of Appendix B.1 for it. */
+void he__llhls_error(he_worker_t *w, he_req_t *r, int status, double ttl_s, const char *why)
+{
+    static const char *const pages[] = {"400 Bad Request\n", "404 Not Found\n",
+                                        "503 Service Unavailable\n"};
+    const char *page = status == 400 ? pages[0] : status == 404 ? pages[1] : pages[2];
+    char extra[96];
+    he_http_head_t h;
+    he_body_t body;
+
+    if (why) he_log_info("worker %u: %.*s: %d: %s", w->id, (int)r->url_len, r->url, status, why);
+    snprintf(extra, sizeof(extra), "Cache-Control: max-age=%u\r\n", he_llhls_ttl(ttl_s, 1));
+    memset(&h, 0, sizeof(h));
+    h.status = status;
+    h.ctype = "text/plain";
+    h.has_clen = true;
+    h.clen = strlen(page);
+    h.extra = extra;
+    he__body_mem(&body, page, strlen(page), NULL, NULL);
+    he_http_respond(w, r, &h, &body);
+}
+
+/* Answers r from s: whole, or the delta it asked for, maybe gzipped. */
+void he__llhls_answer(he_worker_t *w, he_req_t *r, const he_llq_t *q, const he_llsnap_t *s)
+{
+    const he_seg_ll_t *ll = &s->ll;
+    const he_file_t *f = s->f;
+    char *own = NULL, extra[128];
+    const char *p = s->buf;
+    size_t n = s->len;
+    he_http_head_t h;
+    he_body_t body;
+    bool whole = true;
+
+    /* 6.2.5.1: a delta from the edge's own full copy, when the playlist
+     * says how much may be skipped; a delta already is passed as it is */
+    if (q->d.skip != HE_SEG_LL_SKIP_NONE && ll->can_skip_until > 0 && !ll->is_delta) {
+        char *delta;
+        size_t dl;
+        int rc = he_seg_ll_delta(s->buf, s->len, ll, q->d.skip, NULL, &delta, &dl);
+        if (rc == 0) {
+            own = delta, p = delta, n = dl, whole = false;
+            w->stats.llhls_deltas++;
+        }
+    }
+    memset(&h, 0, sizeof(h));
+    /* Appendix B.1: a blocking answer may be cached for 6 TD (it never
+     * changes), a plain one for half a TD */
+    double units = q->d.has_msn ? 6 : 0.5;
+    snprintf(extra, sizeof(extra), "Cache-Control: max-age=%u\r\nVary: Accept-Encoding\r\n",
+             he_llhls_ttl(ll->pl.target_duration, units));
+    if (q->gzip && !r->auth_propagate && n > 0) {
+        size_t zl;
+        char *z = he_llhls_gzip(p, n, &zl);
+        if (z) {
+            free(own);
+            own = z, p = z, n = zl, whole = false;
+            h.cenc = "gzip";
+            w->stats.llhls_gzip++;
+        }
+    }
+    h.status = 200;
+    h.type = HE_SEG_TYPE_M3U8;
+    h.has_clen = true;
+    h.clen = n;
+    h.last_modified = f->last_modified;
+    h.last_modified_len = 29;
+    if (whole) { /* the file's own bytes: the file's tag */
+        h.etag = f->etag;
+        h.etag_len = f->etag_len;
+    }
+    h.expose_headers = true;
+    h.extra = extra;
+    r->kind = HE_SEG_KIND_MEDIA;
+    if (own) {
+        he__body_mem(&body, own, n, he_llhls_free_body, own);
+    } else {
+        /* the file's bytes: the body holds a reference of its own */
+        he_file_t *fr = (he_file_t *)f;
+        fr->refs++;
+        he__body_mem(&body, p, n, he_llhls_put_file, fr);
+    }
+    he_auth_respond(w, r, &h, &body);
+}
+
+bool he__llhls_ready(const he_llq_t *q, const he_llsnap_t *s)
+{
+    /* 6.2.5.2: held until the playlist holds that segment or part, or a
+     * later one; a playlist that ended answers every directive */
+    return !q->d.has_msn || s->ll.pl.endlist ||
+           he_seg_ll_holds(&s->ll, q->d.msn, q->d.has_part ? q->d.part : -1);
+}
+
+/* ---------------------------------------------------------------- requests */
+
+bool he__llhls_file(he_worker_t *w, he_req_t *r, const char *path, size_t len, he_file_t *f)
+{
+    he_llq_t q;
+    he_llsnap_t s;
+    if (f->type != HE_SEG_TYPE_M3U8 || f->kind != HE_SEG_KIND_MEDIA || !f->live) return false;
+    if (!w->conf->llhls_enabled) return false;
+    /* the packager's writes are seen as they happen: the fd cache forgets
+     * the old copy at once (a failed watch leaves live_fraction revalidation) */
+    (void)he__llhold_watch(w, path, len);
+
+    memset(&q, 0, sizeof(q));
+    bool malformed = he_seg_ll_directives(r->url, r->url_len, &q.d) < 0;
+    q.gzip = w->conf->llhls_gzip && he__llhls_accepts_gzip(r);
+    bool directives = malformed || q.d.has_msn || q.d.has_part || q.d.skip != HE_SEG_LL_SKIP_NONE;
+    if (!directives && !f->ll && !q.gzip) return false; /* plain live, as ever */
+    if (r->method != HTTP_GET && r->method != HTTP_HEAD) return false;
+    if (he__llsnap_from(w, f, &s) < 0) return false; /* f was put: served as a file */
+
+    const he_seg_ll_t *ll = &s.ll;
+    double td = ll->pl.target_duration > 0 ? ll->pl.target_duration : 1;
+    q.td = td;
+    const char *bad = NULL;
+    if (malformed)
+        bad = "_HLS_msn or _HLS_part is no decimal-integer";
+    else if (q.d.has_part && !q.d.has_msn) /* 6.2.5.2 */
+        bad = "_HLS_part without _HLS_msn";
+    else if (q.d.has_msn && ll->has_segments && q.d.msn > ll->last_msn + 2)
+        bad = "_HLS_msn more than two past the last segment";
+    else if (q.d.has_part &&
+             he_seg_ll_parts_ahead(ll, q.d.msn, q.d.part) > he_seg_ll_advance_part_limit(ll))
+        bad = "_HLS_part past the Advance Part Limit";
+    if (bad) {
+        he__llsnap_put(w, &s);
+        w->stats.llhls_rejected++;
+        he__llhls_error(w, r, 400, td, bad);
+        return true;
+    }
+    if (he__llhls_ready(&q, &s)) {
+        he__llhls_answer(w, r, &q, &s);
+        he__llsnap_put(w, &s);
+        return true;
+    }
+    he__llsnap_put(w, &s);
+    /* 6.2.5.2: 503 once it was held for three target durations */
+    int rc = he__llhold_add(w, r, path, len, &q, w->now_ms + (uint64_t)(3 * td * 1000));
+    if (rc < 0) he__llhls_error(w, r, 503, td, rc == -EBUSY ? "cannot hold" : "cannot watch");
+    return true;
+}
