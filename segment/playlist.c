@@ -4,6 +4,7 @@
  * fetched (numbers, URIs, ranges, keys) and lenient about what a player
  * may ignore (unknown tags, comments, blank lines, stray whitespace). */
 #include "segment/segment.h"
+#include "segment/playlist_syntax.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -80,7 +81,7 @@ static int he_seg_grow(void **arr, size_t *cap, size_t n, size_t elem)
 /* ---------------------------------------------------------------- syntax */
 
 /* Drops surrounding spaces, tabs and the CR of a CRLF line ending. */
-static void he_seg_trim(const char **s, size_t *n)
+void he__seg_trim(const char **s, size_t *n)
 {
     while (*n > 0 && ((*s)[0] == ' ' || (*s)[0] == '\t'))
         (*s)++, (*n)--;
@@ -89,10 +90,10 @@ static void he_seg_trim(const char **s, size_t *n)
 }
 
 /* decimal-integer: [0-9]+ in 0 .. 2^64-1. */
-static int he_seg_parse_u64(const char *s, size_t n, uint64_t *out)
+int he__seg_parse_u64(const char *s, size_t n, uint64_t *out)
 {
     uint64_t v = 0;
-    he_seg_trim(&s, &n);
+    he__seg_trim(&s, &n);
     if (n == 0) return -1;
     for (size_t i = 0; i < n; i++) {
         unsigned d = (unsigned)(s[i] - '0');
@@ -107,7 +108,7 @@ static int he_seg_parse_u64(const char *s, size_t n, uint64_t *out)
  * Written by hand because strtod needs a NUL and honours the locale's
  * decimal point. Up to 19 significant digits are kept exactly and scaled
  * once, so "9.009" is the double nearest 9.009. */
-static int he_seg_parse_decimal(const char *s, size_t n, double *out)
+int he__seg_parse_decimal(const char *s, size_t n, double *out)
 {
     static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
@@ -116,7 +117,7 @@ static int he_seg_parse_decimal(const char *s, size_t n, double *out)
     long scale = 0;
     bool dot = false, digit = false;
 
-    he_seg_trim(&s, &n);
+    he__seg_trim(&s, &n);
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '.' && !dot) {
             dot = true;
@@ -152,20 +153,14 @@ static int he_seg_parse_resolution(const char *s, size_t n, unsigned *w, unsigne
     const char *x = memchr(s, 'x', n);
     uint64_t a, b;
     if (x == NULL) x = memchr(s, 'X', n);
-    if (x == NULL || he_seg_parse_u64(s, (size_t)(x - s), &a) < 0 ||
-        he_seg_parse_u64(x + 1, n - (size_t)(x - s) - 1, &b) < 0 || a > UINT_MAX || b > UINT_MAX)
+    if (x == NULL || he__seg_parse_u64(s, (size_t)(x - s), &a) < 0 ||
+        he__seg_parse_u64(x + 1, n - (size_t)(x - s) - 1, &b) < 0 || a > UINT_MAX || b > UINT_MAX)
         return -1;
     *w = (unsigned)a;
     *h = (unsigned)b;
     return 0;
 }
 
-/* One AttributeName=AttributeValue of an attribute list (RFC 8216 4.2). */
-typedef struct he_seg_attr {
-    const char *name, *val;
-    size_t name_len, val_len;
-    bool quoted;
-} he_seg_attr_t;
 
 static bool he_seg_attr_name_char(char c)
 {
@@ -177,7 +172,7 @@ static bool he_seg_attr_name_char(char c)
  * end of the list, -1 on bad syntax (no name, no '=', an unterminated
  * quoted string, junk after a quoted string). Quoted values come back
  * without their quotes; commas inside them do not split the list. */
-static int he_seg_attr_next(const char **pp, const char *end, he_seg_attr_t *a)
+int he__seg_attr_next(const char **pp, const char *end, he__seg_attr_t *a)
 {
     const char *p = *pp;
     while (p < end && (*p == ' ' || *p == '\t'))
@@ -205,7 +200,7 @@ static int he_seg_attr_next(const char **pp, const char *end, he_seg_attr_t *a)
         const char *q = memchr(p, ',', (size_t)(end - p));
         a->val = p;
         a->val_len = (size_t)((q ? q : end) - p);
-        he_seg_trim(&a->val, &a->val_len);
+        he__seg_trim(&a->val, &a->val_len);
         p = q ? q : end;
     }
     if (p < end) p++; /* the comma */
@@ -213,14 +208,14 @@ static int he_seg_attr_next(const char **pp, const char *end, he_seg_attr_t *a)
     return 1;
 }
 
-static bool he_seg_attr_is(const he_seg_attr_t *a, const char *name)
+bool he__seg_attr_is(const he__seg_attr_t *a, const char *name)
 {
     return strlen(name) == a->name_len && memcmp(a->name, name, a->name_len) == 0;
 }
 
 /* Enumerated values are unquoted; quotes some packagers add anyway were
- * already stripped by he_seg_attr_next. */
-static bool he_seg_val_is(const he_seg_attr_t *a, const char *val)
+ * already stripped by he__seg_attr_next. */
+bool he__seg_val_is(const he__seg_attr_t *a, const char *val)
 {
     return strlen(val) == a->val_len && memcmp(a->val, val, a->val_len) == 0;
 }
@@ -234,8 +229,8 @@ static int he_seg_tag_extinf(he_seg_parser_t *p, const char *v, size_t n)
     if (p->inf_pending) return he_seg_fail(p, p->inf_line, "EXTINF without a following URI");
     const char *comma = memchr(v, ',', n);
     size_t dn = comma ? (size_t)(comma - v) : n;
-    he_seg_trim(&v, &dn);
-    if (he_seg_parse_decimal(v, dn, &p->inf_duration) < 0)
+    he__seg_trim(&v, &dn);
+    if (he__seg_parse_decimal(v, dn, &p->inf_duration) < 0)
         return he_seg_fail(p, p->line, "bad number in EXTINF");
     p->inf_pending = true;
     p->inf_line = p->line;
@@ -244,7 +239,7 @@ static int he_seg_tag_extinf(he_seg_parser_t *p, const char *v, size_t n)
 
 static int he_seg_tag_stream_inf(he_seg_parser_t *p, const char *v, size_t n)
 {
-    he_seg_attr_t a;
+    he__seg_attr_t a;
     const char *end = v + n;
     bool have_bw = false;
     int rc;
@@ -254,20 +249,20 @@ static int he_seg_tag_stream_inf(he_seg_parser_t *p, const char *v, size_t n)
     memset(&p->var, 0, sizeof(p->var));
     p->var_pending = true; /* so errors below free var.codecs */
     p->var_line = p->line;
-    while ((rc = he_seg_attr_next(&v, end, &a)) > 0) {
+    while ((rc = he__seg_attr_next(&v, end, &a)) > 0) {
         const char *what = NULL;
-        if (he_seg_attr_is(&a, "BANDWIDTH")) {
+        if (he__seg_attr_is(&a, "BANDWIDTH")) {
             have_bw = true;
-            if (he_seg_parse_u64(a.val, a.val_len, &p->var.bandwidth) < 0) what = "BANDWIDTH";
-        } else if (he_seg_attr_is(&a, "AVERAGE-BANDWIDTH")) {
-            if (he_seg_parse_u64(a.val, a.val_len, &p->var.average_bandwidth) < 0)
+            if (he__seg_parse_u64(a.val, a.val_len, &p->var.bandwidth) < 0) what = "BANDWIDTH";
+        } else if (he__seg_attr_is(&a, "AVERAGE-BANDWIDTH")) {
+            if (he__seg_parse_u64(a.val, a.val_len, &p->var.average_bandwidth) < 0)
                 what = "AVERAGE-BANDWIDTH";
-        } else if (he_seg_attr_is(&a, "RESOLUTION")) {
+        } else if (he__seg_attr_is(&a, "RESOLUTION")) {
             if (he_seg_parse_resolution(a.val, a.val_len, &p->var.width, &p->var.height) < 0)
                 what = "RESOLUTION";
-        } else if (he_seg_attr_is(&a, "FRAME-RATE")) {
-            if (he_seg_parse_decimal(a.val, a.val_len, &p->var.frame_rate) < 0) what = "FRAME-RATE";
-        } else if (he_seg_attr_is(&a, "CODECS")) {
+        } else if (he__seg_attr_is(&a, "FRAME-RATE")) {
+            if (he__seg_parse_decimal(a.val, a.val_len, &p->var.frame_rate) < 0) what = "FRAME-RATE";
+        } else if (he__seg_attr_is(&a, "CODECS")) {
             free(p->var.codecs);
             p->var.codecs = he_seg_strndup(a.val, a.val_len);
             if (p->var.codecs == NULL) return -ENOMEM;
@@ -290,27 +285,27 @@ static void he_seg_set_shared(char **cur, bool *used, char *s)
 
 static int he_seg_tag_key(he_seg_parser_t *p, const char *v, size_t n)
 {
-    he_seg_attr_t a;
+    he__seg_attr_t a;
     const char *end = v + n, *uri = NULL;
     size_t uri_len = 0;
     bool none = false, have_method = false, identity = true;
     int rc;
 
-    while ((rc = he_seg_attr_next(&v, end, &a)) > 0) {
-        if (he_seg_attr_is(&a, "METHOD")) {
+    while ((rc = he__seg_attr_next(&v, end, &a)) > 0) {
+        if (he__seg_attr_is(&a, "METHOD")) {
             have_method = true;
-            if (he_seg_val_is(&a, "NONE"))
+            if (he__seg_val_is(&a, "NONE"))
                 none = true;
-            else if (he_seg_val_is(&a, "AES-128") || he_seg_val_is(&a, "SAMPLE-AES") ||
-                     he_seg_val_is(&a, "SAMPLE-AES-CTR"))
+            else if (he__seg_val_is(&a, "AES-128") || he__seg_val_is(&a, "SAMPLE-AES") ||
+                     he__seg_val_is(&a, "SAMPLE-AES-CTR"))
                 none = false;
             else
                 return he_seg_fail(p, p->line, "bad METHOD in EXT-X-KEY");
-        } else if (he_seg_attr_is(&a, "URI")) {
+        } else if (he__seg_attr_is(&a, "URI")) {
             uri = a.val;
             uri_len = a.val_len;
-        } else if (he_seg_attr_is(&a, "KEYFORMAT")) {
-            identity = he_seg_val_is(&a, "identity");
+        } else if (he__seg_attr_is(&a, "KEYFORMAT")) {
+            identity = he__seg_val_is(&a, "identity");
         }
     }
     if (rc < 0) return he_seg_fail(p, p->line, "bad attribute list");
@@ -328,13 +323,13 @@ static int he_seg_tag_key(he_seg_parser_t *p, const char *v, size_t n)
 
 static int he_seg_tag_map(he_seg_parser_t *p, const char *v, size_t n)
 {
-    he_seg_attr_t a;
+    he__seg_attr_t a;
     const char *end = v + n;
     char *s = NULL;
     int rc;
 
-    while ((rc = he_seg_attr_next(&v, end, &a)) > 0) {
-        if (he_seg_attr_is(&a, "URI")) {
+    while ((rc = he__seg_attr_next(&v, end, &a)) > 0) {
+        if (he__seg_attr_is(&a, "URI")) {
             free(s);
             if ((s = he_seg_strndup(a.val, a.val_len)) == NULL) return -ENOMEM;
         }
@@ -354,8 +349,8 @@ static int he_seg_tag_byterange(he_seg_parser_t *p, const char *v, size_t n)
     const char *at = memchr(v, '@', n);
     uint64_t len, off = 0;
     size_t ln = at ? (size_t)(at - v) : n;
-    if (he_seg_parse_u64(v, ln, &len) < 0 || len > INT64_MAX ||
-        (at && (he_seg_parse_u64(at + 1, n - ln - 1, &off) < 0 || off > INT64_MAX - len)))
+    if (he__seg_parse_u64(v, ln, &len) < 0 || len > INT64_MAX ||
+        (at && (he__seg_parse_u64(at + 1, n - ln - 1, &off) < 0 || off > INT64_MAX - len)))
         return he_seg_fail(p, p->line, "bad number in EXT-X-BYTERANGE");
     p->range_pending = true;
     p->range_line = p->line;
@@ -367,7 +362,7 @@ static int he_seg_tag_byterange(he_seg_parser_t *p, const char *v, size_t n)
 static int he_seg_tag_number(he_seg_parser_t *p, const char *tag, const char *v, size_t n,
                              uint64_t *out)
 {
-    if (he_seg_parse_u64(v, n, out) < 0) return he_seg_fail(p, p->line, "bad number in %s", tag);
+    if (he__seg_parse_u64(v, n, out) < 0) return he_seg_fail(p, p->line, "bad number in %s", tag);
     return 0;
 }
 
@@ -446,7 +441,7 @@ static int he_seg_tag_line(he_seg_parser_t *p, const char *s, size_t n)
     } else if (he_seg_name_is(s, name_len, "#EXT-X-ENDLIST")) {
         pl->endlist = true;
     } else if (he_seg_name_is(s, name_len, "#EXT-X-TARGETDURATION")) {
-        if (he_seg_parse_decimal(v, vn, &pl->target_duration) < 0)
+        if (he__seg_parse_decimal(v, vn, &pl->target_duration) < 0)
             return he_seg_fail(p, p->line, "bad number in EXT-X-TARGETDURATION");
     } else if (he_seg_name_is(s, name_len, "#EXT-X-MEDIA-SEQUENCE")) {
         return he_seg_tag_number(p, "EXT-X-MEDIA-SEQUENCE", v, vn, &pl->media_sequence);
@@ -536,7 +531,7 @@ static int he_seg_parse_lines(he_seg_parser_t *p, const char *buf, size_t len)
         s = nl ? nl + 1 : end;
         p->line++;
 
-        he_seg_trim(&line, &n); /* also drops the CR of CRLF */
+        he__seg_trim(&line, &n); /* also drops the CR of CRLF */
         if (p->line == 1) {
             if (!he_seg_name_is(line, n, "#EXTM3U")) return he_seg_fail(p, 1, "missing #EXTM3U");
             continue;
@@ -642,7 +637,7 @@ int he_seg_playlist_uris(const char *buf, size_t len, he_seg_uri_fn fn, void *ct
         const char *l = s;
         size_t ln = (size_t)((nl ? nl : end) - s);
         s = nl ? nl + 1 : end;
-        he_seg_trim(&l, &ln);
+        he__seg_trim(&l, &ln);
         if (line++ == 0) {
             if (!he_seg_name_is(l, ln, "#EXTM3U")) return -EINVAL;
             continue;
@@ -663,9 +658,9 @@ int he_seg_playlist_uris(const char *buf, size_t len, he_seg_uri_fn fn, void *ct
                      memcmp(l + 7, he_seg_uri_tags[i].name, name_len) == 0;
         if (!wanted) continue;
         const char *v = colon + 1, *vend = l + ln;
-        he_seg_attr_t a;
-        while (he_seg_attr_next(&v, vend, &a) > 0) {
-            if (!he_seg_attr_is(&a, "URI") || a.val_len == 0) continue;
+        he__seg_attr_t a;
+        while (he__seg_attr_next(&v, vend, &a) > 0) {
+            if (!he__seg_attr_is(&a, "URI") || a.val_len == 0) continue;
             fn(ctx, (size_t)(a.val - buf), a.val_len);
             n++;
         }

@@ -137,4 +137,80 @@ bool he_seg_playlist_is_live(const he_seg_playlist_t *pl);
 typedef void (*he_seg_uri_fn)(void *ctx, size_t off, size_t len);
 int he_seg_playlist_uris(const char *buf, size_t len, he_seg_uri_fn fn, void *ctx);
 
+/* ---------------------------------------------------------------- low latency */
+
+/* The low-latency view of a media playlist (draft-pantos-hls-rfc8216bis
+ * 4.4.3.7, 4.4.3.8, 4.4.5): the one parser's segments plus the LL tags.
+ * URIs point into the parsed buffer, which must outlive the view. */
+typedef struct he_seg_ll_part {
+    const char *uri;
+    size_t uri_len;
+    double duration;
+    uint64_t msn;    /* the segment it belongs to */
+    unsigned index;  /* its place in that segment, from 0 */
+    bool independent, gap;
+    int64_t byterange_length; /* -1 if none */
+    int64_t byterange_offset; /* -1 if implicit */
+} he_seg_ll_part_t;
+
+typedef enum he_seg_ll_skip {
+    HE_SEG_LL_SKIP_NONE = 0,
+    HE_SEG_LL_SKIP_YES, /* _HLS_skip=YES: media segments */
+    HE_SEG_LL_SKIP_V2,  /* _HLS_skip=v2: and EXT-X-DATERANGE tags */
+} he_seg_ll_skip_t;
+
+typedef struct he_seg_ll {
+    he_seg_playlist_t pl; /* the one parser's view */
+    /* EXT-X-SERVER-CONTROL; 0 when absent */
+    bool can_block_reload, can_skip_dateranges;
+    double can_skip_until, part_hold_back, hold_back;
+    double part_target; /* EXT-X-PART-INF PART-TARGET, 0 if absent */
+    he_seg_ll_part_t *parts; /* every EXT-X-PART, in order */
+    size_t nparts;
+    /* EXT-X-PRELOAD-HINT (the last one of TYPE=PART, else of TYPE=MAP) */
+    bool has_hint, hint_is_map;
+    const char *hint_uri;
+    size_t hint_uri_len;
+    int64_t hint_start;  /* BYTERANGE-START, 0 if absent */
+    int64_t hint_length; /* BYTERANGE-LENGTH, -1: to the end (RFC 8673) */
+    /* EXT-X-SKIP: the playlist is itself a delta update */
+    bool is_delta;
+    uint64_t skipped_segments;
+    /* the first and the last complete segment's MSN; has_segments false
+     * when there is none (then last_msn + 1 is the first segment's) */
+    bool has_segments;
+    uint64_t first_msn, last_msn;
+    /* the last part: of segment last_part_msn, index last_part_index;
+     * has_parts false when there is none */
+    bool has_parts;
+    uint64_t last_part_msn;
+    unsigned last_part_index;
+} he_seg_ll_t;
+
+/* Parses buf as a media playlist into its LL view. 0, or -EINVAL ("line
+ * N: ..." in err) for what the parser refuses, a master playlist, or a bad
+ * LL tag; -ENOMEM. On error ll holds nothing to free. */
+int he_seg_ll_parse(const char *buf, size_t len, he_seg_ll_t *ll, char *err, size_t errlen);
+void he_seg_ll_free(he_seg_ll_t *ll);
+/* Whether the playlist holds segment msn (part < 0) or part `part` of it,
+ * or a later one (6.2.5.2: a part index past the last part of a complete
+ * segment is part 0 of the next). */
+bool he_seg_ll_holds(const he_seg_ll_t *ll, uint64_t msn, int64_t part);
+/* How far (msn, part) runs past the playlist's last part, in parts, or
+ * its last segment when it has no parts: 0 when it does not. */
+uint64_t he_seg_ll_parts_ahead(const he_seg_ll_t *ll, uint64_t msn, int64_t part);
+/* The Advance Part Limit of 6.2.5.2: 3 parts, or 3 / PART-TARGET when
+ * PART-TARGET is under a second. */
+unsigned he_seg_ll_advance_part_limit(const he_seg_ll_t *ll);
+/* The delta update (4.4.5.2, 6.2.5.1) of the full playlist in buf (ll its
+ * view): segments that end CAN-SKIP-UNTIL or more before the end replaced
+ * by EXT-X-SKIP, with v2 also their EXT-X-DATERANGE tags and
+ * RECENTLY-REMOVED-DATERANGES (removed: tab-separated IDs, may be NULL),
+ * and EXT-X-VERSION raised to 9 (10 for v2, section 8). Writes a malloc'ed
+ * playlist to *out; 0, or 1 when nothing can be skipped (*out NULL:
+ * answer the full playlist), -EINVAL when ll has no CAN-SKIP-UNTIL or is a
+ * delta already, -ENOMEM. */
+int he_seg_ll_delta(const char *buf, size_t len, const he_seg_ll_t *ll, he_seg_ll_skip_t mode,
+                    const char *removed, char **out, size_t *out_len);
+
 #endif
