@@ -51,7 +51,7 @@ typedef struct he_lg_ll_stats {
     uint64_t hints;          /* parts fetched by their preload hint */
     uint64_t part_misses;    /* a part answered 4xx/5xx, or fallen out of the playlist */
     uint64_t not_held;       /* reloads answered without the part asked for */
-    he_lg_hist_t hold_us;    /* blocking reload: request to response */
+    he_lg_hist_t hold_us;    /* blocking reload: request to response, any status */
     he_lg_hist_t hint_us;    /* preload hint: request to response */
     he_lg_hist_t latency_ms; /* play head behind the playlist's live edge */
 } he_lg_ll_stats_t;

@@ -251,6 +251,7 @@ static void he_lg_llhls_on_reload(he_lg_viewer_t *v, const he_lg_result_t *r)
     he_lg_ll_stats_t *s = &th->stats.ll;
     he_lg_llhls_t *l = v->ll;
     th->stats.playlists++;
+    if (r->status) he_lg_hist_record(&s->hold_us, r->total_ns / 1000); /* 503s too */
     if (r->status == 400 || r->status == 503) {
         /* 400: asked too far ahead: reload without directives; 503: the
          * playlist did not get there in time: ask again */
@@ -269,7 +270,6 @@ static void he_lg_llhls_on_reload(he_lg_viewer_t *v, const he_lg_result_t *r)
         return;
     }
     s->reloads++;
-    he_lg_hist_record(&s->hold_us, r->total_ns / 1000);
     if (!he_lg_llhls_on_playlist(v, r)) return;
     if (l->view.is_delta) s->deltas++;
     if (!he_seg_ll_holds(&l->view, l->want_msn, l->want_idx)) {
