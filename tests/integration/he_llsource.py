@@ -519,7 +519,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         o = self.server.origin
         st = o.stream
         url = urllib.parse.urlsplit(self.path)
+        # any directory prefix (an edge's /live/...) leads to the stream
         parts = url.path.strip("/").split("/")
+        parts = parts[-1:] if parts[-1].startswith("master") else parts[-2:]
         o.count(url.path, url.query)
         # Appendix B.1 TTLs, in target durations
         td = st.td
