@@ -44,9 +44,9 @@ typedef struct he_lg_rend_stats {
 
 /* --llhls: blocking reloads, parts and how far behind the live edge */
 typedef struct he_lg_ll_stats {
-    uint64_t reloads;        /* blocking playlist reloads answered */
-    uint64_t deltas;         /* of those, delta updates (EXT-X-SKIP) */
-    uint64_t st400, st503;   /* blocking reloads answered 400 / 503 */
+    uint64_t reloads;      /* blocking playlist reloads answered */
+    uint64_t deltas;       /* of those, delta updates (EXT-X-SKIP) */
+    uint64_t st400, st503; /* blocking reloads answered 400 / 503 */
     uint64_t parts, part_bytes;
     uint64_t hints;          /* parts fetched by their preload hint */
     uint64_t part_misses;    /* a part answered 4xx/5xx, or fallen out of the playlist */

@@ -34,8 +34,8 @@ struct he_lg_llhls {
     bool have_last; /* the last part fetched, for the latency */
     uint64_t last_msn;
     unsigned last_idx;
-    bool hint_failed; /* the hint for next_* failed: reload instead */
-    bool plain_next;  /* reload without directives (after a 400) */
+    bool hint_failed;  /* the hint for next_* failed: reload instead */
+    bool plain_next;   /* reload without directives (after a 400) */
     uint64_t want_msn; /* of the reload in flight */
     unsigned want_idx;
     bool in_hint;
@@ -153,8 +153,8 @@ static void he_lg_llhls_reload(he_lg_viewer_t *v)
     if (l->plain_next)
         n = snprintf(url, sizeof(url), "%s", v->media_url);
     else
-        n = snprintf(url, sizeof(url), "%s%s_HLS_msn=%" PRIu64 "&_HLS_part=%u%s", v->media_url,
-                     sep, l->next_msn, l->next_idx,
+        n = snprintf(url, sizeof(url), "%s%s_HLS_msn=%" PRIu64 "&_HLS_part=%u%s", v->media_url, sep,
+                     l->next_msn, l->next_idx,
                      l->full && l->view.can_skip_until > 0 ? "&_HLS_skip=YES" : "");
     if (n < 0 || (size_t)n >= sizeof(url)) {
         he__lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
@@ -167,8 +167,13 @@ static void he_lg_llhls_fetch_uri(he_lg_viewer_t *v, const char *uri, size_t len
                                   int64_t rlen, double dur, bool hint)
 {
     char ref[HE_LG_URL_MAX], url[HE_LG_URL_MAX];
-    if (len >= sizeof(ref) || he_seg_uri_resolve(v->media_url, (memcpy(ref, uri, len), ref[len] = 0, ref),
-                                                  url, sizeof(url)) < 0) {
+    if (len >= sizeof(ref)) {
+        he__lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
+        return;
+    }
+    memcpy(ref, uri, len); /* the view's URIs are not NUL-terminated */
+    ref[len] = 0;
+    if (he_seg_uri_resolve(v->media_url, ref, url, sizeof(url)) < 0) {
         he__lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
         return;
     }
@@ -188,7 +193,8 @@ void he_lg_llhls_schedule(he_lg_viewer_t *v)
     long j = he_lg_llhls_find(l);
     if (j >= 0) {
         const he_seg_ll_part_t *p = &w->parts[j];
-        he_lg_llhls_fetch_uri(v, p->uri, p->uri_len, p->byterange_length >= 0 ? p->byterange_offset : 0,
+        he_lg_llhls_fetch_uri(v, p->uri, p->uri_len,
+                              p->byterange_length >= 0 ? p->byterange_offset : 0,
                               p->byterange_length, p->duration, false);
         return;
     }
@@ -199,7 +205,8 @@ void he_lg_llhls_schedule(he_lg_viewer_t *v)
     if (hint_ok && w->has_parts) {
         uint64_t hm = w->last_part_msn;
         unsigned hi = w->last_part_index + 1;
-        if (w->has_segments && w->last_part_msn <= w->last_msn) hm++, hi = 0; /* after a complete one */
+        if (w->has_segments && w->last_part_msn <= w->last_msn)
+            hm++, hi = 0; /* after a complete one */
         if (hm == l->next_msn && hi == l->next_idx) {
             he_lg_llhls_fetch_uri(v, w->hint_uri, w->hint_uri_len, w->hint_start, w->hint_length,
                                   w->part_target, true);

@@ -130,20 +130,23 @@ static double he_lg_stall_ratio(const he_lg_stats_t *s)
 static void he_lg_report_ll_text(FILE *f, const he_lg_stats_t *s)
 {
     const he_lg_ll_stats_t *l = &s->ll;
-    fprintf(f, "  ll-hls     blocking reloads %llu (deltas %llu, not held %llu), 400: %llu, "
-               "503: %llu\n",
+    fprintf(f,
+            "  ll-hls     blocking reloads %llu (deltas %llu, not held %llu), 400: %llu, "
+            "503: %llu\n",
             (unsigned long long)l->reloads, (unsigned long long)l->deltas,
             (unsigned long long)l->not_held, (unsigned long long)l->st400,
             (unsigned long long)l->st503);
-    fprintf(f, "             parts %llu (%.3f MB, %llu by preload hint), part misses %llu, "
-               "part stalls %llu\n",
+    fprintf(f,
+            "             parts %llu (%.3f MB, %llu by preload hint), part misses %llu, "
+            "part stalls %llu\n",
             (unsigned long long)l->parts, (double)l->part_bytes / 1e6, (unsigned long long)l->hints,
             (unsigned long long)l->part_misses, (unsigned long long)s->stalls);
     he_lg_report_hist(f, "hold", &l->hold_us);
     he_lg_report_hist(f, "hint", &l->hint_us);
     if (l->latency_ms.count)
-        fprintf(f, "  latency    p50 %.3f s  p90 %.3f s  p99 %.3f s  max %.3f s  mean %.3f s "
-                   "(play head behind the playlist's end, %llu samples)\n",
+        fprintf(f,
+                "  latency    p50 %.3f s  p90 %.3f s  p99 %.3f s  max %.3f s  mean %.3f s "
+                "(play head behind the playlist's end, %llu samples)\n",
                 (double)he_lg_hist_percentile(&l->latency_ms, 50) / 1e3,
                 (double)he_lg_hist_percentile(&l->latency_ms, 90) / 1e3,
                 (double)he_lg_hist_percentile(&l->latency_ms, 99) / 1e3,
@@ -260,8 +263,9 @@ static void he_lg_report_audience_json(FILE *f, const he_lg_summary_t *sum)
 {
     const he_lg_stats_t *s = sum->s;
     unsigned n = he_lg_report_seconds(sum);
-    fprintf(f, ",\"audience\":{\"joins\":%llu,\"leaves\":%llu,\"first_join_s\":%.3f,"
-               "\"last_join_s\":%.3f",
+    fprintf(f,
+            ",\"audience\":{\"joins\":%llu,\"leaves\":%llu,\"first_join_s\":%.3f,"
+            "\"last_join_s\":%.3f",
             (unsigned long long)s->joins, (unsigned long long)s->leaves,
             (double)s->first_join_ns / 1e9, (double)s->last_join_ns / 1e9);
     he_lg_report_seconds_json(f, "joins_per_s", s->joins_per_s, n);
@@ -285,8 +289,9 @@ static void he_lg_report_ll_json(FILE *f, const he_lg_stats_t *s)
     fputc(',', f);
     he_lg_json_hist(f, "hint", &l->hint_us);
     const he_lg_hist_t *h = &l->latency_ms;
-    fprintf(f, ",\"latency\":{\"count\":%llu,\"p50_s\":%.3f,\"p90_s\":%.3f,\"p99_s\":%.3f,"
-               "\"max_s\":%.3f,\"mean_s\":%.3f}}",
+    fprintf(f,
+            ",\"latency\":{\"count\":%llu,\"p50_s\":%.3f,\"p90_s\":%.3f,\"p99_s\":%.3f,"
+            "\"max_s\":%.3f,\"mean_s\":%.3f}}",
             (unsigned long long)h->count, (double)he_lg_hist_percentile(h, 50) / 1e3,
             (double)he_lg_hist_percentile(h, 90) / 1e3, (double)he_lg_hist_percentile(h, 99) / 1e3,
             h->count ? (double)h->max / 1e3 : 0.0, he_lg_hist_mean(h) / 1e3);

@@ -134,8 +134,7 @@ static int he_lg_viewer_endpoint(he_lg_viewer_t *v, const he_lg_url_t *u)
     return he_lg_endpoint_get(u->host, u->port, u->tls);
 }
 
-bool he__lg_viewer_fetch(he_lg_viewer_t *v, const char *url, int64_t roff, int64_t rlen,
-                               int stage)
+bool he__lg_viewer_fetch(he_lg_viewer_t *v, const char *url, int64_t roff, int64_t rlen, int stage)
 {
     he_lg_thread_t *th = he_lg_viewer_th(v);
     he_lg_url_t u;
