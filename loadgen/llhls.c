@@ -205,8 +205,10 @@ void he_lg_llhls_schedule(he_lg_viewer_t *v)
     if (hint_ok && w->has_parts) {
         uint64_t hm = w->last_part_msn;
         unsigned hi = w->last_part_index + 1;
-        if (w->has_segments && w->last_part_msn <= w->last_msn)
-            hm++, hi = 0; /* after a complete one */
+        if (w->has_segments && w->last_part_msn <= w->last_msn) { /* after a complete one */
+            hm++;
+            hi = 0;
+        }
         if (hm == l->next_msn && hi == l->next_idx) {
             he_lg_llhls_fetch_uri(v, w->hint_uri, w->hint_uri_len, w->hint_start, w->hint_length,
                                   w->part_target, true);
