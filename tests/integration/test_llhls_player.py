@@ -13,8 +13,10 @@ hls.js's latency to the live edge (hls.latency, hls.targetLatency):
 
 Each run must play at least 50 s of media within its wall-clock budget,
 with at most a few stalls (hls.js bufferStalledError and the video
-element's "waiting" events) and a latency under a generous bound; the
-latencies are printed (docs/performance.md, "Low-latency live through the
+element's "waiting" events), the newest buffered media under a generous
+bound behind live, and hls.js's latency under that bound plus whatever
+the player lost by decoding slower than real time (Chromium on a busy
+machine); the latencies are printed (docs/performance.md, "Low-latency live through the
 edge", records them). Nothing here depends on the edge holding blocking
 reloads: where it does not hold, hls.js still plays (it reloads the
 playlist every part target). HE_LL_PLAY_SECONDS shortens the runs.
@@ -90,14 +92,29 @@ def play(player, url, what, ll_mode, bound):
     expect(len(stalled) <= MAX_STALLS and (r.get("waiting") or 0) <= MAX_STALLS, "%s: stalls: %s" % (what, detail))
     expect(not [e for e in r["errors"] if e.get("fatal")], "%s: fatal errors: %s" % (what, detail))
     expect(all(s < 400 for s in statuses(r, url.split("/live/")[0])), "%s: error statuses: %s" % (what, detail))
-    expect(median is not None and median < bound, "%s: latency %s s, bound %s: %s" % (what, median, bound, detail))
+    # What the edge answers for: how far the newest buffered media is behind
+    # live (hls.latency less the buffer ahead of the play head). The play
+    # head's own latency also grows when Chromium cannot decode in real time
+    # on a busy machine: that much (wall time since playback began less the
+    # media played, when positive) is not held against the edge.
+    edge = [p["latency"] - (p["buffered"] - p["media_time"]) for p in prog if p.get("latency") is not None]
+    edge = edge[len(edge) // 2:]
+    edge_median = statistics.median(edge) if edge else None
+    slow = max(0.0, (prog[-1]["wall"] - began[0]) - played) if prog and began else 0.0
+    detail = "buffer edge behind live %s s, player slower than real time by %.1f s; %s" % (
+        "%.2f" % edge_median if edge_median is not None else None, slow, detail)
+    expect(edge_median is not None and edge_median < bound, "%s: the buffer's edge %s s behind live, bound %s: %s"
+           % (what, edge_median, bound, detail))
+    expect(median is not None and median < bound + slow, "%s: latency %s s, bound %s + %.1f: %s"
+           % (what, median, bound, slow, detail))
     frags = [l for l in r["loads"] if l["kind"] == "fragment"]
     parts = [l for l in frags if l.get("part")]
     RESULTS[what] = (median, min(tail), max(tail), target)
-    print("  %s: latency %.2f s (median of the second half; %.2f..%.2f), target %s s; played %.1f s in %.1f s "
-          "wall, %d stalls, %d fragment loads (%d parts), hls.js %s"
-          % (what, median, min(tail), max(tail), "%.2f" % target if target is not None else "-", played, took,
-             len(stalled), len(frags), len(parts), r.get("hls_version")))
+    print("  %s: latency %.2f s (median of the second half; %.2f..%.2f), target %s s; the buffer's edge %.2f s "
+          "behind live; played %.1f s in %.1f s wall (%.1f s slower than real time), %d stalls, %d fragment loads "
+          "(%d parts), hls.js %s"
+          % (what, median, min(tail), max(tail), "%.2f" % target if target is not None else "-", edge_median,
+             played, took, slow, len(stalled), len(frags), len(parts), r.get("hls_version")))
     return r
 
 
