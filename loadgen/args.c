@@ -267,6 +267,14 @@ static const he_lg_opt_t he_lg_opts[] = {
     {"seed", 0, HE_LG_OPT_U64, OFF(seed), 0, 1.8e19, NULL, "N", "random seed (default 1)"},
     {"url-file", 0, HE_LG_OPT_STR, OFF(url_file), 0, 0, NULL, "FILE",
      "read URLs, one a line, from FILE"},
+    {"ramp", 0, HE_LG_OPT_DUR, OFF(ramp_s), 0, 0, NULL, "DUR",
+     "clients join spread evenly over DUR (default: all at once)"},
+    {"churn", 0, HE_LG_OPT_DUR, OFF(churn_s), 0, 0, NULL, "MEAN",
+     "sessions last an exponential time of mean MEAN; a leaving client is replaced after "
+     "an exponential gap of mean MEAN/N (N clients)"},
+    {"llhls", 0, HE_LG_OPT_FLAG, OFF(llhls), 0, 0, NULL, NULL,
+     "hls: LL-HLS viewers: blocking playlist reloads (_HLS_msn/_HLS_part, _HLS_skip), parts "
+     "and preload hints (implies --pace realtime; --timeout default 30s)"},
 };
 #undef OFF
 
@@ -411,7 +419,15 @@ static int he_lg_args_check(he_lg_config_t *cfg, char *err, size_t errlen)
     if (cfg->duration_s == 0 && cfg->max_requests == 0) cfg->duration_s = 10;
     if (cfg->sweep && cfg->duration_s == 0)
         return he_lg_errf(err, errlen, "--sweep needs --duration for each step");
-    if (cfg->timeout_s <= 0) cfg->timeout_s = 10;
+    if (cfg->llhls) {
+        if (cfg->mode != HE_LG_MODE_HLS) return he_lg_errf(err, errlen, "--llhls needs hls mode");
+        if (cfg->pace_set && cfg->pace != HE_LG_PACE_REALTIME)
+            return he_lg_errf(err, errlen, "--llhls plays in real time: no --pace linerate");
+    }
+    /* a blocking reload may be held for three target durations */
+    if (cfg->timeout_s <= 0) cfg->timeout_s = cfg->llhls ? 30 : 10;
+    if (cfg->churn_s > 0 && cfg->churn_s < 0.01)
+        return he_lg_errf(err, errlen, "--churn: a mean session of at least 10ms");
     return 0;
 }
 
@@ -424,7 +440,7 @@ int he_lg_args_parse(int argc, char **argv, he_lg_config_t *cfg, char *err, size
     cfg->threads = 1;
     cfg->live = -1;
     cfg->buffer_s = 12;
-    cfg->timeout_s = 10;
+    cfg->timeout_s = 0; /* args_check: 10 s, 30 s with --llhls */
     cfg->seed = 1;
     err[0] = 0;
 

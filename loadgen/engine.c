@@ -60,12 +60,15 @@ void he_lg_buf_recycle(he_lg_thread_t *th, unsigned bid)
 void he_lg_on_result(he_lg_conn_t *c, const he_lg_result_t *r)
 {
     he_lg_thread_t *th = c->th;
+    if (r->status) he_lg_audience_count_request(th);
     th->run->ops->on_result(&th->viewers[c->slot], r);
 }
 
 void he_lg_timer_arm(he_lg_viewer_t *v, uint64_t at_ns)
 {
     he_lg_thread_t *th = v->conn->th;
+    /* a viewer whose session ends (--churn) wakes to leave */
+    if (v->leave_ns && at_ns > v->leave_ns) at_ns = v->leave_ns;
     v->timer_gen++;
     v->timer_armed = true;
     v->ts.tv_sec = (long long)(at_ns / 1000000000ull);
@@ -103,7 +106,7 @@ static void he_lg_tick(he_lg_thread_t *th)
         if (th->stopping && th->viewers[i].timer_armed) {
             th->viewers[i].timer_armed = false;
             th->viewers[i].timer_gen++;
-            th->run->ops->finish(&th->viewers[i]);
+            he_lg_audience_finish(&th->viewers[i]);
         }
     }
     he_lg_tick_arm(th);
@@ -126,8 +129,8 @@ static void he_lg_dispatch(he_lg_thread_t *th, struct io_uring_cqe *cqe)
         if (gen != (v->timer_gen & 0xffffff) || !v->timer_armed) break;
         v->timer_armed = false;
         if (th->stopping)
-            th->run->ops->finish(v);
-        else
+            he_lg_audience_finish(v);
+        else if (!he_lg_audience_on_timer(v))
             th->run->ops->on_timer(v);
         break;
     }
@@ -230,24 +233,15 @@ void *he_lg_thread_main(void *arg)
         return NULL;
     }
     th->now = he_lg_now_ns();
-    const he_lg_client_ops_t *ops = th->run->ops;
-    /* players do not all press play in the same millisecond: spread the
-     * starts of many viewers over up to a second */
-    uint64_t spread = ops->stagger && th->n > 64 ? 1000000000ull : 0;
     for (unsigned i = 0; i < th->n; i++) {
         he_lg_conn_init(&th->conns[i], th, i);
         he_lg_viewer_t *v = &th->viewers[i];
         memset(v, 0, sizeof(*v));
         v->conn = &th->conns[i];
-        HE_LG_STAT_ADD(th->stats.active, 1);
     }
-    for (unsigned i = 0; i < th->n; i++) {
-        he_lg_viewer_t *v = &th->viewers[i];
-        if (spread)
-            he_lg_timer_arm(v, th->now + spread * i / th->n);
-        else
-            ops->start(v);
-    }
+    /* audience.c: now, staggered, or spread over --ramp */
+    for (unsigned i = 0; i < th->n; i++)
+        he_lg_audience_start(&th->viewers[i], i);
     he_lg_tick_arm(th);
 
     for (;;) {
@@ -275,7 +269,7 @@ void *he_lg_thread_main(void *arg)
         }
     }
     for (unsigned i = 0; i < th->n; i++)
-        ops->finish(&th->viewers[i]);
+        he_lg_audience_finish(&th->viewers[i]);
     he_lg_thread_cleanup(th);
     return NULL;
 }

@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 typedef struct he_lg_thread he_lg_thread_t;
+typedef struct he_lg_llhls he_lg_llhls_t;
 typedef struct he_lg_tls he_lg_tls_t;
 typedef struct ssl_ctx_st SSL_CTX;
 
@@ -39,6 +40,22 @@ typedef struct he_lg_rend_stats {
     double media_s;
 } he_lg_rend_stats_t;
 
+#define HE_LG_SECONDS 600
+
+/* --llhls: blocking reloads, parts and how far behind the live edge */
+typedef struct he_lg_ll_stats {
+    uint64_t reloads;      /* blocking playlist reloads answered */
+    uint64_t deltas;       /* of those, delta updates (EXT-X-SKIP) */
+    uint64_t st400, st503; /* blocking reloads answered 400 / 503 */
+    uint64_t parts, part_bytes;
+    uint64_t hints;          /* parts fetched by their preload hint */
+    uint64_t part_misses;    /* a part answered 4xx/5xx, or fallen out of the playlist */
+    uint64_t not_held;       /* reloads answered without the part asked for */
+    he_lg_hist_t hold_us;    /* blocking reload: request to response, any status */
+    he_lg_hist_t hint_us;    /* preload hint: request to response */
+    he_lg_hist_t latency_ms; /* play head behind the playlist's live edge */
+} he_lg_ll_stats_t;
+
 typedef struct he_lg_stats {
     /* read live by the main thread: updated with relaxed atomics */
     uint64_t requests; /* completed responses, any status */
@@ -55,6 +72,12 @@ typedef struct he_lg_stats {
     uint64_t status[600];
     he_lg_rend_stats_t rend[HE_LG_MAX_RENDITIONS];
     he_lg_hist_t ttfb_us, download_us;
+    /* audience.c: joins and leaves (--ramp, --churn); join times from the
+     * run's start; per second of the run (the last slot takes the rest) */
+    uint64_t joins, leaves, first_join_ns, last_join_ns;
+    uint32_t joins_per_s[HE_LG_SECONDS], requests_per_s[HE_LG_SECONDS];
+    /* llhls.c (--llhls) */
+    he_lg_ll_stats_t ll;
 } he_lg_stats_t;
 
 #define HE_LG_STAT_ADD(field, n) __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED)
@@ -217,7 +240,9 @@ enum he_lg_viewer_stage {
     HE_LG_V_MEDIA,
     HE_LG_V_SEGMENT,
     HE_LG_V_BACKOFF, /* after an error: retry in a while */
-    HE_LG_V_DONE
+    HE_LG_V_DONE,
+    HE_LG_V_LL_RELOAD, /* --llhls: a blocking playlist reload */
+    HE_LG_V_LL_PART    /* --llhls: a part or a preload hint */
 };
 
 typedef struct he_lg_viewer {
@@ -245,7 +270,47 @@ typedef struct he_lg_viewer {
     bool timer_armed;
     uint32_t timer_gen;
     uint64_t urls_next; /* urls mode: position in the list */
+    /* audience.c: waiting for the first join, away between sessions, and
+     * when this session ends (0: never) */
+    bool joining, away;
+    uint64_t leave_ns;
+    he_lg_llhls_t *ll; /* --llhls: llhls.c's state, NULL until needed */
 } he_lg_viewer_t;
+
+/* viewer.c, for llhls.c: a request of the viewer, a failure (counted,
+ * then a backoff), its next step, and the player model */
+bool he__lg_viewer_fetch(he_lg_viewer_t *v, const char *url, int64_t roff, int64_t rlen, int stage);
+void he__lg_viewer_error(he_lg_viewer_t *v, he_lg_err_t kind);
+void he__lg_viewer_schedule(he_lg_viewer_t *v);
+void he__lg_player_advance(he_lg_viewer_t *v, uint64_t now);
+void he__lg_player_segment(he_lg_viewer_t *v, uint64_t now, double dur);
+
+/* ---------------------------------------------------------------- llhls.c */
+
+/* The viewer holds an LL playlist: its steps go through llhls.c. */
+bool he_lg_llhls_active(const he_lg_viewer_t *v);
+/* A playlist for the viewer: kept as its LL view; false (error counted)
+ * when it does not parse or lists no parts. */
+bool he_lg_llhls_on_playlist(he_lg_viewer_t *v, const he_lg_result_t *r);
+/* The next request: a part, the preload hint or a blocking reload. */
+void he_lg_llhls_schedule(he_lg_viewer_t *v);
+/* The end of an HE_LG_V_LL_RELOAD or HE_LG_V_LL_PART request. */
+void he_lg_llhls_on_result(he_lg_viewer_t *v, int stage, const he_lg_result_t *r);
+/* Forgets the LL state (a new session, the end). */
+void he_lg_llhls_reset(he_lg_viewer_t *v);
+
+/* ---------------------------------------------------------------- audience.c */
+
+/* The slot's first join: now, staggered, or at its place in --ramp. */
+void he_lg_audience_start(he_lg_viewer_t *v, unsigned i);
+/* A timer of a slot that is joining or away: it joins. False otherwise. */
+bool he_lg_audience_on_timer(he_lg_viewer_t *v);
+/* Between requests: when the session is over (--churn) the client leaves
+ * and true is returned; the caller does nothing more. */
+bool he_lg_audience_leave_due(he_lg_viewer_t *v);
+/* The end of the run for the slot (ops->finish unless it is not joined). */
+void he_lg_audience_finish(he_lg_viewer_t *v);
+void he_lg_audience_count_request(he_lg_thread_t *th);
 
 /* What the engine and the connection code know of a client kind: each
  * kind is one table, so a new kind needs no change to engine.c or conn.c.
@@ -267,6 +332,9 @@ typedef struct he_lg_client_ops {
     void (*finish)(he_lg_viewer_t *v);
     /* Releases what the slot holds (the thread is ending); NULL: nothing. */
     void (*free)(he_lg_viewer_t *v);
+    /* The client leaves between requests (--churn): settle its statistics
+     * and forget its session; start then begins a new one. NULL: nothing. */
+    void (*leave)(he_lg_viewer_t *v);
 } he_lg_client_ops_t;
 
 extern const he_lg_client_ops_t he_lg_viewer_ops;

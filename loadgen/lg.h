@@ -4,8 +4,9 @@
  * httpc.c (HTTP/1.1 response parser), hist.c (latency histograms), abr.c
  * (rendition choice), rand.c (rng, popularity, weighted mix), sweep.c,
  * conn.c (one client connection over the ring), tls.c (OpenSSL, memory BIOs),
- * engine.c (a thread's ring and loop), viewer.c (HLS player), urls.c (URL-list
- * client), verify.c (per-URL checksums), run.c (threads, live line), report.c
+ * engine.c (a thread's ring and loop), audience.c (joins and leaves: --ramp,
+ * --churn), viewer.c (HLS player), llhls.c (its LL-HLS part: --llhls), urls.c
+ * (URL-list client), verify.c (per-URL checksums), run.c (threads, live line), report.c
  * (summary, JSON), main.c.
  *
  * Errors are negative errno values; HE_LG_AGAIN means "need more input". */
@@ -216,6 +217,9 @@ typedef struct he_lg_config {
     he_lg_sla_metric_t sla_metric;
     uint64_t seed;
     char *url_file;
+    double ramp_s;  /* --ramp: first joins spread over this long (0: at once) */
+    double churn_s; /* --churn: mean session length (0: viewers stay) */
+    bool llhls;     /* --llhls: blocking reloads and parts (LL-HLS) */
 } he_lg_config_t;
 
 /* Parses argv into cfg (defaults first). Returns 0, 1 when help was asked

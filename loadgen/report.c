@@ -14,21 +14,56 @@ const char *he_lg_err_name(he_lg_err_t e)
     return (unsigned)e < HE_LG_ERR_COUNT ? he_lg_err_names[e] : "?";
 }
 
+/* Every histogram of the statistics, for init, free and merge. */
+static he_lg_hist_t *he_lg_stats_hist(he_lg_stats_t *s, int i)
+{
+    he_lg_hist_t *all[] = {&s->ttfb_us, &s->download_us, &s->ll.hold_us, &s->ll.hint_us,
+                           &s->ll.latency_ms};
+    return i < (int)(sizeof(all) / sizeof(all[0])) ? all[i] : NULL;
+}
+
 int he_lg_stats_init(he_lg_stats_t *s)
 {
     memset(s, 0, sizeof(*s));
-    if (he_lg_hist_init(&s->ttfb_us) < 0) return -ENOMEM;
-    if (he_lg_hist_init(&s->download_us) < 0) {
-        he_lg_hist_free(&s->ttfb_us);
-        return -ENOMEM;
-    }
+    for (int i = 0; he_lg_stats_hist(s, i); i++)
+        if (he_lg_hist_init(he_lg_stats_hist(s, i)) < 0) {
+            while (i-- > 0)
+                he_lg_hist_free(he_lg_stats_hist(s, i));
+            return -ENOMEM;
+        }
     return 0;
 }
 
 void he_lg_stats_free(he_lg_stats_t *s)
 {
-    he_lg_hist_free(&s->ttfb_us);
-    he_lg_hist_free(&s->download_us);
+    for (int i = 0; he_lg_stats_hist(s, i); i++)
+        he_lg_hist_free(he_lg_stats_hist(s, i));
+}
+
+static void he_lg_stats_merge_ll(he_lg_ll_stats_t *d, const he_lg_ll_stats_t *s)
+{
+    d->reloads += s->reloads;
+    d->deltas += s->deltas;
+    d->st400 += s->st400;
+    d->st503 += s->st503;
+    d->parts += s->parts;
+    d->part_bytes += s->part_bytes;
+    d->hints += s->hints;
+    d->part_misses += s->part_misses;
+    d->not_held += s->not_held;
+}
+
+static void he_lg_stats_merge_audience(he_lg_stats_t *d, const he_lg_stats_t *s)
+{
+    if (s->joins && (!d->joins || s->first_join_ns < d->first_join_ns))
+        d->first_join_ns = s->first_join_ns;
+    if (s->last_join_ns > d->last_join_ns) d->last_join_ns = s->last_join_ns;
+    d->joins += s->joins;
+    d->leaves += s->leaves;
+    for (int i = 0; i < HE_LG_SECONDS; i++) {
+        d->joins_per_s[i] += s->joins_per_s[i];
+        d->requests_per_s[i] += s->requests_per_s[i];
+    }
 }
 
 void he_lg_stats_merge(he_lg_stats_t *d, const he_lg_stats_t *s)
@@ -63,8 +98,10 @@ void he_lg_stats_merge(he_lg_stats_t *d, const he_lg_stats_t *s)
         a->media_s += b->media_s;
         if (!a->bandwidth) a->bandwidth = b->bandwidth;
     }
-    he_lg_hist_merge(&d->ttfb_us, &s->ttfb_us);
-    he_lg_hist_merge(&d->download_us, &s->download_us);
+    he_lg_stats_merge_ll(&d->ll, &s->ll);
+    he_lg_stats_merge_audience(d, s);
+    for (int i = 0; he_lg_stats_hist(d, i); i++)
+        he_lg_hist_merge(he_lg_stats_hist(d, i), he_lg_stats_hist((he_lg_stats_t *)s, i));
 }
 
 static const double he_lg_pcts[] = {50, 90, 99, 99.9};
@@ -88,6 +125,55 @@ static double he_lg_stall_ratio(const he_lg_stats_t *s)
 {
     double total = (double)s->stall_ns + (double)s->play_ns;
     return total > 0 ? (double)s->stall_ns / total : 0;
+}
+
+static void he_lg_report_ll_text(FILE *f, const he_lg_stats_t *s)
+{
+    const he_lg_ll_stats_t *l = &s->ll;
+    fprintf(f,
+            "  ll-hls     blocking reloads %llu (deltas %llu, not held %llu), 400: %llu, "
+            "503: %llu\n",
+            (unsigned long long)l->reloads, (unsigned long long)l->deltas,
+            (unsigned long long)l->not_held, (unsigned long long)l->st400,
+            (unsigned long long)l->st503);
+    fprintf(f,
+            "             parts %llu (%.3f MB, %llu by preload hint), part misses %llu, "
+            "part stalls %llu\n",
+            (unsigned long long)l->parts, (double)l->part_bytes / 1e6, (unsigned long long)l->hints,
+            (unsigned long long)l->part_misses, (unsigned long long)s->stalls);
+    he_lg_report_hist(f, "hold", &l->hold_us);
+    he_lg_report_hist(f, "hint", &l->hint_us);
+    if (l->latency_ms.count)
+        fprintf(f,
+                "  latency    p50 %.3f s  p90 %.3f s  p99 %.3f s  max %.3f s  mean %.3f s "
+                "(play head behind the playlist's end, %llu samples)\n",
+                (double)he_lg_hist_percentile(&l->latency_ms, 50) / 1e3,
+                (double)he_lg_hist_percentile(&l->latency_ms, 90) / 1e3,
+                (double)he_lg_hist_percentile(&l->latency_ms, 99) / 1e3,
+                (double)l->latency_ms.max / 1e3, he_lg_hist_mean(&l->latency_ms) / 1e3,
+                (unsigned long long)l->latency_ms.count);
+    else
+        fprintf(f, "  latency    (none)\n");
+}
+
+/* The seconds of the run the per-second counts cover. */
+static unsigned he_lg_report_seconds(const he_lg_summary_t *sum)
+{
+    double el = sum->elapsed_s;
+    unsigned n = el > 0 ? (unsigned)el + 1 : 1;
+    return n < HE_LG_SECONDS ? n : HE_LG_SECONDS;
+}
+
+static void he_lg_report_audience_text(FILE *f, const he_lg_summary_t *sum)
+{
+    const he_lg_stats_t *s = sum->s;
+    fprintf(f, "  audience   joins %llu (first at %.3f s, last at %.3f s), leaves %llu\n",
+            (unsigned long long)s->joins, (double)s->first_join_ns / 1e9,
+            (double)s->last_join_ns / 1e9, (unsigned long long)s->leaves);
+    fprintf(f, "  per second joins/requests:");
+    for (unsigned i = 0; i < he_lg_report_seconds(sum); i++)
+        fprintf(f, " %u/%u", s->joins_per_s[i], s->requests_per_s[i]);
+    fputc('\n', f);
 }
 
 void he_lg_report_text(FILE *f, const he_lg_summary_t *sum)
@@ -137,6 +223,8 @@ void he_lg_report_text(FILE *f, const he_lg_summary_t *sum)
                     dl > 0 ? (double)r->bytes * 8 / dl / 1e6 : 0.0);
         }
     }
+    if (hls && cfg->llhls) he_lg_report_ll_text(f, s);
+    he_lg_report_audience_text(f, sum);
     fprintf(f, "  status    ");
     for (int i = 0; i < 600; i++)
         if (s->status[i]) fprintf(f, " %d: %llu", i, (unsigned long long)s->status[i]);
@@ -161,6 +249,52 @@ static void he_lg_json_hist(FILE *f, const char *name, const he_lg_hist_t *h)
                 (double)he_lg_hist_percentile(h, he_lg_pcts[i]) / 1000.0);
     fprintf(f, ",\"max_ms\":%.3f,\"mean_ms\":%.3f}", h->count ? (double)h->max / 1000.0 : 0.0,
             he_lg_hist_mean(h) / 1000.0);
+}
+
+static void he_lg_report_seconds_json(FILE *f, const char *name, const uint32_t *v, unsigned n)
+{
+    fprintf(f, ",\"%s\":[", name);
+    for (unsigned i = 0; i < n; i++)
+        fprintf(f, "%s%u", i ? "," : "", v[i]);
+    fputc(']', f);
+}
+
+static void he_lg_report_audience_json(FILE *f, const he_lg_summary_t *sum)
+{
+    const he_lg_stats_t *s = sum->s;
+    unsigned n = he_lg_report_seconds(sum);
+    fprintf(f,
+            ",\"audience\":{\"joins\":%llu,\"leaves\":%llu,\"first_join_s\":%.3f,"
+            "\"last_join_s\":%.3f",
+            (unsigned long long)s->joins, (unsigned long long)s->leaves,
+            (double)s->first_join_ns / 1e9, (double)s->last_join_ns / 1e9);
+    he_lg_report_seconds_json(f, "joins_per_s", s->joins_per_s, n);
+    he_lg_report_seconds_json(f, "requests_per_s", s->requests_per_s, n);
+    fputc('}', f);
+}
+
+static void he_lg_report_ll_json(FILE *f, const he_lg_stats_t *s)
+{
+    const he_lg_ll_stats_t *l = &s->ll;
+    fprintf(f,
+            ",\"llhls\":{\"reloads\":%llu,\"deltas\":%llu,\"not_held\":%llu,\"status_400\":%llu,"
+            "\"status_503\":%llu,\"parts\":%llu,\"part_bytes\":%llu,\"hints\":%llu,"
+            "\"part_misses\":%llu,\"part_stalls\":%llu,",
+            (unsigned long long)l->reloads, (unsigned long long)l->deltas,
+            (unsigned long long)l->not_held, (unsigned long long)l->st400,
+            (unsigned long long)l->st503, (unsigned long long)l->parts,
+            (unsigned long long)l->part_bytes, (unsigned long long)l->hints,
+            (unsigned long long)l->part_misses, (unsigned long long)s->stalls);
+    he_lg_json_hist(f, "hold", &l->hold_us);
+    fputc(',', f);
+    he_lg_json_hist(f, "hint", &l->hint_us);
+    const he_lg_hist_t *h = &l->latency_ms;
+    fprintf(f,
+            ",\"latency\":{\"count\":%llu,\"p50_s\":%.3f,\"p90_s\":%.3f,\"p99_s\":%.3f,"
+            "\"max_s\":%.3f,\"mean_s\":%.3f}}",
+            (unsigned long long)h->count, (double)he_lg_hist_percentile(h, 50) / 1e3,
+            (double)he_lg_hist_percentile(h, 90) / 1e3, (double)he_lg_hist_percentile(h, 99) / 1e3,
+            h->count ? (double)h->max / 1e3 : 0.0, he_lg_hist_mean(h) / 1e3);
 }
 
 void he_lg_report_json(FILE *f, const he_lg_summary_t *sum)
@@ -221,6 +355,8 @@ void he_lg_report_json(FILE *f, const he_lg_summary_t *sum)
             first = false;
         }
     fprintf(f, "}");
+    he_lg_report_audience_json(f, sum);
+    if (hls && cfg->llhls) he_lg_report_ll_json(f, s);
     if (cfg->verify)
         fprintf(f, ",\"verify\":{\"checked\":%llu,\"mismatched_urls\":%zu}",
                 (unsigned long long)s->verified, sum->verify_mismatches);

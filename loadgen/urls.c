@@ -17,6 +17,7 @@ static void he_lg_urls_issue(he_lg_viewer_t *v)
 {
     he_lg_thread_t *th = v->conn->th;
     const he_lg_run_t *run = th->run;
+    if (he_lg_audience_leave_due(v)) return; /* --churn */
     if (!he_lg_take_request(th)) {
         he_lg_urls_finish(v);
         return;

@@ -6,7 +6,9 @@
  *
  * At real-time pace a simple player model runs: media is buffered up to
  * --buffer seconds ahead of a play head that advances with the clock; when
- * the buffer runs dry the viewer stalls until the next segment arrives. */
+ * the buffer runs dry the viewer stalls until the next segment arrives.
+ * With --llhls, once a media playlist lists parts the viewer's steps are
+ * llhls.c's (parts, preload hints, blocking reloads). */
 #include "loadgen/engine.h"
 
 #include <errno.h>
@@ -17,7 +19,6 @@
 #define HE_LG_BACKOFF_NS 1000000000ull
 #define HE_LG_LIVE_EDGE_SEGMENTS 3
 
-static void he_lg_viewer_schedule(he_lg_viewer_t *v);
 static void he_lg_viewer_session(he_lg_viewer_t *v);
 
 static he_lg_thread_t *he_lg_viewer_th(he_lg_viewer_t *v)
@@ -30,11 +31,12 @@ static void he_lg_viewer_free(he_lg_viewer_t *v)
     if (v->have_master) he_seg_playlist_free(&v->master);
     if (v->have_media) he_seg_playlist_free(&v->media);
     v->have_master = v->have_media = false;
+    he_lg_llhls_reset(v);
 }
 
 /* ---------------------------------------------------------------- player */
 
-static void he_lg_player_advance(he_lg_viewer_t *v, uint64_t now)
+void he__lg_player_advance(he_lg_viewer_t *v, uint64_t now)
 {
     he_lg_stats_t *s = &he_lg_viewer_th(v)->stats;
     if (!v->playing) return;
@@ -55,10 +57,10 @@ static void he_lg_player_advance(he_lg_viewer_t *v, uint64_t now)
     v->last_ns = now;
 }
 
-static void he_lg_player_segment(he_lg_viewer_t *v, uint64_t now, double dur)
+void he__lg_player_segment(he_lg_viewer_t *v, uint64_t now, double dur)
 {
     he_lg_stats_t *s = &he_lg_viewer_th(v)->stats;
-    he_lg_player_advance(v, now);
+    he__lg_player_advance(v, now);
     v->buffered_s += dur;
     if (!v->playing) {
         if (v->stalled)
@@ -73,18 +75,32 @@ static void he_lg_player_segment(he_lg_viewer_t *v, uint64_t now, double dur)
     }
 }
 
-static void he_lg_viewer_finish(he_lg_viewer_t *v)
+/* The player stops: what it played and stalled is counted. */
+static void he_lg_viewer_settle(he_lg_viewer_t *v)
 {
     he_lg_thread_t *th = he_lg_viewer_th(v);
-    if (v->stage == HE_LG_V_DONE) return;
     if (th->cfg->pace == HE_LG_PACE_REALTIME) {
-        he_lg_player_advance(v, th->now);
+        he__lg_player_advance(v, th->now);
         if (v->stalled) th->stats.stall_ns += th->now - v->stall_start_ns;
         v->stalled = false;
         v->playing = false;
     }
+}
+
+static void he_lg_viewer_finish(he_lg_viewer_t *v)
+{
+    he_lg_thread_t *th = he_lg_viewer_th(v);
+    if (v->stage == HE_LG_V_DONE) return;
+    he_lg_viewer_settle(v);
     v->stage = HE_LG_V_DONE;
     HE_LG_STAT_ADD(th->stats.active, (uint64_t)-1);
+}
+
+/* --churn: the viewer leaves; audience.c closes its connection. */
+static void he_lg_viewer_leave(he_lg_viewer_t *v)
+{
+    he_lg_viewer_settle(v);
+    he_lg_viewer_free(v);
 }
 
 /* ---------------------------------------------------------------- requests */
@@ -100,7 +116,7 @@ static void he_lg_viewer_backoff(he_lg_viewer_t *v)
     he_lg_timer_arm(v, th->now + HE_LG_BACKOFF_NS);
 }
 
-static void he_lg_viewer_error(he_lg_viewer_t *v, he_lg_err_t kind)
+void he__lg_viewer_error(he_lg_viewer_t *v, he_lg_err_t kind)
 {
     he_lg_stats_t *s = &he_lg_viewer_th(v)->stats;
     s->err[kind]++;
@@ -118,8 +134,7 @@ static int he_lg_viewer_endpoint(he_lg_viewer_t *v, const he_lg_url_t *u)
     return he_lg_endpoint_get(u->host, u->port, u->tls);
 }
 
-static bool he_lg_viewer_fetch(he_lg_viewer_t *v, const char *url, int64_t roff, int64_t rlen,
-                               int stage)
+bool he__lg_viewer_fetch(he_lg_viewer_t *v, const char *url, int64_t roff, int64_t rlen, int stage)
 {
     he_lg_thread_t *th = he_lg_viewer_th(v);
     he_lg_url_t u;
@@ -129,7 +144,7 @@ static bool he_lg_viewer_fetch(he_lg_viewer_t *v, const char *url, int64_t roff,
     }
     int ep;
     if (he_lg_url_parse(url, &u) < 0 || (ep = he_lg_viewer_endpoint(v, &u)) < 0) {
-        he_lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
+        he__lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
         return false;
     }
     uint64_t key = 0;
@@ -139,8 +154,9 @@ static bool he_lg_viewer_fetch(he_lg_viewer_t *v, const char *url, int64_t roff,
         key = he_lg_fnv(key, &rlen, sizeof(rlen));
     }
     v->stage = stage;
-    if (he_lg_conn_request(v->conn, ep, u.target, roff, rlen, stage != HE_LG_V_SEGMENT, key) < 0) {
-        he_lg_viewer_error(v, HE_LG_ERR_OTHER);
+    bool keep = stage != HE_LG_V_SEGMENT && stage != HE_LG_V_LL_PART; /* playlists */
+    if (he_lg_conn_request(v->conn, ep, u.target, roff, rlen, keep, key) < 0) {
+        he__lg_viewer_error(v, HE_LG_ERR_OTHER);
         return false;
     }
     return true;
@@ -159,7 +175,7 @@ static void he_lg_viewer_session(he_lg_viewer_t *v)
     v->buffered_s = 0;
     v->session_ns = th->now;
     he_lg_abr_init(&v->abr);
-    he_lg_viewer_fetch(v, v->master_url, 0, -1, HE_LG_V_MASTER);
+    he__lg_viewer_fetch(v, v->master_url, 0, -1, HE_LG_V_MASTER);
 }
 
 static void he_lg_viewer_start(he_lg_viewer_t *v)
@@ -170,15 +186,16 @@ static void he_lg_viewer_start(he_lg_viewer_t *v)
 static void he_lg_viewer_on_timer(he_lg_viewer_t *v)
 {
     if (v->stage == HE_LG_V_DONE) return;
-    if (v->stage == HE_LG_V_BACKOFF && !v->have_media) {
+    bool media = v->have_media || he_lg_llhls_active(v);
+    if (v->stage == HE_LG_V_BACKOFF && !media) {
         he_lg_viewer_session(v);
         return;
     }
-    if (v->stage == HE_LG_V_IDLE && !v->have_master && !v->have_media) {
+    if (v->stage == HE_LG_V_IDLE && !v->have_master && !media) {
         he_lg_viewer_session(v); /* a staggered start */
         return;
     }
-    he_lg_viewer_schedule(v);
+    he__lg_viewer_schedule(v);
 }
 
 static int he_lg_viewer_pick_mix(he_lg_viewer_t *v, size_t n)
@@ -202,7 +219,7 @@ static bool he_lg_viewer_media_url(he_lg_viewer_t *v, int rend)
 {
     if (he_seg_uri_resolve(v->master_url, v->master.variants[rend].uri, v->media_url,
                            sizeof(v->media_url)) < 0) {
-        he_lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
+        he__lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
         return false;
     }
     return true;
@@ -217,7 +234,7 @@ static void he_lg_viewer_on_master(he_lg_viewer_t *v, const he_lg_result_t *r)
     char err[128];
     he_seg_playlist_t pl;
     if (he_seg_playlist_parse(r->body ? r->body : "", r->body_len, &pl, err, sizeof(err)) < 0) {
-        he_lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
+        he__lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
         return;
     }
     if (!pl.is_master) {
@@ -232,7 +249,7 @@ static void he_lg_viewer_on_master(he_lg_viewer_t *v, const he_lg_result_t *r)
     }
     if (pl.nvariants == 0) {
         he_seg_playlist_free(&pl);
-        he_lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
+        he__lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
         return;
     }
     v->master = pl;
@@ -257,11 +274,11 @@ static void he_lg_viewer_on_master(he_lg_viewer_t *v, const he_lg_result_t *r)
         break;
     }
     if (rend < 0 || (size_t)rend >= v->nbw) {
-        he_lg_viewer_error(v, HE_LG_ERR_PLAYLIST); /* no such rendition */
+        he__lg_viewer_error(v, HE_LG_ERR_PLAYLIST); /* no such rendition */
         return;
     }
     v->rend = v->next_rend = rend;
-    if (he_lg_viewer_media_url(v, rend)) he_lg_viewer_fetch(v, v->media_url, 0, -1, HE_LG_V_MEDIA);
+    if (he_lg_viewer_media_url(v, rend)) he__lg_viewer_fetch(v, v->media_url, 0, -1, HE_LG_V_MEDIA);
 }
 
 static void he_lg_viewer_on_media(he_lg_viewer_t *v, const he_lg_result_t *r)
@@ -269,13 +286,17 @@ static void he_lg_viewer_on_media(he_lg_viewer_t *v, const he_lg_result_t *r)
     he_lg_thread_t *th = he_lg_viewer_th(v);
     char err[128];
     he_seg_playlist_t pl;
+    if (th->cfg->llhls) {
+        if (he_lg_llhls_on_playlist(v, r)) he__lg_viewer_schedule(v);
+        return;
+    }
     if (he_seg_playlist_parse(r->body ? r->body : "", r->body_len, &pl, err, sizeof(err)) < 0) {
-        he_lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
+        he__lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
         return;
     }
     if (pl.is_master || pl.nsegments == 0) {
         he_seg_playlist_free(&pl);
-        he_lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
+        he__lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
         return;
     }
     if (v->have_media) he_seg_playlist_free(&v->media);
@@ -297,7 +318,7 @@ static void he_lg_viewer_on_media(he_lg_viewer_t *v, const he_lg_result_t *r)
         if (!(td > 0)) td = 1;
         v->next_poll_ns = th->now + (uint64_t)(td * 1e9);
     }
-    he_lg_viewer_schedule(v);
+    he__lg_viewer_schedule(v);
 }
 
 static void he_lg_viewer_on_segment(he_lg_viewer_t *v, const he_lg_result_t *r)
@@ -314,7 +335,7 @@ static void he_lg_viewer_on_segment(he_lg_viewer_t *v, const he_lg_result_t *r)
         rs->media_s += v->seg_dur;
     }
     bool realtime = th->cfg->pace == HE_LG_PACE_REALTIME;
-    if (realtime) he_lg_player_segment(v, th->now, v->seg_dur);
+    if (realtime) he__lg_player_segment(v, th->now, v->seg_dur);
     he_lg_abr_sample(&v->abr, r->body_bytes, r->total_ns, v->seg_dur);
     if (th->cfg->rend == HE_LG_REND_ABR && v->nbw > 1 && v->have_master) {
         int nr = he_lg_abr_choose(&v->abr, v->bw, v->nbw, v->rend, realtime ? v->buffered_s : -1,
@@ -334,6 +355,10 @@ static void he_lg_viewer_on_result(he_lg_viewer_t *v, const he_lg_result_t *r)
     int stage = v->stage;
     v->stage = HE_LG_V_IDLE;
     if (stage == HE_LG_V_DONE) return;
+    if (stage == HE_LG_V_LL_RELOAD || stage == HE_LG_V_LL_PART) {
+        he_lg_llhls_on_result(v, stage, r);
+        return;
+    }
     if (stage == HE_LG_V_SEGMENT) v->next_seq++; /* a failed segment is skipped, as players do */
     if (stage != HE_LG_V_SEGMENT) he_lg_viewer_th(v)->stats.playlists++;
     if (r->err >= 0) {
@@ -351,7 +376,7 @@ static void he_lg_viewer_on_result(he_lg_viewer_t *v, const he_lg_result_t *r)
         break;
     case HE_LG_V_SEGMENT:
         he_lg_viewer_on_segment(v, r);
-        he_lg_viewer_schedule(v);
+        he__lg_viewer_schedule(v);
         break;
     default:
         break;
@@ -359,12 +384,17 @@ static void he_lg_viewer_on_result(he_lg_viewer_t *v, const he_lg_result_t *r)
 }
 
 /* Decides the next request, or sleeps until it is due. */
-static void he_lg_viewer_schedule(he_lg_viewer_t *v)
+void he__lg_viewer_schedule(he_lg_viewer_t *v)
 {
     he_lg_thread_t *th = he_lg_viewer_th(v);
     const he_lg_config_t *cfg = th->cfg;
     if (th->stopping) {
         he_lg_viewer_finish(v);
+        return;
+    }
+    if (he_lg_audience_leave_due(v)) return;
+    if (cfg->llhls && he_lg_llhls_active(v)) {
+        he_lg_llhls_schedule(v);
         return;
     }
     if (!v->have_media) {
@@ -374,11 +404,11 @@ static void he_lg_viewer_schedule(he_lg_viewer_t *v)
     if (v->next_rend >= 0 && v->next_rend != v->rend && v->have_master) {
         v->rend = v->next_rend;
         if (he_lg_viewer_media_url(v, v->rend))
-            he_lg_viewer_fetch(v, v->media_url, 0, -1, HE_LG_V_MEDIA);
+            he__lg_viewer_fetch(v, v->media_url, 0, -1, HE_LG_V_MEDIA);
         return;
     }
     if (v->live && th->now >= v->next_poll_ns) {
-        he_lg_viewer_fetch(v, v->media_url, 0, -1, HE_LG_V_MEDIA);
+        he__lg_viewer_fetch(v, v->media_url, 0, -1, HE_LG_V_MEDIA);
         return;
     }
     const he_seg_playlist_t *pl = &v->media;
@@ -400,7 +430,7 @@ static void he_lg_viewer_schedule(he_lg_viewer_t *v)
     }
     const he_seg_media_segment_t *seg = &pl->segments[idx];
     if (cfg->pace == HE_LG_PACE_REALTIME && v->playing) {
-        he_lg_player_advance(v, th->now);
+        he__lg_player_advance(v, th->now);
         double over = v->buffered_s + seg->duration - cfg->buffer_s;
         if (v->playing && over > 0) {
             uint64_t at = th->now + (uint64_t)(over * 1e9);
@@ -412,13 +442,13 @@ static void he_lg_viewer_schedule(he_lg_viewer_t *v)
     char url[HE_LG_URL_MAX];
     if (he_seg_uri_resolve(v->media_url, seg->uri, url, sizeof(url)) < 0) {
         v->next_seq++;
-        he_lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
+        he__lg_viewer_error(v, HE_LG_ERR_PLAYLIST);
         return;
     }
     v->seg_dur = seg->duration;
     v->seg_rend = v->rend;
     int64_t rlen = seg->byterange_length;
-    he_lg_viewer_fetch(v, url, rlen >= 0 ? seg->byterange_offset : 0, rlen, HE_LG_V_SEGMENT);
+    he__lg_viewer_fetch(v, url, rlen >= 0 ? seg->byterange_offset : 0, rlen, HE_LG_V_SEGMENT);
 }
 
 const he_lg_client_ops_t he_lg_viewer_ops = {
@@ -429,4 +459,5 @@ const he_lg_client_ops_t he_lg_viewer_ops = {
     .on_timer = he_lg_viewer_on_timer,
     .finish = he_lg_viewer_finish,
     .free = he_lg_viewer_free,
+    .leave = he_lg_viewer_leave,
 };

@@ -49,9 +49,14 @@ const v = document.getElementById("v");
 const t0 = performance.now();
 const out = {loads: [], errors: [], progress: [], hls_version: window.Hls ? Hls.version : null};
 let ended = false;
+let hls = null;
+out.waiting = 0;  // the media element ran dry: "waiting" events once playing
+v.addEventListener("waiting", () => { if (v.currentTime > 0) out.waiting++; });
 performance.setResourceTimingBufferSize(100000);
 function post(o) {  // text/plain, no-cors: a simple request to the harness from any origin
-  return fetch(cfg.report, {method: "POST", mode: "no-cors", body: JSON.stringify(o), keepalive: true}).catch(() => {});
+  // keepalive bodies are limited to 64 KB in flight: a long run's final report is larger
+  const body = JSON.stringify(o);
+  return fetch(cfg.report, {method: "POST", mode: "no-cors", body: body, keepalive: body.length < 32768}).catch(() => {});
 }
 function status(nd) { return nd && typeof nd.status === "number" ? nd.status : null; }
 function finish(why) {
@@ -59,6 +64,8 @@ function finish(why) {
   ended = true;
   out.why = why;
   out.media_time = v.currentTime;
+  out.latency = hls && Number.isFinite(hls.latency) ? hls.latency : null;
+  out.target_latency = hls && Number.isFinite(hls.targetLatency) ? hls.targetLatency : null;
   out.resources = performance.getEntriesByType("resource").map(e => ({
     url: e.name, protocol: e.nextHopProtocol, status: e.responseStatus === undefined ? null : e.responseStatus,
     initiator: e.initiatorType, bytes: e.transferSize, duration: e.duration}));
@@ -68,19 +75,25 @@ function tick() {
   if (ended) return;
   const b = v.buffered.length ? v.buffered.end(v.buffered.length - 1) : 0;
   const p = {wall: (performance.now() - t0) / 1000, media_time: v.currentTime, buffered: b,
-             ready: v.readyState, paused: v.paused};
+             ready: v.readyState, paused: v.paused, waiting: out.waiting,
+             latency: hls && Number.isFinite(hls.latency) ? hls.latency : null,
+             target_latency: hls && Number.isFinite(hls.targetLatency) ? hls.targetLatency : null};
   out.progress.push(p);
   post({progress: p});
-  if (v.currentTime >= cfg.seconds) finish("played");
+  if (out.start_time === undefined && v.currentTime > 0 && !v.paused) out.start_time = v.currentTime;
+  // live: seconds of media played from where playback began
+  const from = cfg.live ? out.start_time : 0;
+  if (from !== undefined && v.currentTime - from >= cfg.seconds) finish("played");
   else if (p.wall >= cfg.timeout) finish("timeout");
 }
 if (!window.Hls) finish("hls.js did not load");
 else if (!Hls.isSupported()) finish("hls.js: no MediaSource in this browser");
 else {
-  const hls = new Hls(cfg.hls_config);
+  hls = new Hls(cfg.hls_config);
   const loaded = kind => (ev, d) => {
-    const url = (d.frag && d.frag.url) || (d.details && d.details.url) || d.url || (d.keyInfo && d.keyInfo.decryptdata && d.keyInfo.decryptdata.uri) || null;
-    out.loads.push({kind: kind, url: url, status: status(d.networkDetails)});
+    // an LL-HLS part (FRAG_LOADED with d.part) is logged by the part's URL
+    const url = (d.part && d.part.url) || (d.frag && d.frag.url) || (d.details && d.details.url) || d.url || (d.keyInfo && d.keyInfo.decryptdata && d.keyInfo.decryptdata.uri) || null;
+    out.loads.push({kind: kind, url: url, status: status(d.networkDetails), part: !!d.part});
   };
   hls.on(Hls.Events.MANIFEST_LOADED, loaded("manifest"));
   hls.on(Hls.Events.LEVEL_LOADED, loaded("level"));
@@ -202,9 +215,10 @@ class Player:
             raise PlayerUnavailable("chromium not installed (apt-get install chromium)")
         self.hlsjs = hlsjs or ensure_hlsjs()
 
-    def play(self, url, seconds=10, timeout=40, chromium_flags=(), hls_config=None, log_dir=None):
-        """Plays url until media time reaches seconds (or timeout, wall
-        seconds, passes). The page comes from this module's server, so
+    def play(self, url, seconds=10, timeout=40, chromium_flags=(), hls_config=None, log_dir=None, live=False):
+        """Plays url until media time reaches seconds (live: until seconds
+        of media have played from where playback began, start_time in the
+        result) or timeout, wall seconds, passes. The page comes from this module's server, so
         the media is cross-origin to it: the server must allow CORS, and
         resource timing hides protocol (nextHopProtocol: "") unless the
         server also sends Timing-Allow-Origin (hlsedge does not today);
@@ -212,12 +226,16 @@ class Player:
         (played, timeout, fatal ...), loads (hls.js: kind, url, status),
         errors (hls.js and media errors, with status), progress (samples),
         resources (PerformanceResourceTiming: url, protocol = nextHopProtocol,
-        status = responseStatus), hls_version, chromium_log (its stderr
+        status = responseStatus), loads' part (an LL-HLS part: url is the
+        part's), latency / target_latency (hls.js's
+        hls.latency and hls.targetLatency at the end, seconds behind the
+        live edge; null for VOD; also in each progress sample), waiting
+        (times the video element ran dry after playback began), hls_version, chromium_log (its stderr
         tail), complete (whether the page sent its final report)."""
         reports = _Reports()
         srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(b"", b"", reports))
         base = "http://127.0.0.1:%d/" % srv.server_address[1]
-        cfg = {"src": url, "seconds": seconds, "timeout": timeout, "report": base + "report",
+        cfg = {"src": url, "seconds": seconds, "timeout": timeout, "report": base + "report", "live": live,
                "hls_config": dict({"enableWorker": True, "debug": False}, **(hls_config or {}))}
         page = (PAGE % {"cfg": json.dumps(cfg)}).encode()
         with open(self.hlsjs, "rb") as f:
@@ -238,8 +256,10 @@ class Player:
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
         try:
-            # the page gives up at timeout itself; a little more for its last report
-            deadline = time.time() + timeout + 10
+            # the page gives up at timeout itself (counted from when it loaded:
+            # Chromium may take a while to start on a busy machine); a little
+            # more for its last report
+            deadline = time.time() + timeout + 30
             while time.time() < deadline and not reports.done.is_set():
                 if proc.poll() is not None:
                     break

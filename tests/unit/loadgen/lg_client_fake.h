@@ -15,7 +15,7 @@ typedef struct lg_fake {
     he_lg_conn_t conn;
     he_lg_viewer_t v;
     bool budget; /* what he_lg_take_request answers */
-    int requests, timers;
+    int requests, timers, aborts;
     char target[HE_LG_URL_MAX];
     int ep;
     bool want_body;
@@ -39,6 +39,12 @@ int he_lg_conn_request(he_lg_conn_t *c, int ep, const char *target, int64_t rang
     lg_fake->want_body = want_body;
     snprintf(lg_fake->target, sizeof(lg_fake->target), "%s", target);
     return 0;
+}
+
+void he_lg_conn_abort(he_lg_conn_t *c)
+{
+    (void)c;
+    lg_fake->aborts++;
 }
 
 void he_lg_timer_arm(he_lg_viewer_t *v, uint64_t at_ns)

@@ -3,6 +3,7 @@
 #include "he_test.h"
 #include "loadgen/rand.c"
 #include "loadgen/urls.c"
+#include "loadgen/audience.c"
 #include "lg_client_fake.h"
 
 int main(void)

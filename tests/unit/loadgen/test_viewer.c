@@ -7,6 +7,8 @@
 #include "loadgen/url.c"
 #include "loadgen/verify.c"
 #include "loadgen/viewer.c"
+#include "loadgen/llhls.c"
+#include "loadgen/audience.c"
 #include "lg_client_fake.h"
 
 static const char master[] = "#EXTM3U\n"
