@@ -6,7 +6,8 @@ while origin cuts mid-body, 5xx bursts, stalls past read_timeout, a 1 KB/s
 origin, SIGHUP, SIGUSR1 and one kill -9 with a restart run on the soak's
 schedule. It passes when soak.sh does: every body byte-identical to the
 origin's, no crash, no ASan report, RSS and fds flat after warm-up, origin
-requests within the bound. About 80 s."""
+requests within the bound (RSS and fds within 10 % here: see below).
+About 80 s on a quiet box."""
 
 import os
 import subprocess
@@ -22,8 +23,11 @@ def test_soak_short():
     if not os.access(loadgen, os.X_OK):
         print("no hlsedge-loadgen at %s: skipped" % loadgen)
         sys.exit(77)
+    # 60 s is mostly warm-up for an ASan build's allocator (its RSS still
+    # rises a few per cent): the replay judges the second half of each
+    # process's samples against a 10 % bound; the long soak keeps 30 % / 5 %
     env = dict(os.environ, HE_BIN=he.BIN, HE_LOADGEN=loadgen, DURATION=os.environ.get("SOAK_DURATION", "60"),
-               VIEWERS="40", URL_CONNS="4", SAMPLE_S="5")
+               VIEWERS="40", URL_CONNS="4", SAMPLE_S="5", WARMUP_PCT="50", TOL_PCT="10")
     p = subprocess.run(["bash", os.path.join(he.SRC, "tests", "soak", "soak.sh")], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=240)
     out = p.stdout.decode(errors="replace")
