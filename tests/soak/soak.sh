@@ -189,9 +189,10 @@ while :; do
     t=$(( now - T0 ))
     [ "$t" -ge "$DURATION" ] && break
     # phases
-    p=$(( t / PHASE ))
-    if [ "$p" != "$phase_no" ]; then
-        phase_no=$p
+    # one phase after the other, none skipped when the box lags
+    if [ "$t" -ge $(( (phase_no + 1) * PHASE )) ]; then
+        phase_no=$((phase_no + 1))
+        p=$phase_no
         if [ $(( p % 2 )) = 1 ]; then
             f=${FAULTS[$(( (p / 2) % ${#FAULTS[@]} ))]}
             FAULT_PHASES=$((FAULT_PHASES + 1))
@@ -208,6 +209,7 @@ while :; do
     fi
     if [ "$KILLED" = 0 ] && [ "$t" -ge "$KILL_AT" ]; then
         curl -s "http://127.0.0.1:$APORT/stats" > "$W/stats_before_kill.json"
+        ls "$W"/ssd/??/*.obj 2>/dev/null | wc -l > "$W/ssd_files_at_kill"
         log "kill -9 $EDGE; restart (the SSD index is rebuilt)"
         kill -9 "$EDGE"
         wait "$EDGE" 2>/dev/null
@@ -340,6 +342,16 @@ for name in ("stats_before_kill.json", "stats_end.json"):
     failed += sum(c.get("origin_errors", {}).values())
     print("  edge %s: %s" % (name[6:-5].replace("_", " "), json.dumps({k: c.get(k) for k in
           ("origin_requests", "store_writes", "disk_errors", "origin_errors") if k in c})))
+# the restarted process serves from the SSD index it rebuilt
+try:
+    at_kill = int(open(os.path.join(w, "ssd_files_at_kill")).read())
+    ssd_hits = json.load(open(os.path.join(w, "stats_end.json")))["cache"]["tiers"]["ssd"]["hits"]
+    print("  SSD: %d object files at the kill -9; the restarted edge's SSD hits: %d" % (at_kill, ssd_hits))
+    if at_kill and not ssd_hits:
+        fails.append("the restarted edge served nothing from the %d SSD objects it found" % at_kill)
+except (OSError, ValueError, KeyError) as e:
+    if killed == "1":
+        fails.append("no SSD figures around the kill -9: %s" % e)
 bound = nobj * periods * 3 + dur * 4 + 2 * failed
 print("  origin requests: %d (live stream %d), bound %d = 3 x %d objects x %d freshness periods"
       " + 4/s for the live stream + 2 x %d failed origin requests" % (total, live, bound, nobj, periods, failed))
