@@ -1,10 +1,10 @@
-/* The origin client's HTTP/1.1 wire format: an incremental response parser
- * (status line, the headers the cache needs, Content-Length, chunked and
- * read-until-close bodies, interim 1xx responses skipped) and the request
+/* The origin client's HTTP/1.1 wire format: the head fields the cache
+ * reads, over the shared response parser (segment/httpresp.h: llhttp with
+ * framing, interim 1xx, obs-fold and line-length rules), and the request
  * builder. No I/O: bytes in, events out. Strict where a mistake would
- * store wrong bytes (lengths, chunk sizes, conflicting Content-Length, a
- * framing or caching header too long to read whole), lenient about what
- * does not matter (unknown headers, bare LF). */
+ * store wrong bytes (a framing or caching header too long to read whole,
+ * a Content-Encoding we could not send back as it came), lenient about
+ * what does not matter (unknown headers, values too long for a field). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,27 +13,14 @@
 #include "cache/fresh.h"
 #include "cache/origin.h"
 
-enum {
-    HE_HC_STATUS = 0,
-    HE_HC_HEADER,
-    HE_HC_BODY_LEN,
-    HE_HC_BODY_CLOSE,
-    HE_HC_CHUNK_SIZE,
-    HE_HC_CHUNK_DATA,
-    HE_HC_CHUNK_CRLF,
-    HE_HC_TRAILER,
-    HE_HC_DONE,
-    HE_HC_BODY_START /* HEADERS was returned; the body state is next */
-};
-
-#define HE_HC_MAX_LEN (1ll << 60)
+static int he_hc_field(void *ctx, const char *name, size_t nl, const char *v, size_t vl, bool over);
 
 void he_cache_httpc_init(he_cache_httpc_t *p, bool head_request)
 {
-    memset(p, 0, sizeof(*p));
-    p->head_request = head_request;
+    memset(&p->resp, 0, sizeof(p->resp));
     p->resp.content_length = -1;
     p->resp.age_s = -1;
+    he_httpresp_init(&p->hr, head_request, he_hc_field, p, p->value);
 }
 
 /* A value is kept whole or not at all: a cut ETag could match another
@@ -109,21 +96,6 @@ static bool he_hc_list_has(const char *v, size_t n, const char *tok, bool *last_
     return any;
 }
 
-static int he_hc_status_line(he_cache_httpc_t *p, const char *l, size_t n)
-{
-    int st = 0;
-    if (n < 12 || memcmp(l, "HTTP/1.", 7) != 0 || (l[7] != '0' && l[7] != '1') || l[8] != ' ')
-        return -EPROTO;
-    for (int i = 9; i < 12; i++) {
-        if (l[i] < '0' || l[i] > '9') return -EPROTO;
-        st = st * 10 + (l[i] - '0');
-    }
-    if (st < 100 || (n > 12 && l[12] != ' ')) return -EPROTO;
-    p->resp.status = st;
-    p->resp.keepalive = l[7] == '1';
-    return 0;
-}
-
 /* Content-Encoding is served with the stored bytes, so it is kept exactly
  * (lines joined with ", ") or the response is refused: tokens and list
  * separators only, and it must fit. identity alone is no encoding. */
@@ -159,55 +131,22 @@ static void he_hc_vary(he_cache_http_resp_t *r, const char *v, size_t n)
     if (he_hc_list_has(v, n, "*", &last)) r->vary = true;
 }
 
-/* One header line; over: it was longer than p->line, which holds its
- * start. */
-static int he_hc_header_line(he_cache_httpc_t *p, const char *l, size_t n, bool over)
+/* One field line of the final response (see he_httpresp_field_fn).
+ * Framing (Content-Length, Transfer-Encoding, Connection) is llhttp's; a
+ * line too long to read whole is skipped only when it is none of the
+ * fields read here or by llhttp: skipping a framing or caching field would
+ * store what the origin did not mean. */
+static int he_hc_field(void *ctx, const char *name, size_t nl, const char *v, size_t vl, bool over)
 {
+    he_cache_httpc_t *p = ctx;
     he_cache_http_resp_t *r = &p->resp;
-    const char *colon = memchr(l, ':', n), *v;
-    size_t nl, vl;
-    bool last;
-    int id;
-    if (!colon) return over ? 0 : -EPROTO; /* over: a name too long to be one of ours */
-    if (colon == l) return -EPROTO;
-    nl = (size_t)(colon - l);
-    if (l[nl - 1] == ' ' || l[nl - 1] == '\t') return -EPROTO; /* RFC 9112 5.1 */
-    id = he_hc_header_id(l, nl);
+    int id = he_hc_header_id(name, nl);
     /* fields that only forbid storing: a cut one forbids it too */
     if (id == HE_HC_H_SET_COOKIE) r->set_cookie = true;
     if (over && id == HE_HC_H_VARY) r->vary = true;
     if (over)
         return id == HE_HC_H_OTHER || id == HE_HC_H_SET_COOKIE || id == HE_HC_H_VARY ? 0 : -EPROTO;
-    v = colon + 1;
-    vl = n - nl - 1;
-    while (vl && (*v == ' ' || *v == '\t')) {
-        v++;
-        vl--;
-    }
-    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-        vl--;
     switch (id) {
-    case HE_HC_H_CONTENT_LENGTH: {
-        int64_t x = 0;
-        if (vl == 0) return -EPROTO;
-        for (size_t i = 0; i < vl; i++) {
-            if (v[i] < '0' || v[i] > '9' || x > HE_HC_MAX_LEN / 10) return -EPROTO;
-            x = x * 10 + (v[i] - '0');
-        }
-        if (r->content_length >= 0 && r->content_length != x) return -EPROTO;
-        r->content_length = x;
-        break;
-    }
-    case HE_HC_H_TRANSFER_ENCODING:
-        he_hc_list_has(v, vl, "chunked", &last);
-        r->chunked = last;               /* chunked must be the final coding */
-        if (!last) r->keepalive = false; /* then the body runs to close */
-        p->remaining = -2;               /* remember: Transfer-Encoding seen */
-        break;
-    case HE_HC_H_CONNECTION:
-        if (he_hc_list_has(v, vl, "close", &last)) r->keepalive = false;
-        if (he_hc_list_has(v, vl, "keep-alive", &last)) r->keepalive = true;
-        break;
     case HE_HC_H_CONTENT_TYPE:
         he_hc_copy(r->content_type, sizeof(r->content_type), v, vl);
         break;
@@ -248,183 +187,29 @@ static int he_hc_header_line(he_cache_httpc_t *p, const char *l, size_t n, bool 
     return 0;
 }
 
-/* End of the head: decide how the body is framed. */
-static int he_hc_head_done(he_cache_httpc_t *p)
-{
-    he_cache_http_resp_t *r = &p->resp;
-    bool te = p->remaining == -2;
-    p->remaining = 0;
-    if (r->status >= 100 && r->status < 200) {
-        if (r->status == 101) return -EPROTO; /* we never ask to upgrade */
-        bool head = p->head_request;
-        uint32_t hb = p->head_bytes;
-        he_cache_httpc_init(p, head); /* skip interim responses */
-        p->head_bytes = hb;
-        return HE_CACHE_HTTPC_MORE;
-    }
-    if (p->head_request || r->status == 204 || r->status == 304) {
-        r->no_body = true;
-        p->state = HE_HC_DONE;
-    } else if (r->chunked) {
-        r->content_length = -1;
-        p->state = HE_HC_CHUNK_SIZE;
-    } else if (te) {
-        r->content_length = -1;
-        p->state = HE_HC_BODY_CLOSE;
-    } else if (r->content_length >= 0) {
-        p->remaining = r->content_length;
-        p->state = r->content_length ? HE_HC_BODY_LEN : HE_HC_DONE;
-    } else {
-        r->keepalive = false;
-        p->state = HE_HC_BODY_CLOSE;
-    }
-    if (p->state != HE_HC_DONE) {
-        p->remaining = p->state == HE_HC_BODY_LEN ? r->content_length : 0;
-        p->line_len = 0;
-        p->body_state = p->state;
-        p->state = HE_HC_BODY_START;
-        p->line_overflow = false;
-    }
-    return HE_CACHE_HTTPC_HEADERS;
-}
-
-static int he_hc_chunk_size(he_cache_httpc_t *p, const char *l, size_t n)
-{
-    int64_t x = 0;
-    size_t i = 0;
-    for (; i < n; i++) {
-        char c = l[i];
-        int d;
-        if (c >= '0' && c <= '9')
-            d = c - '0';
-        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-            d = (c | 0x20) - 'a' + 10;
-        else
-            break;
-        if (x > HE_HC_MAX_LEN / 16) return -EPROTO;
-        x = x * 16 + d;
-    }
-    if (i == 0) return -EPROTO;
-    while (i < n && (l[i] == ' ' || l[i] == '\t'))
-        i++;
-    if (i < n && l[i] != ';') return -EPROTO;
-    p->remaining = x;
-    p->state = x ? HE_HC_CHUNK_DATA : HE_HC_TRAILER;
-    return 0;
-}
-
 int he_cache_httpc_parse(he_cache_httpc_t *p, const char *data, size_t len, size_t *used,
                          const char **body, size_t *body_len)
 {
-    size_t i = 0;
-    int rc;
-    *used = 0;
-    *body = NULL;
-    *body_len = 0;
-    while (i < len || p->state == HE_HC_BODY_START || p->state == HE_HC_DONE) {
-        switch (p->state) {
-        case HE_HC_DONE:
-            *used = i;
-            return HE_CACHE_HTTPC_DONE;
-        case HE_HC_BODY_START:
-            p->state = p->body_state;
-            continue;
-        case HE_HC_BODY_LEN:
-        case HE_HC_CHUNK_DATA:
-        case HE_HC_BODY_CLOSE: {
-            size_t n = len - i;
-            if (p->state != HE_HC_BODY_CLOSE && (int64_t)n > p->remaining) n = (size_t)p->remaining;
-            *body = data + i;
-            *body_len = n;
-            i += n;
-            if (p->state != HE_HC_BODY_CLOSE) {
-                p->remaining -= (int64_t)n;
-                if (p->remaining == 0)
-                    p->state = p->state == HE_HC_BODY_LEN ? HE_HC_DONE : HE_HC_CHUNK_CRLF;
-            }
-            *used = i;
-            return HE_CACHE_HTTPC_BODY;
-        }
-        case HE_HC_CHUNK_CRLF: {
-            char c = data[i++];
-            if (c == '\r') continue;
-            if (c != '\n') return -EPROTO;
-            p->state = HE_HC_CHUNK_SIZE;
-            continue;
-        }
-        default: {
-            /* line-based states: status, headers, chunk sizes, trailers */
-            const char *nl = memchr(data + i, '\n', len - i);
-            size_t take = nl ? (size_t)(nl - (data + i)) + 1 : len - i;
-            if (p->state == HE_HC_STATUS || p->state == HE_HC_HEADER) {
-                p->head_bytes += (uint32_t)take;
-                if (p->head_bytes > HE_CACHE_HTTPC_HEAD_MAX) return -E2BIG;
-            }
-            size_t copy = nl ? take - 1 : take;
-            if (p->line_len + copy >= sizeof(p->line)) {
-                p->line_overflow = true;
-                copy = sizeof(p->line) - 1 - p->line_len;
-            }
-            memcpy(p->line + p->line_len, data + i, copy);
-            p->line_len += (uint32_t)copy;
-            i += take;
-            if (!nl) continue;
-            size_t ll = p->line_len;
-            if (ll && p->line[ll - 1] == '\r') ll--;
-            bool over = p->line_overflow;
-            p->line_len = 0;
-            p->line_overflow = false;
-            if (memchr(p->line, '\0', ll) || (ll && memchr(p->line, '\r', ll))) return -EPROTO;
-            switch (p->state) {
-            case HE_HC_STATUS:
-                if (over) return -EPROTO;
-                if ((rc = he_hc_status_line(p, p->line, ll)) < 0) return rc;
-                p->state = HE_HC_HEADER;
-                break;
-            case HE_HC_HEADER:
-                if (ll == 0) {
-                    rc = he_hc_head_done(p);
-                    if (rc < 0) return rc;
-                    if (rc == HE_CACHE_HTTPC_HEADERS) {
-                        *used = i;
-                        return rc;
-                    }
-                    break;
-                }
-                if (p->line[0] == ' ' || p->line[0] == '\t') return -EPROTO; /* obs-fold */
-                if ((rc = he_hc_header_line(p, p->line, ll, over)) < 0) return rc;
-                break;
-            case HE_HC_CHUNK_SIZE:
-                if (over) return -EPROTO;
-                if ((rc = he_hc_chunk_size(p, p->line, ll)) < 0) return rc;
-                break;
-            case HE_HC_TRAILER:
-                if (ll == 0) p->state = HE_HC_DONE;
-                break;
-            }
-        }
-        }
+    int ev = he_httpresp_feed(&p->hr, data, len, used, body, body_len);
+    if (ev == HE_HTTPRESP_HEADERS) {
+        const he_httpresp_head_t *h = &p->hr.head;
+        he_cache_http_resp_t *r = &p->resp;
+        r->status = h->status;
+        r->content_length = h->content_length;
+        r->chunked = h->chunked;
+        r->keepalive = h->keepalive;
+        r->no_body = p->hr.head_request || h->status == 204 || h->status == 304;
     }
-    *used = i;
-    return HE_CACHE_HTTPC_MORE;
+    return ev;
 }
 
 int he_cache_httpc_eof(he_cache_httpc_t *p)
 {
-    if (p->state == HE_HC_BODY_CLOSE || p->state == HE_HC_DONE) {
-        p->state = HE_HC_DONE;
-        return HE_CACHE_HTTPC_DONE;
-    }
-    if (p->state == HE_HC_BODY_START && p->body_state == HE_HC_BODY_CLOSE) {
-        p->state = HE_HC_DONE;
-        return HE_CACHE_HTTPC_DONE;
-    }
-    return -EPIPE;
+    return he_httpresp_eof(&p->hr);
 }
 
 int he_cache_httpc_request_via(char *out, size_t cap, const char *method, const char *host,
-                               const char *path, const char *inm, const char *ims,
-                               const char *via)
+                               const char *path, const char *inm, const char *ims, const char *via)
 {
     int n;
     /* a path or header with CR/LF would smuggle a second request */

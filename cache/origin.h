@@ -16,6 +16,7 @@
 #include "cache/select.h"
 #include "cache/stats.h"
 #include "conf/conf.h"
+#include "segment/httpresp.h"
 
 /* Response head fields the cache needs (filled by the origin parser). */
 typedef struct he_cache_http_resp {
@@ -40,33 +41,29 @@ typedef struct he_cache_http_resp {
     bool vary; /* Vary: * */
 } he_cache_http_resp_t;
 
-/* Incremental HTTP/1.1 response parser. */
+/* The origin response parser: segment/httpresp.h (llhttp) with the head
+ * fields the cache reads (httpc.c). */
 typedef enum he_cache_httpc_ev {
-    HE_CACHE_HTTPC_MORE = 0, /* all input used, need more */
-    HE_CACHE_HTTPC_HEADERS,  /* the head is parsed: see p->resp */
-    HE_CACHE_HTTPC_BODY,     /* *body, *body_len hold payload bytes */
-    HE_CACHE_HTTPC_DONE      /* the response is complete */
+    HE_CACHE_HTTPC_MORE = HE_HTTPRESP_MORE,       /* all input used, need more */
+    HE_CACHE_HTTPC_HEADERS = HE_HTTPRESP_HEADERS, /* the head is parsed: see p->resp */
+    HE_CACHE_HTTPC_BODY = HE_HTTPRESP_BODY,       /* *body, *body_len hold payload bytes */
+    HE_CACHE_HTTPC_DONE = HE_HTTPRESP_DONE        /* the response is complete */
 } he_cache_httpc_ev_t;
 
-#define HE_CACHE_HTTPC_HEAD_MAX 16384
+#define HE_CACHE_HTTPC_HEAD_MAX HE_HTTPRESP_HEAD_MAX
 
 typedef struct he_cache_httpc {
     he_cache_http_resp_t resp;
-    int state;
-    int body_state; /* entered after HEADERS is returned */
-    bool head_request;
-    uint32_t line_len;
-    uint32_t head_bytes;
-    int64_t remaining; /* body or chunk bytes left */
-    char line[1024];   /* the current line (see he_cache_httpc_parse) */
-    bool line_overflow;
+    he_httpresp_t hr;
+    char value[HE_HTTPRESP_LINE_MAX + 1]; /* the field value being read */
 } he_cache_httpc_t;
 
 void he_cache_httpc_init(he_cache_httpc_t *p, bool head_request);
 /* Consumes up to len bytes (*used reports how many) and returns the next
  * event, or -EPROTO (malformed), -E2BIG (head too large). A header line
- * longer than p->line is skipped if the parser does not read that field,
- * else -EPROTO (a framing or caching header must be read whole). */
+ * longer than HE_HTTPRESP_LINE_MAX is skipped if the parser does not read
+ * that field, else -EPROTO (a framing or caching header must be read
+ * whole). */
 int he_cache_httpc_parse(he_cache_httpc_t *p, const char *data, size_t len, size_t *used,
                          const char **body, size_t *body_len);
 /* The peer closed: DONE if the body ends at close, else -EPIPE. */

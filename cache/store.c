@@ -104,17 +104,29 @@ static void he_cache_sdir_queue_unlink(he__cache_sdir_t *d, uint64_t hash, uint6
     d->unlinks = u;
 }
 
-/* A purge's unlink, at once rather than queued for the ring: the index is
- * rebuilt from the directory at start-up, so a purged file still there
- * after a crash (kill -9, OOM) would be served again. A purge is rare and
- * an unlink costs microseconds; it is made before the purge is answered.
- * (The unlink is durable once the file system commits its journal.) */
-static void he_cache_store_unlink_now(he__cache_sdir_t *d, uint64_t hash, uint64_t gen)
+/* A purge's unlink, at once rather than queued for the ring, and durable
+ * before the purge is answered: the index is rebuilt from the directory
+ * at start-up, so a purged file still there after a crash would be served
+ * again. unlinkat alone survives a kill -9 but not a power loss or kernel
+ * panic: the directory entry's removal is on disk only once the directory
+ * is fsync'd (fsync(2)). A purge is rare; the cost is one journal commit.
+ * Returns 0 or the negative errno of the fsync. */
+static int he_cache_store_unlink_now(he__cache_sdir_t *d, uint64_t hash, uint64_t gen)
 {
     char name[48];
+    int fd, rc = 0;
     he__cache_store_name(name, sizeof(name), hash, gen);
-    if (unlinkat(d->dirfd, name, 0) < 0 && errno != ENOENT)
+    if (unlinkat(d->dirfd, name, 0) < 0 && errno != ENOENT) {
         he_cache_sdir_queue_unlink(d, hash, gen); /* the ring tries again */
+        return 0;
+    }
+    /* ENOENT too: a queued unlink may have removed it, not yet durably */
+    name[2] = '\0'; /* "<ab>", the file's subdirectory */
+    fd = openat(d->dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    if (fsync(fd) < 0) rc = -errno;
+    close(fd);
+    return rc;
 }
 
 /* Unlinks e from the hash and the queue, frees it, queues its file. */
@@ -253,7 +265,7 @@ int he__cache_store_add(he__cache_sdir_t *d, he__cache_pending_t *p, uint64_t ge
     if (purged) {
         /* the purge that answered "purged" must not be undone by a file
          * of the bytes it purged, not even by a restart: gone now */
-        he_cache_store_unlink_now(d, p->key->hash, gen);
+        (void)he_cache_store_unlink_now(d, p->key->hash, gen); /* durably, as a purge does */
         rc = -ESTALE;
     }
     return rc;
@@ -566,7 +578,10 @@ int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key)
     pthread_mutex_unlock(&d->lock);
     /* outside the lock: the name is unique to this version (gen), so no
      * newer write of the key can be hit */
-    if (dropped) he_cache_store_unlink_now(d, hash, gen);
+    if (dropped) {
+        int frc = he_cache_store_unlink_now(d, hash, gen);
+        if (frc < 0) he__cache_store_fail(s, frc, "a purge's directory fsync", NULL);
+    }
     return rc;
 }
 

@@ -20,6 +20,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "segment/httpresp.h"
+
 #define HE_LG_AGAIN 1 /* not an error: more input needed */
 
 #define HE_LG_MAX_RENDITIONS 16
@@ -90,11 +92,14 @@ typedef struct he_lg_http_head {
     bool chunked;
     bool keep_alive;
     size_t head_len; /* bytes up to and including the blank line */
+    he_httpresp_t hr; /* the parser, stopped after the head */
 } he_lg_http_head_t;
 
-/* Parses a response head from buf. Returns HE_LG_AGAIN when the blank line
- * has not arrived, 0 with h filled, or -EINVAL for a malformed head (bad
- * status line, bad or conflicting Content-Length, a bad header line). */
+/* Parses a response head from buf (segment/httpresp.h: interim 1xx heads
+ * before it are skipped and counted in head_len). Returns HE_LG_AGAIN when
+ * the blank line has not arrived, 0 with h filled, or -EINVAL for a
+ * malformed head (bad status line, bad or repeated Content-Length, a bad
+ * header line). */
 int he_lg_http_parse_head(const char *buf, size_t len, he_lg_http_head_t *h);
 
 typedef enum he_lg_body_mode {
@@ -106,11 +111,9 @@ typedef enum he_lg_body_mode {
 
 typedef struct he_lg_body {
     he_lg_body_mode_t mode;
-    int state;          /* chunked decoder state */
-    uint64_t remaining; /* LENGTH: bytes left; CHUNKED: left in this chunk */
-    uint64_t payload;   /* decoded payload bytes so far */
-    unsigned line;      /* bytes of the current chunk-size or trailer line */
+    uint64_t payload; /* decoded payload bytes so far */
     bool done;
+    he_httpresp_t hr; /* the head's parser, going on with the body */
 } he_lg_body_t;
 
 typedef void (*he_lg_sink_fn)(void *ctx, const char *p, size_t n);

@@ -450,14 +450,17 @@ void he__conn_close(he_worker_t *w, he_conn_t *c)
  * response the kernel has not sent yet: a client reading slowly loses the
  * tail. So while bytes are still queued, the connection half-closes (FIN
  * after the tail) and reads and drops input until the client closes, or
- * until the tail stops moving for timeouts.send (HE_TIMER_LINGER). TLS
- * connections close as before (their close_notify is tls_conn.c's). */
+ * until the tail stops moving for timeouts.send (HE_TIMER_LINGER). A TLS
+ * connection sends its close_notify first, so the alert is part of the
+ * tail (RFC 8446 6.1: the client then knows the response was not cut),
+ * and lingers the same way, reading through OpenSSL until the client's
+ * close_notify or EOF. */
 void he__conn_close_graceful(he_worker_t *w, he_conn_t *c)
 {
     int outq;
     if (c->closing || !c->in_use || c->lingering) return;
-    if (c->tls || c->peer_eof || w->exiting || (outq = he_conn_outq(c)) <= 0 ||
-        shutdown(c->fd, SHUT_WR) < 0) {
+    if (c->peer_eof || w->exiting || (c->tls && he__tls_close_notify(w, c) < 0) ||
+        (outq = he_conn_outq(c)) <= 0 || shutdown(c->fd, SHUT_WR) < 0) {
         he__conn_close(w, c);
         return;
     }

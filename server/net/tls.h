@@ -116,7 +116,12 @@ void he__tls_arm_read(he_worker_t *w, he_conn_t *c);
 int he__tls_send(he_worker_t *w, he_conn_t *c);
 /* At the end of a response: adds its bytes to the kTLS or userspace total. */
 void he__tls_account(he_worker_t *w, he_conn_t *c);
-/* Sends close_notify when the session is healthy, frees the SSL. */
+/* Sends close_notify now (once) on an open, healthy session, for a close
+ * that half-closes after it (he__conn_close_graceful). 0, or a negative
+ * errno when there is none to send or it did not fit the socket. */
+int he__tls_close_notify(he_worker_t *w, he_conn_t *c);
+/* Sends close_notify when the session is healthy and it was not sent yet,
+ * frees the SSL. */
 void he__tls_conn_free(he_worker_t *w, he_conn_t *c);
 
 /* True when responses on c go through SSL_write (TLS without kTLS). */

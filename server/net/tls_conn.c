@@ -494,6 +494,23 @@ void he__tls_account(he_worker_t *w, he_conn_t *c)
         w->stats.tls_bytes_userspace += c->bytes_sent;
 }
 
+int he__tls_close_notify(he_worker_t *w, he_conn_t *c)
+{
+    he_tls_conn_t *t = c->tls;
+    (void)w;
+    if (t->state != HE_TLS_OPEN || t->fatal) return -ENOTCONN;
+    if (SSL_get_shutdown(t->ssl) & SSL_SENT_SHUTDOWN) return 0;
+    /* 0: sent, the peer's not seen yet (we do not wait for it); <0: the
+     * alert did not fit the socket (non-blocking): the close goes on
+     * without it, as a failed session's would */
+    if (SSL_shutdown(t->ssl) < 0) {
+        t->fatal = true;
+        ERR_clear_error();
+        return -EAGAIN;
+    }
+    return 0;
+}
+
 void he__tls_conn_free(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = c->tls;
@@ -501,7 +518,8 @@ void he__tls_conn_free(he_worker_t *w, he_conn_t *c)
     if (!t) return;
     if (t->ssl) {
         /* close_notify, best effort: the socket is non-blocking */
-        if (t->state == HE_TLS_OPEN && !t->fatal) SSL_shutdown(t->ssl);
+        if (t->state == HE_TLS_OPEN && !t->fatal && !(SSL_get_shutdown(t->ssl) & SSL_SENT_SHUTDOWN))
+            SSL_shutdown(t->ssl);
         SSL_free(t->ssl);
     }
     ERR_clear_error();

@@ -1,4 +1,5 @@
-/* Fuzz target for loadgen's HTTP/1.1 response parser: the head, then the
+/* Fuzz target for loadgen's HTTP/1.1 response parser (loadgen/httpc.c over
+ * segment/httpresp.c, the llhttp wrapper the origin client shares): the head, then the
  * rest of the input as the body, fed in pieces whose sizes come from the
  * input, alternating between feeding and kernel-style skipping. */
 #include "loadgen/httpc.c"

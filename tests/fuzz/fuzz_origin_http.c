@@ -1,4 +1,5 @@
-/* Fuzz target for cache/httpc.c, the origin response parser. The input is
+/* Fuzz target for cache/httpc.c, the origin response parser (its fields
+ * over segment/httpresp.c, the llhttp wrapper loadgen shares). The input is
  * parsed twice, in one piece and split at a step taken from its first
  * byte; both runs must agree on the outcome, the status and every body
  * byte, must never consume more than they were given, and a response

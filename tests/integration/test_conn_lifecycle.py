@@ -17,6 +17,7 @@ import stat
 import sys
 import tempfile
 import threading
+import ssl
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -291,16 +292,15 @@ def test_rewrite_in_place_within_a_second():
     os.unlink(p)
 
 
-def test_slow_reader_gets_the_tail_after_connection_close():
-    # The response is done for the server once its last byte is in the
-    # kernel; a client still reading it slowly, and still sending (the
-    # next pipelined request, byte by byte), must get every byte. A plain
-    # close() there resets on the next byte that arrives and throws away
-    # the unsent tail; the server half-closes and reads on instead.
+def slow_reader_gets_the_tail(tls, tls_extra=""):
     path = "/720p/seg_00001.ts"
     want = lib(path[1:])
-    with Server(ROOT) as srv:
-        s = he.connect(srv.port, rcvbuf=4096)
+    with Server(ROOT, tls=tls, tls_extra=tls_extra) as srv:
+        s = he.connect(srv.port, rcvbuf=4096, tls=False)
+        if tls:
+            # an EOF without close_notify raises instead of reading as b""
+            s = he.client_context().wrap_socket(s, server_hostname=he.TLS_NAME,
+                                                suppress_ragged_eofs=False)
         s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
         nxt = b"GET /master.m3u8 HTTP/1.1\r\nHost: t\r\n\r\n"
         got, reset, sent, deadline = b"", None, 0, time.time() + 30
@@ -308,7 +308,7 @@ def test_slow_reader_gets_the_tail_after_connection_close():
         while time.time() < deadline:
             try:
                 d = s.recv(2048)
-            except ConnectionError as e:
+            except (ConnectionError, ssl.SSLError) as e:
                 reset = e
                 break
             if not d:
@@ -318,17 +318,36 @@ def test_slow_reader_gets_the_tail_after_connection_close():
                 try:
                     s.send(nxt[sent:sent + 1])
                     sent += 1
-                except ConnectionError as e:
+                except (ConnectionError, ssl.SSLError) as e:
                     reset = e
                     break
             time.sleep(0.002)
         s.close()
-        expect(reset is None, "no reset (%r after %d bytes)" % (reset, len(got)))
+        expect(reset is None, "no reset and, under TLS, a close_notify (%r after %d bytes)" % (reset, len(got)))
         head, _, body = got.partition(b"\r\n\r\n")
         expect(head.startswith(b"HTTP/1.1 200"), head[:40])
         expect_eq(len(body), len(want), "every byte of the body")
         expect_eq(sha256(body), sha256(want), "the body")
         expect(sent > 0, "bytes were sent after the response (%d)" % sent)
+
+
+def test_slow_reader_gets_the_tail_after_connection_close():
+    # The response is done for the server once its last byte is in the
+    # kernel; a client still reading it slowly, and still sending (the
+    # next pipelined request, byte by byte), must get every byte. A plain
+    # close() there resets on the next byte that arrives and throws away
+    # the unsent tail; the server half-closes and reads on instead.
+    slow_reader_gets_the_tail(False)
+
+
+def test_slow_reader_gets_the_tail_and_close_notify_over_tls():
+    # The same over TLS, with kTLS where the kernel has it and with
+    # SSL_write: the close sends close_notify (RFC 8446 6.1) as part of
+    # the tail, then half-closes and reads on through OpenSSL; a close()
+    # right after SSL_shutdown reset the connection under the tail and
+    # the alert.
+    slow_reader_gets_the_tail(True)
+    slow_reader_gets_the_tail(True, "  ktls: false\n")
 
 
 if __name__ == "__main__":

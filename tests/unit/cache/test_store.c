@@ -5,7 +5,8 @@
  * disk errors (injected ENOSPC, a real 1 MiB tmpfs when we may mount one)
  * turn into misses, are counted, and are logged once per cause. A purge
  * while an object's write is running (at any step) leaves no entry and no
- * file behind, however the write goes on. */
+ * file behind, however the write goes on. A purge's unlink is made durable
+ * (its directory fsync'd) before it is answered. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -33,6 +35,35 @@ static void log_fn(void *ctx, int level, const char *msg)
 {
     logs++;
     fprintf(stderr, "  log: %s\n", msg);
+}
+
+/* A purge's durability is the order of its system calls (a power loss is
+ * not to be had here): these take the place of libc's for the store's
+ * calls and note what they were given while recording. */
+static char calls[2 * PATH_MAX];
+static bool recording;
+
+static void note(const char *what, const char *arg)
+{
+    size_t l = strlen(calls);
+    if (recording) snprintf(calls + l, sizeof(calls) - l, "%s:%s;", what, arg);
+}
+
+int unlinkat(int dirfd, const char *path, int flags)
+{
+    note("unlink", path);
+    return (int)syscall(SYS_unlinkat, dirfd, path, flags);
+}
+
+int fsync(int fd)
+{
+    char link[64], target[PATH_MAX];
+    ssize_t n;
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    n = readlink(link, target, sizeof(target) - 1);
+    target[n > 0 ? n : 0] = '\0';
+    note("fsync", target);
+    return (int)syscall(SYS_fsync, fd);
 }
 
 static he_cache_obj_t *mkobj(const char *name, size_t len)
@@ -200,11 +231,19 @@ static void test_write_rebuild(void)
     /* purge */
     {
         he_cache_key_t k;
+        char want[2 * PATH_MAX], name[48];
         he_cache_key_set(&k, "a/empty.ts", 10);
+        calls[0] = '\0';
+        recording = true;
         HE_CHECK_INT(he_cache_store_remove(s, &k), 0);
+        recording = false;
         /* gone before the purge is answered, not queued for the ring: a
-         * crash now must not bring it back at the next start-up */
+         * crash now must not bring it back at the next start-up; and the
+         * removal is on disk: its directory fsync'd after the unlink */
         HE_CHECK_INT(count_files("[0-9a-f][0-9a-f]"), 0);
+        HE_CHECK(sscanf(calls, "unlink:%47[^;]", name) == 1);
+        snprintf(want, sizeof(want), "unlink:%s;fsync:%s/%.2s;", name, dir, name);
+        HE_CHECK_STR(calls, want);
         HE_CHECK_INT(he_cache_store_remove(s, &k), -ENOENT);
         he_cache_store_unlink_sync(s);
         HE_CHECK_INT(count_files("[0-9a-f][0-9a-f]"), 0);
