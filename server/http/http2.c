@@ -196,16 +196,6 @@ static uint8_t he_h2_method(const uint8_t *v, size_t n)
 static int he_h2_on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
                            size_t nlen, const uint8_t *value, size_t vlen, uint8_t flags, void *ud)
 {
-    static const struct {
-        const char *name;
-        uint8_t len;
-        int8_t id;
-    } known[] = {
-        {"range", 5, HE_HDR_RANGE},        {"if-none-match", 13, HE_HDR_INM},
-        {"if-modified-since", 17, HE_HDR_IMS}, {"if-match", 8, HE_HDR_IM},
-        {"if-unmodified-since", 19, HE_HDR_IUS}, {"if-range", 8, HE_HDR_IF_RANGE},
-        {"origin", 6, HE_HDR_ORIGIN},
-    };
     he_h2_conn_t *h2 = ud;
     he_h2_stream_t *st;
     he_req_t *r;
@@ -239,14 +229,15 @@ static int he_h2_on_header(nghttp2_session *s, const nghttp2_frame *frame, const
         st->prio_seen = true; /* nghttp2 applies it (RFC 9218) */
         return 0;
     }
-    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-        if (known[i].len == nlen && memcmp(known[i].name, name, nlen) == 0) {
-            r->cur_hdr = known[i].id;
-            r->value_more = false; /* a repeated field joins the list */
-            he__http_req_value(r, (const char *)value, vlen);
-            r->cur_hdr = HE_HDR_NONE;
-            break;
-        }
+    /* the same fields as HTTP/1.1 (http1.c's table): Cookie (RFC 9113
+     * 8.2.3 lets a client split it, the pieces join with "; "), Via,
+     * Authorization and the conditionals. Host is :authority's job. */
+    r->cur_hdr = he__http_hdr_id((const char *)name, nlen);
+    if (r->cur_hdr != HE_HDR_NONE && r->cur_hdr != HE_HDR_HOST) {
+        r->value_more = false; /* a repeated field joins the list */
+        he__http_req_value(r, (const char *)value, vlen);
+    }
+    r->cur_hdr = HE_HDR_NONE;
     return 0;
 }
 
