@@ -162,6 +162,8 @@ const he__conf_key_t he__conf_keys[] = {
     HE_CONF_K_SECTION("cors", "cross-origin resource sharing"),
     HE_CONF_K_STR("cors.allow_origin", cors_allow_origin, HE__CONF_F_HEADER, "*",
                   "Access-Control-Allow-Origin; \"\" sends no CORS headers"),
+    HE_CONF_K_STR("cors.timing_allow_origin", cors_timing_allow_origin, HE__CONF_F_HEADER, "",
+                  "Timing-Allow-Origin (Resource Timing for player pages); \"\" sends none"),
 
     HE_CONF_K_SECTION("cache_control", "Cache-Control per content type; \"\" sends none"),
     HE_CONF_K_CACHE(HE_SEG_TYPE_OTHER, "other", "public, max-age=3600"),

@@ -201,6 +201,7 @@ typedef enum he_http_field {
     HE_HTTP_F_DATE,
     HE_HTTP_F_ACAO,
     HE_HTTP_F_ACEH,
+    HE_HTTP_F_TAO,
     HE_HTTP_F_EXTRA,
     HE_HTTP_F_CONTENT_TYPE,
     HE_HTTP_F_CONTENT_LENGTH,
