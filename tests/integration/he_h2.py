@@ -73,12 +73,17 @@ def read_all(s, wait=5.0):
 class H2:
     """A python3-h2 client over a plain socket (prior knowledge)."""
 
-    def __init__(self, port, settings=None, timeout=10):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(self, port, settings=None, timeout=10, host="127.0.0.1", first_settings=None):
+        """settings: sent after the first SETTINGS; first_settings: in it
+        (those a peer may not see change, such as
+        SETTINGS_NO_RFC7540_PRIORITIES, RFC 9218 2.1)."""
+        self.sock = socket.create_connection((host, port), timeout=timeout)
         cfg = h2.config.H2Configuration(client_side=True, header_encoding="utf-8",
                                         validate_outbound_headers=False, normalize_outbound_headers=False,
                                         validate_inbound_headers=False)
         self.c = h2.connection.H2Connection(config=cfg)
+        if first_settings:
+            self.c.local_settings = h2.settings.Settings(client=True, initial_values=first_settings)
         self.c.initiate_connection()
         if settings:
             self.c.update_settings(settings)
@@ -163,3 +168,83 @@ def wait_goaway(cl, wait=10.0):
     # the close after it, not a stall: the server ends the connection
     cl.pump(lambda: False, 3.0)
     return cl.goaway
+
+
+class RawH2:
+    """An HTTP/2 client of raw frames (HPACK by python3-hpack) that reads on
+    after a GOAWAY, which python3-h2 refuses to do: what a drain promises
+    (streams up to the GOAWAY's last id finish) can be checked. Windows are
+    opened wide at the start, so reading never has to answer with
+    WINDOW_UPDATE; a small SO_RCVBUF and a delay per read make it slow."""
+
+    def __init__(self, port, host="127.0.0.1", window=(1 << 30), rcvbuf=None, timeout=10):
+        import hpack
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(timeout)
+        self.sock.connect((host, port))
+        self.enc, self.dec = hpack.Encoder(), hpack.Decoder()
+        self.next_id = 1
+        self.buf = b""
+        self.status, self.body, self.ended, self.resets = {}, {}, set(), {}
+        self.goaway = None  # (last stream id, error code)
+        self.closed = False
+        self.sock.sendall(PREFACE + frame(4, 0, 0, struct.pack(">HI", 4, window - 1))
+                          + frame(8, 0, 0, struct.pack(">I", window - 65536)))
+
+    def get(self, path, headers=()):
+        sid = self.next_id
+        self.next_id += 2
+        block = self.enc.encode([(":method", "GET"), (":path", path), (":scheme", "http"),
+                                 (":authority", "127.0.0.1")] + list(headers))
+        self.sock.sendall(frame(1, 0x5, sid, block))  # END_STREAM | END_HEADERS
+        self.body[sid] = bytearray()
+        return sid
+
+    def _frame(self, t, flags, sid, p):
+        if t == 0:  # DATA
+            self.body.setdefault(sid, bytearray()).extend(p)
+        elif t == 1:  # HEADERS (the server sends no CONTINUATION for our heads)
+            hdrs = dict(self.dec.decode(p))
+            if ":status" in hdrs:
+                self.status[sid] = hdrs[":status"]
+        elif t == 3:  # RST_STREAM
+            self.resets[sid] = struct.unpack(">I", p[:4])[0]
+        elif t == 4 and not flags & 1:  # SETTINGS: ACK it
+            self.sock.sendall(frame(4, 1, 0))
+        elif t == 7:  # GOAWAY
+            self.goaway = (struct.unpack(">I", p[:4])[0] & 0x7fffffff, struct.unpack(">I", p[4:8])[0])
+        if t in (0, 1) and flags & 1:
+            self.ended.add(sid)
+
+    def read(self, until, wait=10.0, delay=0.0, chunk=65536):
+        """Reads frames until until() or EOF or wait seconds; delay
+        between reads makes a slow reader. Returns until()."""
+        deadline = time.time() + wait
+        while not until() and not self.closed and time.time() < deadline:
+            self.sock.settimeout(max(0.05, deadline - time.time()))
+            try:
+                d = self.sock.recv(chunk)
+            except socket.timeout:
+                break
+            except OSError:
+                d = b""
+            if not d:
+                self.closed = True
+                break
+            self.buf += d
+            while len(self.buf) >= 9:
+                n = int.from_bytes(self.buf[:3], "big")
+                if len(self.buf) < 9 + n:
+                    break
+                t, flags = self.buf[3], self.buf[4]
+                sid = int.from_bytes(self.buf[5:9], "big") & 0x7fffffff
+                p, self.buf = self.buf[9:9 + n], self.buf[9 + n:]
+                self._frame(t, flags, sid, p)
+            if delay:
+                time.sleep(delay)
+        return until()
+
+    def close(self):
+        self.sock.close()

@@ -5,7 +5,8 @@ with many streams waiting on one fill, nghttp's view of our SETTINGS,
 h2load with 100 clients x 10 streams, the metrics, and every attack the
 server answers with GOAWAY and a counter: rapid reset, CONTINUATION flood,
 HPACK bomb and oversized header lists, SETTINGS/PING/PRIORITY floods, a
-zero-window slow reader, streams past the limit and invalid frames.
+zero-window slow reader (the connection's window: GOAWAY; one stream's:
+that stream reset), streams past the limit and invalid frames.
 
 Clients: curl, nghttp and h2load (nghttp2-client) and python3-h2 for the
 frames a client must not send. Skipped (77) without them."""
@@ -350,9 +351,11 @@ def test_settings_ping_priority_floods():
 
 
 def test_zero_window_slow_read():
+    """A client that never opens the connection's window (RFC 9113 6.9.1)
+    stalls every stream at once: GOAWAY after http2.stall_timeout."""
     with h2c_server(extra=LIMITS[len("http2:\n  h2c: true\n"):]) as srv:
-        # window 0: nothing of the body may be sent, and the client never opens it
-        cl = H2(srv.port, settings={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+        # stream windows open (1 MB), the connection's 64 KB never given back
+        cl = H2(srv.port, settings={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 20})
         cl.request(SEG)
         t0 = time.time()
         cl.pump(lambda: cl.goaway is not None or cl.closed, 10, ack=False)
@@ -364,6 +367,56 @@ def test_zero_window_slow_read():
         expect(s["goaways"]["stalled"] >= 1, "GOAWAY counted as stalled: %r" % s)
         expect(s["streams_open"] == 0, "no stream left open: %r" % s)
         still_serves(srv)
+
+
+def test_stalled_stream_reset_alone():
+    """A stream whose window the client leaves at zero is reset after
+    http2.stall_timeout (RST_STREAM CANCEL, RFC 9113 8.1/7), not the
+    connection: a stream beside it, read slowly all along, completes."""
+    with h2c_server(extra=LIMITS[len("http2:\n  h2c: true\n"):]) as srv:
+        cl = H2(srv.port)
+        read = cl.request("/misc/big.ts")
+        stalled = cl.request(SEG)
+        body, t0, reset_at = bytearray(), time.time(), None
+        ended = lambda: any(isinstance(e, h2.events.StreamEnded) and e.stream_id == read for e in cl.events)
+        # read about 2 MB/s: the 8 MB stream outlives the 1 s stall timeout
+        while not ended() and not cl.closed and time.time() - t0 < 30:
+            cl.sock.settimeout(5)
+            try:
+                data = cl.sock.recv(65536)
+            except OSError:
+                break
+            if not data:
+                cl.closed = True
+                break
+            for e in cl.c.receive_data(data):
+                cl.events.append(e)
+                if isinstance(e, h2.events.DataReceived):
+                    if e.stream_id == read:
+                        body += e.data
+                        cl.c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                    else:  # the connection's window back, never the stream's
+                        cl.c.increment_flow_control_window(e.flow_controlled_length)
+                if isinstance(e, h2.events.StreamReset) and e.stream_id == stalled and reset_at is None:
+                    reset_at = time.time() - t0
+                if isinstance(e, h2.events.ConnectionTerminated):
+                    cl.goaway = e
+            cl.flush()
+            time.sleep(0.03)
+        resets = [e for e in cl.events if isinstance(e, h2.events.StreamReset)]
+        expect_eq([(e.stream_id, e.error_code) for e in resets], [(stalled, 8)],
+                  "the stalled stream, and only it, reset with CANCEL")
+        expect(reset_at is not None and reset_at >= 0.9, "after the stall timeout: %r s" % reset_at)
+        expect(ended(), "the stream that was read ended")
+        expect_eq(bytes(body), lib("/misc/big.ts"), "its body, byte-identical")
+        expect(cl.goaway is None and not cl.closed, "no GOAWAY: the connection made progress")
+        hdrs, pl = cl.response(cl.request("/master.m3u8"))
+        expect_eq((hdrs.get(":status"), pl), ("200", lib("/master.m3u8")), "the connection serves on")
+        cl.close()
+        s = stats(srv)["http2"]
+        expect_eq(s["stream_stall_resets"], 1, "one stalled stream counted: %r" % s)
+        expect_eq(s["goaways"]["stalled"], 0, "no stall GOAWAY: %r" % s)
+        expect("hlsedge_http2_stream_stall_resets_total" in metrics(srv), "in /metrics")
 
 
 def test_streams_past_the_limit():
