@@ -37,6 +37,8 @@ import time
 SRC = os.environ.get("HE_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HLSJS_DIR = os.environ.get("HE_HLSJS_DIR") or os.path.join(SRC, "var", "cache", "hlsjs")
 HLSJS_VERSION = os.environ.get("HE_HLSJS_VERSION", "1")
+RENDITIONS = [("240p", 426, 240, 300), ("360p", 640, 360, 600)]
+CONTENT_SECONDS = 16
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>he_player</title></head>
@@ -282,3 +284,26 @@ def statuses(result, prefix=""):
     out += [e["status"] for e in result.get("errors", []) if e.get("status") and ours(e.get("url"))]
     out += [x["status"] for x in result.get("resources", []) if x.get("status") and ours(x.get("url"))]
     return out
+
+
+def make_vod_library(root, renditions=RENDITIONS, seconds=CONTENT_SECONDS):
+    """A small real library by ffmpeg: a master and one VOD media playlist
+    per rendition (name, width, height, video kbit/s), H.264 + AAC in
+    MPEG-TS, 2 s segments."""
+    master = ["#EXTM3U", "#EXT-X-VERSION:3"]
+    for name, w, h, kbit in renditions:
+        d = os.path.join(root, name)
+        os.makedirs(d)
+        cmd = ["ffmpeg", "-nostdin", "-loglevel", "error", "-y",
+               "-f", "lavfi", "-i", "testsrc2=size=%dx%d:rate=25:duration=%d" % (w, h, seconds),
+               "-f", "lavfi", "-i", "sine=frequency=440:duration=%d" % seconds,
+               "-c:v", "libx264", "-preset", "ultrafast", "-profile:v", "main", "-pix_fmt", "yuv420p",
+               "-b:v", "%dk" % kbit, "-g", "50", "-keyint_min", "50", "-sc_threshold", "0",
+               "-c:a", "aac", "-b:a", "64k", "-ac", "2",
+               "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod",
+               "-hls_segment_filename", os.path.join(d, "seg_%05d.ts"), os.path.join(d, "index.m3u8")]
+        subprocess.run(cmd, check=True, timeout=60)
+        master += ['#EXT-X-STREAM-INF:BANDWIDTH=%d,RESOLUTION=%dx%d,CODECS="avc1.4d401e,mp4a.40.2"'
+                   % ((kbit + 64) * 1000 * 11 // 10, w, h), "%s/index.m3u8" % name]
+    with open(os.path.join(root, "master.m3u8"), "w") as f:
+        f.write("\n".join(master) + "\n")
