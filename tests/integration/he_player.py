@@ -14,7 +14,11 @@ hls.js, plays the URL (muted, autoplay) and reports back to the same server
 by POST: progress every 250 ms, every load hls.js made (kind, URL, HTTP
 status, from its *_LOADED events and error events) and, at the end, the
 PerformanceResourceTiming of every request (URL, nextHopProtocol,
-responseStatus). The page ends when media time reaches `seconds`, on a
+responseStatus). With cdp=True the harness also drives Chromium through
+the DevTools protocol over a pipe (--remote-debugging-pipe: fds 3 and 4,
+NUL-separated JSON, no websocket needed) and records every
+Network.responseReceived (URL, protocol, status): the protocol as the
+network stack saw it, whatever the server's Timing-Allow-Origin. The page ends when media time reaches `seconds`, on a
 fatal hls.js error, or after `timeout` seconds; Chromium is then killed.
 Nothing here knows hlsedge: any URL the browser may fetch (CORS) works.
 
@@ -33,6 +37,8 @@ import subprocess
 import tempfile
 import threading
 import time
+
+from he_cdp import CdpPipe
 
 SRC = os.environ.get("HE_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HLSJS_DIR = os.environ.get("HE_HLSJS_DIR") or os.path.join(SRC, "var", "cache", "hlsjs")
@@ -204,18 +210,20 @@ class Player:
             raise PlayerUnavailable("chromium not installed (apt-get install chromium)")
         self.hlsjs = hlsjs or ensure_hlsjs()
 
-    def play(self, url, seconds=10, timeout=40, chromium_flags=(), hls_config=None, log_dir=None):
+    def play(self, url, seconds=10, timeout=40, chromium_flags=(), hls_config=None, log_dir=None, cdp=False):
         """Plays url until media time reaches seconds (or timeout, wall
         seconds, passes). The page comes from this module's server, so
         the media is cross-origin to it: the server must allow CORS, and
         resource timing hides protocol (nextHopProtocol: "") unless the
-        server also sends Timing-Allow-Origin (hlsedge does not today);
+        server also sends Timing-Allow-Origin (hlsedge's cors.timing_allow_origin);
         status (responseStatus) shows for CORS requests. Returns a dict: media_time (seconds played), why
         (played, timeout, fatal ...), loads (hls.js: kind, url, status),
         errors (hls.js and media errors, with status), progress (samples),
         resources (PerformanceResourceTiming: url, protocol = nextHopProtocol,
         status = responseStatus), hls_version, chromium_log (its stderr
-        tail), complete (whether the page sent its final report)."""
+        tail), complete (whether the page sent its final report); with
+        cdp, network (Network.responseReceived: url, protocol, status) and
+        cdp_error (why the DevTools session failed, or None)."""
         reports = _Reports()
         srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(b"", b"", reports))
         base = "http://127.0.0.1:%d/" % srv.server_address[1]
@@ -235,11 +243,25 @@ class Player:
                 "--disable-component-update", "--disable-sync", "--mute-audio",
                 "--autoplay-policy=no-user-gesture-required", "--user-data-dir=" + os.path.join(tmp, "profile")]
         args += list(chromium_flags)
-        args.append(base)
+        pipe = None
+        if cdp:  # a blank page first: Network is enabled before the player's page loads
+            pipe = CdpPipe()
+            args += ["--remote-debugging-pipe", "about:blank"]
+        else:
+            args.append(base)
         log = open(log_path, "wb")
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, **(pipe.popen_args() if pipe else {}))
+        cdp_error = None
         try:
+            if pipe:
+                try:
+                    pipe.started()
+                    pipe.open_page(base, timeout=15)
+                except Exception as e:  # recorded: the caller decides what a missing session means
+                    cdp_error = "%s: %s" % (type(e).__name__, e)
+                    pipe.close()
+                    pipe = None
             # the page gives up at timeout itself; a little more for its last report
             deadline = time.time() + timeout + 10
             while time.time() < deadline and not reports.done.is_set():
@@ -252,6 +274,8 @@ class Player:
             except ProcessLookupError:
                 pass
             proc.wait()
+            if pipe:
+                pipe.close()
             log.close()
             srv.shutdown()
             srv.server_close()
@@ -270,6 +294,9 @@ class Player:
             r["progress"] = list(reports.progress)
         r["complete"] = final is not None
         r["chromium_log"] = chromium_log
+        if cdp:
+            r["network"] = pipe.responses() if pipe else []
+            r["cdp_error"] = cdp_error
         return r
 
 
