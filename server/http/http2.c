@@ -557,16 +557,16 @@ static void he_h2_idle(he_worker_t *w, he_conn_t *c, bool hard)
  *   it, its neighbours go on. A stream held back by the others' priority
  *   has a window and is not reset; one waiting on its body source (an
  *   origin fill) is not waiting on the client.
- * - a connection none of whose frames went for the timeout while a stream
- *   with a window still waits (the connection's window at zero, or the
- *   socket not read) gets GOAWAY, and closes if the GOAWAY does not go
- *   either (false: conn.c closes and counts it).
+ * - a connection none of whose frames went for the timeout while streams
+ *   with a window have waited that long (the connection's window at zero,
+ *   or the socket not read) gets GOAWAY, and closes if the GOAWAY does not
+ *   go either (false: conn.c closes and counts it).
  * Idle connections: he_h2_expire_idle. */
 static bool he_h2_expire_stall(he_worker_t *w, he_conn_t *c)
 {
     he_h2_conn_t *h2 = c->proto;
     uint64_t now = w->now_ms, tmo = w->conf->http2_stall_timeout_ms;
-    bool waiting = false, reset = false;
+    bool waiting = false, fresh = false, reset = false;
 
     if (!h2->s || h2->dead) return false;
     if (h2->stall_goaway) {
@@ -575,21 +575,24 @@ static bool he_h2_expire_stall(he_worker_t *w, he_conn_t *c)
         return true;
     }
     for (he_h2_stream_t *st = h2->streams; st; st = st->next) {
-        if (!st->responded || st->ended || st->gone || st->deferred) continue;
+        if (!st->responded || st->ended || st->gone || st->deferred || st->stall_reset) continue;
         if (now - st->progress_ms >= tmo &&
             nghttp2_session_get_stream_remote_window_size(h2->s, st->id) <= 0) {
             he_log_debug("worker %u: fd %d: HTTP/2 stream %d made no progress for %llu ms: reset",
                          w->id, c->fd, st->id, (unsigned long long)tmo);
             if (nghttp2_submit_rst_stream(h2->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL) == 0) {
                 w->stats.h2_stream_stalls++;
-                st->progress_ms = now; /* once: the RST_STREAM is queued */
+                st->stall_reset = true; /* once: the RST_STREAM is queued */
                 reset = true;
                 continue;
             }
         }
         waiting = true;
+        /* its response was submitted or its source resumed lately: the
+         * connection has not kept it waiting for the timeout yet */
+        if (now - st->progress_ms < tmo) fresh = true;
     }
-    if (waiting && now - h2->progress_ms >= tmo && !h2->terminated) {
+    if (waiting && !fresh && now - h2->progress_ms >= tmo && !h2->terminated) {
         he_log_info("worker %u: fd %d: HTTP/2 connection made no progress for %llu ms: GOAWAY",
                     w->id, c->fd, (unsigned long long)tmo);
         h2->stall_goaway = true;

@@ -33,6 +33,7 @@ typedef struct he_h2_stream {
     bool ready;     /* on the ready list */
     bool answered;  /* handed to the handler */
     bool responded; /* a response was submitted: it has frames to send */
+    bool stall_reset; /* reset for a stall (RST_STREAM queued): checked no more */
     bool ended;     /* its last frame went: counted and logged */
     bool gone;      /* nghttp2 closed it; freed once the send path lends it no more */
     bool deferred;  /* its DATA waits for the body source (he__h2_resume) */

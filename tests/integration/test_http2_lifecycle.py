@@ -198,6 +198,31 @@ def test_idle_timeout_goaway_then_close():
         expect(stats(srv)["http2"]["goaways"]["no_error"] >= 1, "counted as no_error")
 
 
+def test_origin_wait_is_no_stall():
+    """A stream waiting on its origin fill is not the client's stall: an
+    origin that answers after 1.5 s and then trickles its body over about
+    2 s, with http2.stall_timeout 1 s, is streamed whole; nothing is reset,
+    no GOAWAY."""
+    from origin import Origin, segment_bytes
+    body = segment_bytes("/o/slow.ts", 400000)
+    org = Origin(files={"/o/slow.ts": body}).start()
+    org.behave("/o/slow.ts", delay=1.5, rate=200000)
+    try:
+        with h2c_server(extra='  stall_timeout: 1s\norigin:\n  urls: ["%s"]\n' % org.url) as srv:
+            cl = H2(srv.port)
+            sid = cl.request("/o/slow.ts")
+            hdrs, got = cl.response(sid, 30)
+            expect_eq(hdrs.get(":status"), "200", "status")
+            expect_eq(sha256(got), sha256(body), "the whole body")
+            expect(not [e for e in cl.events if isinstance(e, h2.events.StreamReset)], "no reset")
+            expect(cl.goaway is None and not cl.closed, "no GOAWAY")
+            cl.close()
+            st = stats(srv)["http2"]
+            expect_eq((st["stream_stall_resets"], st["goaways"]["stalled"]), (0, 0), "no stall counted")
+    finally:
+        org.stop()
+
+
 # ---------------------------------------------------------------- handlers' header checks
 
 
