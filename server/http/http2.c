@@ -558,9 +558,9 @@ static void he_h2_idle(he_worker_t *w, he_conn_t *c, bool hard)
  *   has a window and is not reset; one waiting on its body source (an
  *   origin fill) is not waiting on the client.
  * - a connection none of whose frames went for the timeout while streams
- *   with a window have waited that long (the connection's window at zero,
- *   or the socket not read) gets GOAWAY, and closes if the GOAWAY does not
- *   go either (false: conn.c closes and counts it).
+ *   have waited that long (the connection's window at zero, the socket not
+ *   read, or every stream's window at zero) gets GOAWAY, and closes if the
+ *   GOAWAY does not go either (false: conn.c closes and counts it).
  * Idle connections: he_h2_expire_idle. */
 static bool he_h2_expire_stall(he_worker_t *w, he_conn_t *c)
 {
@@ -592,7 +592,10 @@ static bool he_h2_expire_stall(he_worker_t *w, he_conn_t *c)
          * connection has not kept it waiting for the timeout yet */
         if (now - st->progress_ms < tmo) fresh = true;
     }
-    if (waiting && !fresh && now - h2->progress_ms >= tmo && !h2->terminated) {
+    /* GOAWAY too when the streams just reset were all the connection was
+     * waiting on: it read nothing at all for the timeout (a zero-window
+     * slow reader, RFC 9113 6.9) */
+    if ((waiting ? !fresh : reset) && now - h2->progress_ms >= tmo && !h2->terminated) {
         he_log_info("worker %u: fd %d: HTTP/2 connection made no progress for %llu ms: GOAWAY",
                     w->id, c->fd, (unsigned long long)tmo);
         h2->stall_goaway = true;
