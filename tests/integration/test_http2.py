@@ -5,8 +5,8 @@ with many streams waiting on one fill, nghttp's view of our SETTINGS,
 h2load with 100 clients x 10 streams, the metrics, and every attack the
 server answers with GOAWAY and a counter: rapid reset, CONTINUATION flood,
 HPACK bomb and oversized header lists, SETTINGS/PING/PRIORITY floods, a
-zero-window slow reader (the connection's window: GOAWAY; one stream's:
-that stream reset), streams past the limit and invalid frames.
+zero-window slow reader (GOAWAY; a single stream at zero window while
+others move is reset alone), streams past the limit and invalid frames.
 
 Clients: curl, nghttp and h2load (nghttp2-client) and python3-h2 for the
 frames a client must not send. Skipped (77) without them."""
