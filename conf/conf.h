@@ -148,6 +148,7 @@ typedef struct he_conf {
     unsigned drain_timeout_ms;
 
     char cors_allow_origin[256];                /* "" = no CORS headers */
+    char cors_timing_allow_origin[256];         /* "" = no Timing-Allow-Origin */
     char cache_control[HE_SEG_TYPE_COUNT][128]; /* "" = no header */
 
     he_log_level_t log_level;

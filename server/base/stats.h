@@ -135,6 +135,7 @@ typedef struct he_stats {
     uint64_t h2_goaway[HE_STATS_H2_GOAWAY_COUNT];
     uint64_t h2_flow_stalls;    /* a stream had data and no flow-control window */
     uint64_t h2_stall_timeouts; /* connections closed: streams open, no DATA moved */
+    uint64_t h2_stream_stalls;  /* streams reset: window at zero, nothing sent (stall_timeout) */
     uint64_t h2_refused;        /* streams refused past http2.max_concurrent_streams */
 
     /* access log ring */

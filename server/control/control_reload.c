@@ -59,6 +59,8 @@ static bool he_reload_needs_workers(const he_conf_t *a, const he_conf_t *b, char
     t->drain_timeout_ms = a->drain_timeout_ms;
     t->tls_handshake_timeout_ms = a->tls_handshake_timeout_ms;
     memcpy(t->cors_allow_origin, a->cors_allow_origin, sizeof(t->cors_allow_origin));
+    memcpy(t->cors_timing_allow_origin, a->cors_timing_allow_origin,
+           sizeof(t->cors_timing_allow_origin));
     memcpy(t->cache_control, a->cache_control, sizeof(t->cache_control));
     t->log_level = a->log_level;
     memcpy(t->error_log, a->error_log, sizeof(t->error_log));

@@ -43,8 +43,12 @@ static const struct {
     {"flow_control_stalls",
      "HTTP/2 DATA frames after which the stream had more to send and no window.",
      HE_MH(h2_flow_stalls)},
-    {"stall_timeouts", "HTTP/2 connections closed: streams open, no DATA moved (stall_timeout).",
+    {"stall_timeouts",
+     "HTTP/2 connections closed: no frame moved for stall_timeout after the stall GOAWAY.",
      HE_MH(h2_stall_timeouts)},
+    {"stream_stall_resets",
+     "HTTP/2 streams reset: window at zero and nothing sent for stall_timeout.",
+     HE_MH(h2_stream_stalls)},
 };
 
 void he__metrics_h2_prom(const he_metrics_snap_t *s, he_buf_t *b)

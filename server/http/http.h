@@ -152,6 +152,8 @@ void he__http1_next(he_conn_t *c);
  * appended to its buffer (a repeated field joins its list with ","); and,
  * once the headers are complete, values that were cut dropped. */
 void he__http_req_value(he_req_t *r, const char *at, size_t n);
+/* Any protocol: the HE_HDR_x of a field name (any case), or HE_HDR_NONE. */
+int8_t he__http_hdr_id(const char *name, size_t len);
 void he__http_req_drop_cut(he_req_t *r);
 /* Any protocol: hands a parsed request to the handler (the router). */
 void he__http_handle(he_worker_t *w, he_req_t *r);
@@ -201,6 +203,7 @@ typedef enum he_http_field {
     HE_HTTP_F_DATE,
     HE_HTTP_F_ACAO,
     HE_HTTP_F_ACEH,
+    HE_HTTP_F_TAO,
     HE_HTTP_F_EXTRA,
     HE_HTTP_F_CONTENT_TYPE,
     HE_HTTP_F_CONTENT_LENGTH,

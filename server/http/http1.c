@@ -112,9 +112,11 @@ static int he_http1_on_header_field(llhttp_t *p, const char *at, size_t n)
     return he_http1_count(r, n + 4); /* ": " and CRLF */
 }
 
-static int he_http1_on_header_field_complete(llhttp_t *p)
+/* The request fields a handler reads, by name (any case): HTTP/1.1's
+ * field names and HTTP/2's (lowercase) go through this one table, so both
+ * protocols capture the same set. */
+int8_t he__http_hdr_id(const char *name, size_t len)
 {
-    he_req_t *r = &HE_H1(p)->req;
     static const struct {
         const char *name;
         uint8_t len;
@@ -133,14 +135,15 @@ static int he_http1_on_header_field_complete(llhttp_t *p)
         {"authorization", 13, HE_HDR_AUTHZ},
         {"accept-encoding", 15, HE_HDR_ACCEPT_ENCODING},
     };
-    r->cur_hdr = HE_HDR_NONE;
-    if (!r->field_overflow)
-        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-            if (known[i].len == r->field_len &&
-                strncasecmp(known[i].name, r->field, r->field_len) == 0) {
-                r->cur_hdr = known[i].id;
-                break;
-            }
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (known[i].len == len && strncasecmp(known[i].name, name, len) == 0) return known[i].id;
+    return HE_HDR_NONE;
+}
+
+static int he_http1_on_header_field_complete(llhttp_t *p)
+{
+    he_req_t *r = &HE_H1(p)->req;
+    r->cur_hdr = r->field_overflow ? HE_HDR_NONE : he__http_hdr_id(r->field, r->field_len);
     if (r->cur_hdr == HE_HDR_HOST && r->host_seen < 2) r->host_seen++;
     r->field_len = 0;
     r->field_overflow = 0;

@@ -19,8 +19,9 @@
  * nghttp2 itself bounds CONTINUATION frames (8 after a HEADERS,
  * CVE-2024-27316), unanswered SETTINGS/PING ACKs (1000) and SETTINGS
  * entries (32), and sends GOAWAY(PROTOCOL_ERROR) for invalid frames. A
- * client that leaves its window at zero is caught by http2.stall_timeout
- * (conn.c's HE_TIMER_H2_STALL; he_h2_expire). */
+ * client that leaves a stream's window at zero for http2.stall_timeout
+ * gets that stream reset; one that leaves the connection's window at zero
+ * (or reads nothing at all) gets GOAWAY (he_h2_expire). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -120,11 +121,15 @@ static he_h2_stream_t *he_h2_stream_new(he_h2_conn_t *h2, int32_t id)
     st->req.keepalive = true;
     st->req.cur_hdr = HE_HDR_NONE;
     st->req.t_start_ns = he__batch_ns;
+    st->progress_ms = w->now_ms;
+    if (!h2->nstreams) h2->progress_ms = w->now_ms; /* idle is not stalled */
     st->next = h2->streams;
     if (h2->streams) h2->streams->prev = st;
     h2->streams = st;
     h2->nstreams++;
     w->stats.h2_streams_opened++;
+    for (size_t i = 0; i < sizeof(h2->early_prio) / sizeof(h2->early_prio[0]); i++)
+        if (h2->early_prio[i] == id) st->prio_seen = true;
     if (h2->c->timer != HE_TIMER_H2_STALL) he__conn_timer_set(w, h2->c, HE_TIMER_H2_STALL);
     return st;
 }
@@ -196,16 +201,6 @@ static uint8_t he_h2_method(const uint8_t *v, size_t n)
 static int he_h2_on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
                            size_t nlen, const uint8_t *value, size_t vlen, uint8_t flags, void *ud)
 {
-    static const struct {
-        const char *name;
-        uint8_t len;
-        int8_t id;
-    } known[] = {
-        {"range", 5, HE_HDR_RANGE},        {"if-none-match", 13, HE_HDR_INM},
-        {"if-modified-since", 17, HE_HDR_IMS}, {"if-match", 8, HE_HDR_IM},
-        {"if-unmodified-since", 19, HE_HDR_IUS}, {"if-range", 8, HE_HDR_IF_RANGE},
-        {"origin", 6, HE_HDR_ORIGIN},      {"accept-encoding", 15, HE_HDR_ACCEPT_ENCODING},
-    };
     he_h2_conn_t *h2 = ud;
     he_h2_stream_t *st;
     he_req_t *r;
@@ -239,14 +234,15 @@ static int he_h2_on_header(nghttp2_session *s, const nghttp2_frame *frame, const
         st->prio_seen = true; /* nghttp2 applies it (RFC 9218) */
         return 0;
     }
-    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-        if (known[i].len == nlen && memcmp(known[i].name, name, nlen) == 0) {
-            r->cur_hdr = known[i].id;
-            r->value_more = false; /* a repeated field joins the list */
-            he__http_req_value(r, (const char *)value, vlen);
-            r->cur_hdr = HE_HDR_NONE;
-            break;
-        }
+    /* the same fields as HTTP/1.1 (http1.c's table): Cookie (RFC 9113
+     * 8.2.3 lets a client split it, the pieces join with "; "), Via,
+     * Authorization and the conditionals. Host is :authority's job. */
+    r->cur_hdr = he__http_hdr_id((const char *)name, nlen);
+    if (r->cur_hdr != HE_HDR_NONE && r->cur_hdr != HE_HDR_HOST) {
+        r->value_more = false; /* a repeated field joins the list */
+        he__http_req_value(r, (const char *)value, vlen);
+    }
+    r->cur_hdr = HE_HDR_NONE;
     return 0;
 }
 
@@ -312,6 +308,18 @@ static int he_h2_on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, v
     case NGHTTP2_RST_STREAM: /* each one is work thrown away: CVE-2023-44487 */
         he_h2_take(h2, &h2->reset_tokens, HE_STATS_H2_GOAWAY_RAPID_RESET);
         return 0;
+    case NGHTTP2_PRIORITY_UPDATE: {
+        /* nghttp2 applied it; our default urgency must not overwrite it
+         * when the response is submitted (he_h2_submit) */
+        const nghttp2_ext_priority_update *pu = frame->ext.payload;
+        if ((st = he_h2_stream_of(h2, pu->stream_id))) {
+            st->prio_seen = true;
+        } else {
+            h2->early_prio[h2->early_prio_next] = pu->stream_id;
+            h2->early_prio_next = (uint8_t)((h2->early_prio_next + 1) % 4);
+        }
+        return 0;
+    }
     default:
         (void)s;
         return 0;
@@ -349,9 +357,8 @@ static int he_h2_on_frame_send(nghttp2_session *s, const nghttp2_frame *frame, v
             st->req.head_len = (uint16_t)(9 + frame->hd.length);
             st->t_first_ns = he__batch_ns;
         }
-        /* a response byte moved: the stall timer starts again */
-        if (!h2->c->closing) he__conn_timer_set(w, h2->c, HE_TIMER_H2_STALL);
-        h2->stall_goaway = false;
+        /* a response byte moved: neither it nor the connection stalls */
+        st->progress_ms = h2->progress_ms = w->now_ms;
         if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) he__h2_stream_end(h2, st);
         return 0;
     case NGHTTP2_RST_STREAM:
@@ -445,6 +452,9 @@ static void he_h2_init_once(void)
      * so nghttp2's own (1000, 33/s) must not come first. */
     nghttp2_option_set_stream_reset_rate_limit(he_h2_opt, UINT32_MAX, UINT32_MAX);
     nghttp2_option_set_no_closed_streams(he_h2_opt, 1);
+    /* RFC 9218 7.1: nghttp2 drops PRIORITY_UPDATE frames unless asked to
+     * handle them */
+    nghttp2_option_set_builtin_recv_extension_type(he_h2_opt, NGHTTP2_PRIORITY_UPDATE);
     he_h2_cbs = cb;
 }
 
@@ -528,7 +538,8 @@ static void he_h2_idle(he_worker_t *w, he_conn_t *c, bool hard)
 {
     he_h2_conn_t *h2 = c->proto;
     (void)hard;
-    if (!h2->s || h2->dead || h2->terminated) return;
+    if (!h2->s || h2->dead || h2->terminated || h2->goaway_cause == HE_STATS_H2_GOAWAY_NO_ERROR)
+        return;
     h2->goaway_cause = HE_STATS_H2_GOAWAY_NO_ERROR;
     if (nghttp2_submit_goaway(h2->s, NGHTTP2_FLAG_NONE,
                               nghttp2_session_get_last_proc_stream_id(h2->s), NGHTTP2_NO_ERROR,
@@ -539,19 +550,88 @@ static void he_h2_idle(he_worker_t *w, he_conn_t *c, bool hard)
     he__send_kick(w, c);
 }
 
-/* Idle: close (the client reconnects when it wants more). Stalled: one
- * GOAWAY, then close when it runs out again. */
-static bool he_h2_expire(he_worker_t *w, he_conn_t *c, int list)
+/* Streams that wait on the client, checked four times per
+ * http2.stall_timeout while streams are open (conn.c's HE_TIMER_H2_STALL):
+ * - a stream with frames to send, its window at zero and nothing sent for
+ *   the timeout is reset (RST_STREAM CANCEL): the client stopped reading
+ *   it, its neighbours go on. A stream held back by the others' priority
+ *   has a window and is not reset; one waiting on its body source (an
+ *   origin fill) is not waiting on the client.
+ * - a connection none of whose frames went for the timeout while streams
+ *   have waited that long (the connection's window at zero, the socket not
+ *   read, or every stream's window at zero) gets GOAWAY, and closes if the
+ *   GOAWAY does not go either (false: conn.c closes and counts it).
+ * Idle connections: he_h2_expire_idle. */
+static bool he_h2_expire_stall(he_worker_t *w, he_conn_t *c)
 {
     he_h2_conn_t *h2 = c->proto;
-    if (list != HE_TIMER_H2_STALL || !h2->s || h2->dead || h2->stall_goaway) return false;
-    h2->stall_goaway = true;
-    he_log_info("worker %u: fd %d: HTTP/2 streams made no progress for %u ms: GOAWAY", w->id, c->fd,
-                w->conf->http2_stall_timeout_ms);
-    he__h2_terminate(h2, HE_STATS_H2_GOAWAY_STALL, NGHTTP2_ENHANCE_YOUR_CALM);
+    uint64_t now = w->now_ms, tmo = w->conf->http2_stall_timeout_ms;
+    bool waiting = false, fresh = false, reset = false;
+
+    if (!h2->s || h2->dead) return false;
+    if (h2->stall_goaway) {
+        if (now - h2->progress_ms >= tmo) return false;
+        he__conn_timer_set(w, c, HE_TIMER_H2_STALL);
+        return true;
+    }
+    for (he_h2_stream_t *st = h2->streams; st; st = st->next) {
+        if (!st->responded || st->ended || st->gone || st->deferred || st->stall_reset) continue;
+        if (now - st->progress_ms >= tmo &&
+            nghttp2_session_get_stream_remote_window_size(h2->s, st->id) <= 0) {
+            he_log_debug("worker %u: fd %d: HTTP/2 stream %d made no progress for %llu ms: reset",
+                         w->id, c->fd, st->id, (unsigned long long)tmo);
+            if (nghttp2_submit_rst_stream(h2->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL) == 0) {
+                w->stats.h2_stream_stalls++;
+                st->stall_reset = true; /* once: the RST_STREAM is queued */
+                reset = true;
+                continue;
+            }
+        }
+        waiting = true;
+        /* its response was submitted or its source resumed lately: the
+         * connection has not kept it waiting for the timeout yet */
+        if (now - st->progress_ms < tmo) fresh = true;
+    }
+    /* GOAWAY too when the streams just reset were all the connection was
+     * waiting on: it read nothing at all for the timeout (a zero-window
+     * slow reader, RFC 9113 6.9) */
+    if ((waiting ? !fresh : reset) && now - h2->progress_ms >= tmo && !h2->terminated) {
+        he_log_info("worker %u: fd %d: HTTP/2 connection made no progress for %llu ms: GOAWAY",
+                    w->id, c->fd, (unsigned long long)tmo);
+        h2->stall_goaway = true;
+        h2->progress_ms = now;
+        he__h2_terminate(h2, HE_STATS_H2_GOAWAY_STALL, NGHTTP2_ENHANCE_YOUR_CALM);
+        reset = true;
+    }
     he__conn_timer_set(w, c, HE_TIMER_H2_STALL);
-    he__send_kick(w, c);
+    if (reset) he__send_kick(w, c);
     return true;
+}
+
+/* No stream for http2.idle_timeout: GOAWAY(NO_ERROR) first (RFC 9113 9.1:
+ * the client knows no stream of its was lost and reconnects when it wants
+ * more), then the close once it went (he__h2_pull); if it does not go
+ * within another timeout, the close all the same. */
+static bool he_h2_expire_idle(he_worker_t *w, he_conn_t *c)
+{
+    he_h2_conn_t *h2 = c->proto;
+    if (!h2->s || h2->dead || h2->terminated || h2->idle_goaway) {
+        he__conn_close(w, c);
+        return true;
+    }
+    h2->idle_goaway = true;
+    w->stats.errors[HE_STATS_ERR_TIMEOUT_KEEPALIVE]++;
+    he_log_debug("worker %u: HTTP/2 idle timeout, GOAWAY on fd %d", w->id, c->fd);
+    he__conn_timer_set(w, c, HE_TIMER_H2_IDLE);
+    he_h2_idle(w, c, false);
+    return true;
+}
+
+static bool he_h2_expire(he_worker_t *w, he_conn_t *c, int list)
+{
+    if (list == HE_TIMER_H2_STALL) return he_h2_expire_stall(w, c);
+    if (list == HE_TIMER_H2_IDLE) return he_h2_expire_idle(w, c);
+    return false;
 }
 
 static void he_h2_dispose(he_worker_t *w, he_conn_t *c)

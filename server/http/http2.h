@@ -29,8 +29,11 @@ typedef struct he_h2_stream {
     he_body_t body;     /* the response's, [off, end) still to send */
     uint64_t bytes;     /* frame bytes of this stream sent (head + DATA) */
     uint64_t t_first_ns;
+    uint64_t progress_ms; /* opened, its head or a DATA frame sent, or its source resumed */
     bool ready;     /* on the ready list */
-    bool answered;  /* a response was submitted */
+    bool answered;  /* handed to the handler */
+    bool responded; /* a response was submitted: it has frames to send */
+    bool stall_reset; /* reset for a stall (RST_STREAM queued): checked no more */
     bool ended;     /* its last frame went: counted and logged */
     bool gone;      /* nghttp2 closed it; freed once the send path lends it no more */
     bool deferred;  /* its DATA waits for the body source (he__h2_resume) */
@@ -68,7 +71,12 @@ struct he_h2_conn {
     bool dead_sent;
     uint32_t dead_code;
     int8_t goaway_cause; /* he_stats_h2_goaway_t of the GOAWAY we asked for, or -1 */
-    bool stall_goaway;   /* the stall timer ran out once: the next time closes */
+    bool stall_goaway;   /* the connection stalled once (GOAWAY): the next time closes */
+    uint64_t progress_ms; /* a frame of any stream sent, or the stall GOAWAY queued */
+    bool idle_goaway;     /* idle for http2.idle_timeout: GOAWAY queued, the next time closes */
+    /* streams a PRIORITY_UPDATE named before their HEADERS (RFC 9218 7.1) */
+    int32_t early_prio[4];
+    uint8_t early_prio_next;
 
     /* token buckets (http2.max_resets, http2.max_control_frames) */
     uint64_t bucket_ms;

@@ -351,6 +351,8 @@ static void he_h2_submit(he_worker_t *w, he_req_t *r, const he_http_head_t *h, b
     prd.source.ptr = st;
     prd.read_callback = he_h2_read;
     rv = nghttp2_submit_response(h2->s, st->id, hh.nv, hh.n, has_body ? &prd : NULL);
+    st->responded = rv == 0;
+    st->progress_ms = w->now_ms; /* the stall is the client's from here */
     if (rv != 0) {
         he__body_release(&st->body);
         nghttp2_submit_rst_stream(h2->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
@@ -396,6 +398,7 @@ void he__h2_resume(he_worker_t *w, he_req_t *r)
     (void)w;
     if (!st->deferred || !h2->s || st->gone) return;
     st->deferred = false;
+    st->progress_ms = w->now_ms; /* waiting on the source was not a stall */
     nghttp2_session_resume_data(h2->s, st->id);
     he_h2_kick(h2);
 }

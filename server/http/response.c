@@ -20,6 +20,7 @@ const char *const he__http_field_h1[HE_HTTP_F_COUNT] = {
     [HE_HTTP_F_DATE] = "Date: ",
     [HE_HTTP_F_ACAO] = "Access-Control-Allow-Origin: ",
     [HE_HTTP_F_ACEH] = "Access-Control-Expose-Headers: ",
+    [HE_HTTP_F_TAO] = "Timing-Allow-Origin: ",
     [HE_HTTP_F_EXTRA] = "",
     [HE_HTTP_F_CONTENT_TYPE] = "Content-Type: ",
     [HE_HTTP_F_CONTENT_LENGTH] = "Content-Length: ",
@@ -37,6 +38,7 @@ const char *const he__http_field_h2[HE_HTTP_F_COUNT] = {
     [HE_HTTP_F_DATE] = "date",
     [HE_HTTP_F_ACAO] = "access-control-allow-origin",
     [HE_HTTP_F_ACEH] = "access-control-expose-headers",
+    [HE_HTTP_F_TAO] = "timing-allow-origin",
     [HE_HTTP_F_EXTRA] = "",
     [HE_HTTP_F_CONTENT_TYPE] = "content-type",
     [HE_HTTP_F_CONTENT_LENGTH] = "content-length",
@@ -56,7 +58,7 @@ const char *const he__http_field_h2[HE_HTTP_F_COUNT] = {
 void he__http_head_fields(const he_worker_t *w, const he_http_head_t *h, he_http_field_fn fn,
                           void *ctx)
 {
-    const char *cors = w->conf->cors_allow_origin;
+    const char *cors = w->conf->cors_allow_origin, *tao = w->conf->cors_timing_allow_origin;
     char num[64];
     he_buf_t b;
 
@@ -67,6 +69,9 @@ void he__http_head_fields(const he_worker_t *w, const he_http_head_t *h, he_http
         if (h->expose_headers)
             HE_HTTP_FIELD_LIT(fn, ctx, HE_HTTP_F_ACEH, "Content-Length, Content-Range, ETag");
     }
+    /* a player page on another origin reads its fetches' timings and
+     * protocol (Resource Timing) only with it: QoE telemetry */
+    if (tao[0]) fn(ctx, HE_HTTP_F_TAO, tao, strlen(tao));
     if (h->extra) fn(ctx, HE_HTTP_F_EXTRA, h->extra, strlen(h->extra));
     if (h->status != 304 && !h->no_ctype) {
         const char *ct = h->ctype && h->ctype[0] ? h->ctype : he_seg_type_mime(h->type);

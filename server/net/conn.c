@@ -39,8 +39,9 @@ static unsigned he_conn_timeout_ms(he_worker_t *w, enum he_timer_list list)
         return w->conf->tls_handshake_timeout_ms ? w->conf->tls_handshake_timeout_ms : 10000;
     case HE_TIMER_H2_IDLE:
         return w->conf->http2_idle_timeout_ms;
-    case HE_TIMER_H2_STALL:
-        return w->conf->http2_stall_timeout_ms;
+    case HE_TIMER_H2_STALL: /* a check of each stream's progress (http2.c): a
+                             * stall is caught within 1.25 timeouts */
+        return w->conf->http2_stall_timeout_ms / 4;
     default:
         return 0;
     }

@@ -4,7 +4,10 @@
  * every request (an error page, a memory body whole or as a range, a HEAD),
  * and after each chunk the units the send path would pull are pulled and
  * "sent" (he__h2_pull / sent, as net/send.c calls them), so responses,
- * lent DATA frames, flow control and stream teardown run too. */
+ * lent DATA frames, flow control and stream teardown run too. The clock
+ * moves 7 ms per chunk and the timeouts are short, so the per-stream stall
+ * checks, the stall GOAWAY and the idle GOAWAY (expire) run as conn.c
+ * would run them. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +81,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     conf.http2_max_header_list = 2048;
     conf.http2_max_resets = 5;
     conf.http2_max_control = 20;
+    conf.http2_stall_timeout_ms = 100;
+    conf.http2_idle_timeout_ms = 200;
     memset(&w, 0, sizeof(w));
     w.conf = &conf;
     w.server = &srv;
@@ -110,6 +115,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (ready) abort(); /* h2 hands requests to the handler itself */
         he_fz_drain(&w, &c);
         w.now_ms += 7;
+        /* what conn.c's he__conn_timers_expire does for this connection */
+        if (c.in_use && !c.closing && c.timer != HE_TIMER_NONE && c.deadline_ms <= w.now_ms &&
+            !c.protocol->expire(&w, &c, c.timer))
+            he__conn_close(&w, &c);
+        he_fz_drain(&w, &c);
         off += n;
     }
     if (c.in_use) he__conn_close(&w, &c);

@@ -14,7 +14,11 @@ hls.js, plays the URL (muted, autoplay) and reports back to the same server
 by POST: progress every 250 ms, every load hls.js made (kind, URL, HTTP
 status, from its *_LOADED events and error events) and, at the end, the
 PerformanceResourceTiming of every request (URL, nextHopProtocol,
-responseStatus). The page ends when media time reaches `seconds`, on a
+responseStatus). With cdp=True the harness also drives Chromium through
+the DevTools protocol over a pipe (--remote-debugging-pipe: fds 3 and 4,
+NUL-separated JSON, no websocket needed) and records every
+Network.responseReceived (URL, protocol, status): the protocol as the
+network stack saw it, whatever the server's Timing-Allow-Origin. The page ends when media time reaches `seconds`, on a
 fatal hls.js error, or after `timeout` seconds; Chromium is then killed.
 Nothing here knows hlsedge: any URL the browser may fetch (CORS) works.
 
@@ -34,9 +38,13 @@ import tempfile
 import threading
 import time
 
+from he_cdp import CdpPipe
+
 SRC = os.environ.get("HE_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HLSJS_DIR = os.environ.get("HE_HLSJS_DIR") or os.path.join(SRC, "var", "cache", "hlsjs")
 HLSJS_VERSION = os.environ.get("HE_HLSJS_VERSION", "1")
+RENDITIONS = [("240p", 426, 240, 300), ("360p", 640, 360, 600)]
+CONTENT_SECONDS = 16
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>he_player</title></head>
@@ -215,13 +223,14 @@ class Player:
             raise PlayerUnavailable("chromium not installed (apt-get install chromium)")
         self.hlsjs = hlsjs or ensure_hlsjs()
 
-    def play(self, url, seconds=10, timeout=40, chromium_flags=(), hls_config=None, log_dir=None, live=False):
+    def play(self, url, seconds=10, timeout=40, chromium_flags=(), hls_config=None, log_dir=None, live=False,
+             cdp=False):
         """Plays url until media time reaches seconds (live: until seconds
         of media have played from where playback began, start_time in the
         result) or timeout, wall seconds, passes. The page comes from this module's server, so
         the media is cross-origin to it: the server must allow CORS, and
         resource timing hides protocol (nextHopProtocol: "") unless the
-        server also sends Timing-Allow-Origin (hlsedge does not today);
+        server also sends Timing-Allow-Origin (hlsedge's cors.timing_allow_origin);
         status (responseStatus) shows for CORS requests. Returns a dict: media_time (seconds played), why
         (played, timeout, fatal ...), loads (hls.js: kind, url, status),
         errors (hls.js and media errors, with status), progress (samples),
@@ -231,7 +240,9 @@ class Player:
         hls.latency and hls.targetLatency at the end, seconds behind the
         live edge; null for VOD; also in each progress sample), waiting
         (times the video element ran dry after playback began), hls_version, chromium_log (its stderr
-        tail), complete (whether the page sent its final report)."""
+        tail), complete (whether the page sent its final report); with
+        cdp, network (Network.responseReceived: url, protocol, status) and
+        cdp_error (why the DevTools session failed, or None)."""
         reports = _Reports()
         srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(b"", b"", reports))
         base = "http://127.0.0.1:%d/" % srv.server_address[1]
@@ -251,11 +262,25 @@ class Player:
                 "--disable-component-update", "--disable-sync", "--mute-audio",
                 "--autoplay-policy=no-user-gesture-required", "--user-data-dir=" + os.path.join(tmp, "profile")]
         args += list(chromium_flags)
-        args.append(base)
+        pipe = None
+        if cdp:  # a blank page first: Network is enabled before the player's page loads
+            pipe = CdpPipe()
+            args += ["--remote-debugging-pipe", "about:blank"]
+        else:
+            args.append(base)
         log = open(log_path, "wb")
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, **(pipe.popen_args() if pipe else {}))
+        cdp_error = None
         try:
+            if pipe:
+                try:
+                    pipe.started()
+                    pipe.open_page(base, timeout=15)
+                except Exception as e:  # recorded: the caller decides what a missing session means
+                    cdp_error = "%s: %s" % (type(e).__name__, e)
+                    pipe.close()
+                    pipe = None
             # the page gives up at timeout itself (counted from when it loaded:
             # Chromium may take a while to start on a busy machine); a little
             # more for its last report
@@ -270,6 +295,8 @@ class Player:
             except ProcessLookupError:
                 pass
             proc.wait()
+            if pipe:
+                pipe.close()
             log.close()
             srv.shutdown()
             srv.server_close()
@@ -288,6 +315,9 @@ class Player:
             r["progress"] = list(reports.progress)
         r["complete"] = final is not None
         r["chromium_log"] = chromium_log
+        if cdp:
+            r["network"] = pipe.responses() if pipe else []
+            r["cdp_error"] = cdp_error
         return r
 
 
@@ -302,3 +332,26 @@ def statuses(result, prefix=""):
     out += [e["status"] for e in result.get("errors", []) if e.get("status") and ours(e.get("url"))]
     out += [x["status"] for x in result.get("resources", []) if x.get("status") and ours(x.get("url"))]
     return out
+
+
+def make_vod_library(root, renditions=RENDITIONS, seconds=CONTENT_SECONDS):
+    """A small real library by ffmpeg: a master and one VOD media playlist
+    per rendition (name, width, height, video kbit/s), H.264 + AAC in
+    MPEG-TS, 2 s segments."""
+    master = ["#EXTM3U", "#EXT-X-VERSION:3"]
+    for name, w, h, kbit in renditions:
+        d = os.path.join(root, name)
+        os.makedirs(d)
+        cmd = ["ffmpeg", "-nostdin", "-loglevel", "error", "-y",
+               "-f", "lavfi", "-i", "testsrc2=size=%dx%d:rate=25:duration=%d" % (w, h, seconds),
+               "-f", "lavfi", "-i", "sine=frequency=440:duration=%d" % seconds,
+               "-c:v", "libx264", "-preset", "ultrafast", "-profile:v", "main", "-pix_fmt", "yuv420p",
+               "-b:v", "%dk" % kbit, "-g", "50", "-keyint_min", "50", "-sc_threshold", "0",
+               "-c:a", "aac", "-b:a", "64k", "-ac", "2",
+               "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod",
+               "-hls_segment_filename", os.path.join(d, "seg_%05d.ts"), os.path.join(d, "index.m3u8")]
+        subprocess.run(cmd, check=True, timeout=60)
+        master += ['#EXT-X-STREAM-INF:BANDWIDTH=%d,RESOLUTION=%dx%d,CODECS="avc1.4d401e,mp4a.40.2"'
+                   % ((kbit + 64) * 1000 * 11 // 10, w, h), "%s/index.m3u8" % name]
+    with open(os.path.join(root, "master.m3u8"), "w") as f:
+        f.write("\n".join(master) + "\n")

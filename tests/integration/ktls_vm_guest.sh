@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs inside the kTLS VM (busybox sh, see test_ktls_vm.py): hlsedge with a
 # TLS listener; segments fetched over HTTPS by curl and openssl s_client
-# for every suite kTLS can take; then the same bulk workload with kTLS on
+# for every suite kTLS can take, and over HTTP/2 (curl --http2); then the same bulk workload with kTLS on
 # and off for the CPU ratio. Prints RESULT/SERVER/BENCH lines for the host.
 cd /work || exit 125
 P=8443
@@ -90,6 +90,24 @@ for s in ECDHE-ECDSA-AES128-GCM-SHA256 ECDHE-ECDSA-AES256-GCM-SHA384 ECDHE-ECDSA
     fetch_curl "tls1.2/$s" b.test --tlsv1.2 --tls-max 1.2 --ciphers "$s"
     fetch_sclient "tls1.2/$s" b.test -tls1_2 -cipher "$s"
 done
+# HTTP/2 on kTLS (ALPN h2): DATA frames of a segment by sendfile behind
+# their 9-byte headers, a range, then two streams multiplexed on one
+# connection (a segment and a RAM-served playlist; curl --parallel waits
+# for the first connection's ALPN and adds the second stream to it). The
+# host's curl has nghttp2.
+v=$(curl -sS --http2 --cacert ca.crt --resolve "hlsedge.test:$P:127.0.0.1" -o /tmp/h2seg \
+    -w '%{http_version}' "https://hlsedge.test:$P/seg.ts") || rc=1
+echo "H2_VERSION single $v"
+[ "$v" = 2 ] || rc=1
+check curl-h2 segment /tmp/h2seg "$WANT_SEG"
+curl -sS --http2 --cacert ca.crt --resolve "hlsedge.test:$P:127.0.0.1" -r 100000-1099999 \
+    -o /tmp/h2rg "https://hlsedge.test:$P/seg.ts" || rc=1
+check curl-h2 range /tmp/h2rg "$(sha256sum /tmp/rg.want | cut -d' ' -f1)"
+curl -sS --http2 --parallel --cacert ca.crt --resolve "hlsedge.test:$P:127.0.0.1" \
+    -o /tmp/h2m1 "https://hlsedge.test:$P/seg.ts" -o /tmp/h2m2 "https://hlsedge.test:$P/index.m3u8" || rc=1
+check curl-h2 mux-segment /tmp/h2m1 "$WANT_SEG"
+check curl-h2 mux-playlist /tmp/h2m2 "$WANT_PL"
+echo "STATS_H2 $(curl -s http://127.0.0.1:9090/stats | tr -d '\n' | grep -o '"http2":{"connections":{[^}]*},"requests":{[^}]*}')"
 echo "STATS $(curl -s http://127.0.0.1:9090/stats | tr -d '\n' | grep -o '"tls":{[^}]*}')"
 stop_server ktls
 grep -E 'kTLS|TLS totals|TLSv1' /tmp/server-ktls.log | sed 's/^/SERVER_LOG /'

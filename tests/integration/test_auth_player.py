@@ -10,7 +10,6 @@ well under 60 s (ffmpeg a few seconds, then at most PLAY_TIMEOUT)."""
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -18,36 +17,13 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, expect_eq, run_main  # noqa: E402
-from he_player import Player, PlayerUnavailable, statuses  # noqa: E402
+from he_player import Player, PlayerUnavailable, make_vod_library, statuses  # noqa: E402
 from he_token import edgeauth  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-auth-player-")
 KEY = "6b2c1f0e9d8a7b6c5d4e3f2a1b0c9d8e"
-CONTENT_SECONDS = 16
 PLAY_SECONDS = 10  # media time the page waits for
 PLAY_TIMEOUT = 35  # wall seconds the page may take
-RENDITIONS = [("240p", 426, 240, 300), ("360p", 640, 360, 600)]
-
-
-def make_library(root):
-    """A master and one VOD media playlist per rendition, by ffmpeg."""
-    master = ["#EXTM3U", "#EXT-X-VERSION:3"]
-    for name, w, h, kbit in RENDITIONS:
-        d = os.path.join(root, name)
-        os.makedirs(d)
-        cmd = ["ffmpeg", "-nostdin", "-loglevel", "error", "-y",
-               "-f", "lavfi", "-i", "testsrc2=size=%dx%d:rate=25:duration=%d" % (w, h, CONTENT_SECONDS),
-               "-f", "lavfi", "-i", "sine=frequency=440:duration=%d" % CONTENT_SECONDS,
-               "-c:v", "libx264", "-preset", "ultrafast", "-profile:v", "main", "-pix_fmt", "yuv420p",
-               "-b:v", "%dk" % kbit, "-g", "50", "-keyint_min", "50", "-sc_threshold", "0",
-               "-c:a", "aac", "-b:a", "64k", "-ac", "2",
-               "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod",
-               "-hls_segment_filename", os.path.join(d, "seg_%05d.ts"), os.path.join(d, "index.m3u8")]
-        subprocess.run(cmd, check=True, timeout=60)
-        master += ['#EXT-X-STREAM-INF:BANDWIDTH=%d,RESOLUTION=%dx%d,CODECS="avc1.4d401e,mp4a.40.2"'
-                   % ((kbit + 64) * 1000 * 11 // 10, w, h), "%s/index.m3u8" % name]
-    with open(os.path.join(root, "master.m3u8"), "w") as f:
-        f.write("\n".join(master) + "\n")
 
 
 def test_hlsjs_plays_tokenised_master():
@@ -60,7 +36,7 @@ def test_hlsjs_plays_tokenised_master():
         print("SKIP: ffmpeg not installed (apt-get install ffmpeg)")
         sys.exit(77)
     root = os.path.join(TMP, "lib")
-    make_library(root)
+    make_vod_library(root)
     tok = edgeauth(KEY, exp=int(time.time()) + 600, acl="/*")
     q = "__token__=" + urllib.parse.quote(tok, safe="")
     rule = 'auth:\n  - prefix: /\n    keys: ["%s"]\n    propagate: true\n' % KEY

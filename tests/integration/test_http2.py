@@ -5,7 +5,8 @@ with many streams waiting on one fill, nghttp's view of our SETTINGS,
 h2load with 100 clients x 10 streams, the metrics, and every attack the
 server answers with GOAWAY and a counter: rapid reset, CONTINUATION flood,
 HPACK bomb and oversized header lists, SETTINGS/PING/PRIORITY floods, a
-zero-window slow reader, streams past the limit and invalid frames.
+zero-window slow reader (GOAWAY; a single stream at zero window while
+others move is reset alone), streams past the limit and invalid frames.
 
 Clients: curl, nghttp and h2load (nghttp2-client) and python3-h2 for the
 frames a client must not send. Skipped (77) without them."""
@@ -26,18 +27,10 @@ sys.path.insert(0, HERE)
 from he import Server, expect, expect_eq, make_certs, make_library, run_main  # noqa: E402
 
 try:
-    import h2.config  # noqa: E402
-    import h2.connection  # noqa: E402
-    import h2.events  # noqa: E402
-except ImportError:  # Debian's python3-h2 under another interpreter
-    sys.path.append("/usr/lib/python3/dist-packages")
-    try:
-        import h2.config  # noqa: E402,F811
-        import h2.connection  # noqa: E402,F811
-        import h2.events  # noqa: E402,F811
-    except ImportError:
-        print("python3-h2 not installed: skipped")
-        sys.exit(77)
+    from he_h2 import PREFACE, H2, frame, frames, goaway_code, h2, read_all, wait_goaway  # noqa: E402
+except ImportError:
+    print("python3-h2 not installed: skipped")
+    sys.exit(77)
 
 for tool in ("curl", "nghttp", "h2load"):
     if not shutil.which(tool):
@@ -48,7 +41,6 @@ TMP = tempfile.mkdtemp(prefix="he-h2-")
 ROOT = make_library(os.path.join(TMP, "lib"), big_mb=8)
 CERTS = make_certs()
 SEG = "/1080p/seg_00000.ts"
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 LIMITS = ("http2:\n  h2c: true\n  max_concurrent_streams: 10\n  max_header_list: 8k\n"
           "  stall_timeout: 1s\n  max_resets: 10\n  max_control_frames: 50\n")
 
@@ -75,140 +67,6 @@ def metrics(srv):
 def curl(args, timeout=30):
     return subprocess.run(["curl", "-s", "--max-time", "20"] + args, capture_output=True,
                           timeout=timeout)
-
-
-def frame(ftype, flags, stream, payload=b""):
-    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", stream) + payload
-
-
-def frames(data):
-    """(type, flags, stream, payload) of each whole frame in data."""
-    out, i = [], 0
-    while i + 9 <= len(data):
-        n = int.from_bytes(data[i:i + 3], "big")
-        if i + 9 + n > len(data):
-            break
-        out.append((data[i + 3], data[i + 4], int.from_bytes(data[i + 5:i + 9], "big") & 0x7fffffff,
-                    data[i + 9:i + 9 + n]))
-        i += 9 + n
-    return out
-
-
-def goaway_code(data):
-    """The error code of the first GOAWAY in data, or None."""
-    for t, _, _, p in frames(data):
-        if t == 7:
-            return struct.unpack(">I", p[4:8])[0]
-    return None
-
-
-def read_all(s, wait=5.0):
-    got = b""
-    s.settimeout(wait)
-    try:
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            got += d
-    except OSError:
-        pass
-    return got
-
-
-class H2:
-    """A python3-h2 client over a plain socket (prior knowledge)."""
-
-    def __init__(self, port, settings=None, timeout=10):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        cfg = h2.config.H2Configuration(client_side=True, header_encoding="utf-8",
-                                        validate_outbound_headers=False, normalize_outbound_headers=False,
-                                        validate_inbound_headers=False)
-        self.c = h2.connection.H2Connection(config=cfg)
-        self.c.initiate_connection()
-        if settings:
-            self.c.update_settings(settings)
-        self.flush()
-        self.events = []
-        self.goaway = None
-        self.closed = False  # EOF read: the server closed
-        self.send_failed = False  # a send failed; what the server sent is still read
-
-    def flush(self):
-        data = self.c.data_to_send()
-        if data:
-            self.sock.sendall(data)
-
-    def send_raw(self, data):
-        try:
-            self.sock.sendall(data)
-        except OSError:
-            self.send_failed = True
-
-    def request(self, path, method="GET", headers=(), end=True):
-        sid = self.c.get_next_available_stream_id()
-        hdrs = [(":method", method), (":path", path), (":scheme", "http"), (":authority", "127.0.0.1")]
-        self.c.send_headers(sid, hdrs + list(headers), end_stream=end)
-        try:
-            self.flush()
-        except OSError:
-            self.send_failed = True
-        return sid
-
-    def pump(self, until, wait=10.0, ack=True):
-        """Reads and handles events until until() or the connection ends."""
-        deadline = time.time() + wait
-        while not until() and not self.closed and time.time() < deadline:
-            self.sock.settimeout(max(0.05, deadline - time.time()))
-            try:
-                data = self.sock.recv(1 << 20)
-            except socket.timeout:
-                break
-            except OSError:
-                self.closed = True
-                break
-            if not data:
-                self.closed = True
-                break
-            try:
-                evs = self.c.receive_data(data)
-            except Exception:  # what the server sends after its GOAWAY may not parse for h2
-                self.closed = True
-                break
-            for e in evs:
-                self.events.append(e)
-                if isinstance(e, h2.events.DataReceived) and ack:
-                    self.c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
-                if isinstance(e, h2.events.ConnectionTerminated):
-                    self.goaway = e
-            try:
-                self.flush()
-            except OSError:
-                self.send_failed = True
-        return until()
-
-    def response(self, sid, wait=10.0):
-        """(headers dict, body) of stream sid once it ended."""
-        done = lambda: any(isinstance(e, (h2.events.StreamEnded, h2.events.StreamReset)) and e.stream_id == sid
-                           for e in self.events)
-        expect(self.pump(done, wait), "stream %d ended" % sid)
-        hdrs, body = {}, b""
-        for e in self.events:
-            if isinstance(e, h2.events.ResponseReceived) and e.stream_id == sid:
-                hdrs = dict(e.headers)
-            if isinstance(e, h2.events.DataReceived) and e.stream_id == sid:
-                body += e.data
-        return hdrs, body
-
-    def close(self):
-        self.sock.close()
-
-
-def wait_goaway(cl, wait=10.0):
-    cl.pump(lambda: cl.goaway is not None, wait)
-    # the close after it, not a stall: the server ends the connection
-    cl.pump(lambda: False, 3.0)
-    return cl.goaway
 
 
 def still_serves(srv):
@@ -493,20 +351,76 @@ def test_settings_ping_priority_floods():
 
 
 def test_zero_window_slow_read():
+    """A client that reads nothing (RFC 9113 6.9: it never opens the
+    connection's window, or leaves every stream's at zero) gets GOAWAY
+    after http2.stall_timeout."""
+    cases = (("the connection's window", {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 20}),
+             ("every stream's window", {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0}))
     with h2c_server(extra=LIMITS[len("http2:\n  h2c: true\n"):]) as srv:
-        # window 0: nothing of the body may be sent, and the client never opens it
-        cl = H2(srv.port, settings={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
-        cl.request(SEG)
-        t0 = time.time()
-        cl.pump(lambda: cl.goaway is not None or cl.closed, 10, ack=False)
-        expect(cl.goaway is not None or cl.closed, "the stalled connection ended")
-        expect(time.time() - t0 < 6, "after http2.stall_timeout, bounded")
-        cl.close()
-        time.sleep(0.3)
-        s = stats(srv)["http2"]
-        expect(s["goaways"]["stalled"] >= 1, "GOAWAY counted as stalled: %r" % s)
-        expect(s["streams_open"] == 0, "no stream left open: %r" % s)
+        for name, settings in cases:
+            before = stats(srv)["http2"]["goaways"]["stalled"]
+            cl = H2(srv.port, settings=settings)
+            cl.request(SEG)
+            t0 = time.time()
+            cl.pump(lambda: cl.goaway is not None or cl.closed, 10, ack=False)
+            expect(cl.goaway is not None or cl.closed, "%s at zero: the stalled connection ended" % name)
+            expect(time.time() - t0 < 6, "after http2.stall_timeout, bounded")
+            cl.close()
+            time.sleep(0.3)
+            s = stats(srv)["http2"]
+            expect(s["goaways"]["stalled"] == before + 1, "%s: GOAWAY counted as stalled: %r" % (name, s))
+            expect(s["streams_open"] == 0, "no stream left open: %r" % s)
         still_serves(srv)
+
+
+def test_stalled_stream_reset_alone():
+    """A stream whose window the client leaves at zero is reset after
+    http2.stall_timeout (RST_STREAM CANCEL, RFC 9113 8.1/7), not the
+    connection: a stream beside it, read slowly all along, completes."""
+    with h2c_server(extra=LIMITS[len("http2:\n  h2c: true\n"):]) as srv:
+        cl = H2(srv.port)
+        read = cl.request("/misc/big.ts")
+        stalled = cl.request(SEG)
+        body, t0, reset_at = bytearray(), time.time(), None
+        ended = lambda: any(isinstance(e, h2.events.StreamEnded) and e.stream_id == read for e in cl.events)
+        # read about 2 MB/s: the 8 MB stream outlives the 1 s stall timeout
+        while not ended() and not cl.closed and time.time() - t0 < 30:
+            cl.sock.settimeout(5)
+            try:
+                data = cl.sock.recv(65536)
+            except OSError:
+                break
+            if not data:
+                cl.closed = True
+                break
+            for e in cl.c.receive_data(data):
+                cl.events.append(e)
+                if isinstance(e, h2.events.DataReceived):
+                    if e.stream_id == read:
+                        body += e.data
+                        cl.c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                    else:  # the connection's window back, never the stream's
+                        cl.c.increment_flow_control_window(e.flow_controlled_length)
+                if isinstance(e, h2.events.StreamReset) and e.stream_id == stalled and reset_at is None:
+                    reset_at = time.time() - t0
+                if isinstance(e, h2.events.ConnectionTerminated):
+                    cl.goaway = e
+            cl.flush()
+            time.sleep(0.03)
+        resets = [e for e in cl.events if isinstance(e, h2.events.StreamReset)]
+        expect_eq([(e.stream_id, e.error_code) for e in resets], [(stalled, 8)],
+                  "the stalled stream, and only it, reset with CANCEL")
+        expect(reset_at is not None and reset_at >= 0.9, "after the stall timeout: %r s" % reset_at)
+        expect(ended(), "the stream that was read ended")
+        expect_eq(bytes(body), lib("/misc/big.ts"), "its body, byte-identical")
+        expect(cl.goaway is None and not cl.closed, "no GOAWAY: the connection made progress")
+        hdrs, pl = cl.response(cl.request("/master.m3u8"))
+        expect_eq((hdrs.get(":status"), pl), ("200", lib("/master.m3u8")), "the connection serves on")
+        cl.close()
+        s = stats(srv)["http2"]
+        expect_eq(s["stream_stall_resets"], 1, "one stalled stream counted: %r" % s)
+        expect_eq(s["goaways"]["stalled"], 0, "no stall GOAWAY: %r" % s)
+        expect("hlsedge_http2_stream_stall_resets_total" in metrics(srv), "in /metrics")
 
 
 def test_streams_past_the_limit():

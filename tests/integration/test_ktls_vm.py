@@ -3,7 +3,14 @@ where the tls module loads (../shared/tools/ktls-vm/run.sh; this host's
 kernel has no kTLS). In the guest (ktls_vm_guest.sh) curl and openssl
 s_client fetch a segment over HTTPS for every suite kTLS takes (TLS 1.3:
 AES-128-GCM, AES-256-GCM, CHACHA20-POLY1305; TLS 1.2: ECDHE-RSA and
-ECDHE-ECDSA with the same three), plus a RAM-served playlist and a range.
+ECDHE-ECDSA with the same three), plus a RAM-served playlist and a range,
+and HTTP/2 on kTLS: curl --http2 (the host's curl, built with nghttp2,
+copied into the guest; it offers h2 in ALPN, so its other fetches are
+HTTP/2 as well) fetches a segment and a range on a connection each,
+then a segment and the playlist with --parallel, two streams on one
+connection (on two, should curl not wait for the first one's ALPN); curl
+must say HTTP/2, the bodies match and the server counts h2 connections on
+TLS (all on kTLS, like every other connection here) and four streams.
 Checks: bodies byte-identical (sha256), the server reports kTLS for every
 one of those connections (its per-handshake log line and its totals), and
 /proc/net/tls_stat's TlsTxSw rises by at least that many sockets. Then the
@@ -30,7 +37,12 @@ from he import BIN, SRC, expect, expect_eq, make_certs  # noqa: E402
 
 RUN_SH = os.environ.get("KTLS_VM_RUN") or os.path.join(SRC, "..", "shared", "tools", "ktls-vm", "run.sh")
 SUITES = 3 * 3  # TLS 1.3 x3, TLS 1.2 RSA x3, TLS 1.2 ECDSA x3
-FETCHES = 2 * SUITES + 2  # curl + s_client per suite, the playlist and the range
+H2_FETCHES = 4  # curl --http2: a segment, a range; a segment and the playlist multiplexed
+H1_FETCHES = 2 * SUITES + 2  # curl + s_client per suite, the playlist and the range
+# curl offers h2 in ALPN unasked: its fetches per suite, the playlist and
+# the range are HTTP/2 streams too (s_client's are HTTP/1.1)
+CURL_FETCHES = SUITES + 2
+RESULTS = H1_FETCHES + H2_FETCHES  # bodies checked
 
 
 def skip_reason():
@@ -108,13 +120,19 @@ def test_ktls_in_vm():
         if r.returncode != 0:
             print(out[-6000:])
         results = re.findall(r"^RESULT (\S+) (\S+) sha256=(\w+) bytes=(\d+)", out, re.M)
-        expect_eq(len(results), FETCHES, "fetches reported")
+        expect_eq(len(results), RESULTS, "fetches reported")
         bad = [x for x in results if x[2] != "MATCH"]
         expect(not bad, "bodies differ: %s" % bad)
 
         # the server says kTLS for every connection of the kTLS run
         hs = re.findall(r"^SERVER_LOG .*fd \d+: (TLSv1\.[23]) (\S+), send ([^,]+),", out, re.M)
-        expect_eq(len(hs), FETCHES, "handshakes logged")
+        h2st = re.search(r'^STATS_H2 "http2":\{"connections":\{"http/1.1":(\d+),"h2":(\d+),"h2c":(\d+)\},'
+                         r'"requests":\{"http/1.1":(\d+),"h2":(\d+)\}', out, re.M)
+        expect(h2st, "h2 counters reported")
+        h2_conns = int(h2st.group(2)) - CURL_FETCHES  # those of the --http2 fetches
+        expect(h2_conns in (3, 4) and int(h2st.group(3)) == 0, "h2 connections over TLS: %s" % h2st.group(0))
+        conns = H1_FETCHES + h2_conns  # connections, each one handshake
+        expect_eq(len(hs), conns, "handshakes logged")
         not_ktls = [h for h in hs if h[2] != "kTLS"]
         expect(not not_ktls, "connections without kTLS send: %s" % not_ktls)
         suites = {h[1] for h in hs}
@@ -127,9 +145,18 @@ def test_ktls_in_vm():
         tot = re.search(r"SERVER_LOG .*TLS totals: (\d+) handshakes .*connections: kTLS (\d+), userspace (\d+) "
                         r"\(kTLS fallback (\d+)\); bytes: kTLS (\d+), userspace (\d+)", out)
         expect(tot, "TLS totals of the kTLS run")
-        expect_eq(int(tot.group(2)), FETCHES, "connections on kTLS (server totals)")
+        expect_eq(int(tot.group(2)), conns, "connections on kTLS (server totals)")
         expect_eq(int(tot.group(3)), 0, "connections on SSL_write")
         expect(int(tot.group(5)) > SUITES * 2 * 1500000, "bytes through kTLS")
+        # HTTP/2 on kTLS: curl saw HTTP/2, the server counted h2 connections
+        # and streams (their handshakes are among the kTLS ones above)
+        expect_eq(re.findall(r"^H2_VERSION single (\S*)", out, re.M), ["2"], "curl --http2 got HTTP/2")
+        h2res = [x for x in results if x[0] == "curl-h2"]
+        expect_eq(len(h2res), H2_FETCHES, "h2 bodies checked")
+        expect_eq(int(h2st.group(5)), CURL_FETCHES + H2_FETCHES, "h2 streams answered")
+        expect_eq(int(h2st.group(1)), SUITES, "HTTP/1.1 connections: s_client's")
+        print("  HTTP/2 on kTLS: %d connections, %d streams (%s), bodies match" % (
+            h2_conns, H2_FETCHES, "two multiplexed" if h2_conns == 3 else "not multiplexed"))
         stats = re.search(r"^STATS (.*)$", out, re.M)
         print("  /stats tls: %s" % (stats.group(1) if stats else "-"))
 
@@ -138,7 +165,7 @@ def test_ktls_in_vm():
         after = int(m.group(1))
         print("  guest uptime: fetches done at %s s, all done at %s s" %
               (m.group(2), re.search(r"^GUEST_RC \d+ uptime=([\d.]+)", out, re.M).group(1)))
-        expect(after - before >= FETCHES, "TlsTxSw %d -> %d: rose by at least %d" % (before, after, FETCHES))
+        expect(after - before >= conns, "TlsTxSw %d -> %d: rose by at least %d" % (before, after, conns))
         print("  /proc/net/tls_stat TlsTxSw: %d -> %d" % (before, after))
 
         bench = {m[0]: (int(m[1]), int(m[2]), float(m[3])) for m in

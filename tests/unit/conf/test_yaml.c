@@ -162,7 +162,8 @@ static void test_wrong_shapes(void)
                "t.yaml:1:11: timeouts: expected a mapping with keys header, keepalive, send, "
                "drain, got a scalar");
     expect_err("cors: \"\"\n", -EINVAL,
-               "t.yaml:1:7: cors: expected a mapping with keys allow_origin, got a scalar");
+               "t.yaml:1:7: cors: expected a mapping with keys allow_origin, timing_allow_origin, "
+               "got a scalar");
     expect_err("- listen: \":80\"\n", -EINVAL,
                "t.yaml:1:1: expected a mapping of keys at the top level, got a list");
     expect_err("just a string\n", -EINVAL,
