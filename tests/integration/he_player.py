@@ -34,6 +34,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -355,3 +356,17 @@ def make_vod_library(root, renditions=RENDITIONS, seconds=CONTENT_SECONDS):
                    % ((kbit + 64) * 1000 * 11 // 10, w, h), "%s/index.m3u8" % name]
     with open(os.path.join(root, "master.m3u8"), "w") as f:
         f.write("\n".join(master) + "\n")
+
+
+def player_or_skip():
+    """A Player, or exit 77 (the test runner's skip) when Chromium, hls.js
+    or ffmpeg (the tests make their media with it) is missing."""
+    try:
+        player = Player()
+    except PlayerUnavailable as e:
+        print("SKIP: %s" % e)
+        sys.exit(77)
+    if not shutil.which("ffmpeg"):
+        print("SKIP: ffmpeg not installed (apt-get install ffmpeg)")
+        sys.exit(77)
+    return player

@@ -17,7 +17,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, expect_eq, run_main  # noqa: E402
-from he_player import Player, PlayerUnavailable, make_vod_library, statuses  # noqa: E402
+from he_player import make_vod_library, statuses, player_or_skip  # noqa: E402
 from he_token import edgeauth  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-auth-player-")
@@ -27,14 +27,7 @@ PLAY_TIMEOUT = 35  # wall seconds the page may take
 
 
 def test_hlsjs_plays_tokenised_master():
-    try:
-        player = Player()
-    except PlayerUnavailable as e:
-        print("SKIP: %s" % e)
-        sys.exit(77)
-    if not shutil.which("ffmpeg"):
-        print("SKIP: ffmpeg not installed (apt-get install ffmpeg)")
-        sys.exit(77)
+    player = player_or_skip()
     root = os.path.join(TMP, "lib")
     make_vod_library(root)
     tok = edgeauth(KEY, exp=int(time.time()) + 600, acl="/*")

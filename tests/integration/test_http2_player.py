@@ -26,7 +26,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, expect_eq, run_main  # noqa: E402
-from he_player import Player, PlayerUnavailable, make_vod_library, statuses  # noqa: E402
+from he_player import make_vod_library, statuses, player_or_skip  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-h2-player-")
 PLAY_SECONDS = 10  # media time the page waits for
@@ -44,14 +44,7 @@ def kind(url):
 
 
 def test_hlsjs_plays_over_h2():
-    try:
-        player = Player()
-    except PlayerUnavailable as e:
-        print("SKIP: %s" % e)
-        sys.exit(77)
-    if not shutil.which("ffmpeg"):
-        print("SKIP: ffmpeg not installed (apt-get install ffmpeg)")
-        sys.exit(77)
+    player = player_or_skip()
     root = os.path.join(TMP, "lib")
     make_vod_library(root)
     extra = 'cors:\n  allow_origin: "*"\n  timing_allow_origin: "*"\n'

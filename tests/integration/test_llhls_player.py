@@ -33,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, run_main  # noqa: E402
-from he_player import Player, PlayerUnavailable, statuses  # noqa: E402
+from he_player import statuses, player_or_skip  # noqa: E402
 import he_llsource as ll  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-llhls-player-")
@@ -48,14 +48,7 @@ RESULTS = {}
 
 
 def setup():
-    try:
-        player = Player()
-    except PlayerUnavailable as e:
-        print("SKIP: %s" % e)
-        sys.exit(77)
-    if not shutil.which("ffmpeg"):
-        print("SKIP: ffmpeg not installed (apt-get install ffmpeg)")
-        sys.exit(77)
+    player = player_or_skip()
     return player, ll.encode_clips(WORK, 1.0, 4, gop=2.0)
 
 
