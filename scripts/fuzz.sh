@@ -40,8 +40,10 @@ else
     done
 fi
 
-echo "fuzz.sh: building ${TARGETS[*]} in $BUILD"
 mkdir -p "$BUILD"
+# absolute: each target runs from inside its run directory
+BUILD=$(cd "$BUILD" && pwd)
+echo "fuzz.sh: building ${TARGETS[*]} in $BUILD"
 CC=clang cmake -S "$SRC" -B "$BUILD" -DHE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$BUILD/fuzz-cmake.log" 2>&1 || {
     cat "$BUILD/fuzz-cmake.log" >&2
     exit 2
