@@ -302,8 +302,10 @@ def test_control_cpus_reports_the_cpus_it_runs_on():
         return
     cpu = allowed[-1]
     with Server(ROOT, admin=True, extra="control_cpus: [%d, 255]\n" % cpu) as srv:
-        expect_eq(control_allowed(srv.proc.pid), str(cpu), "the kernel's view")
+        # /stats first: the control thread pins itself after the workers
+        # listen, and it answers only once it has
         expect_eq(stats(srv)["control_thread"]["cpus"], str(cpu), "/stats control_thread.cpus")
+        expect_eq(control_allowed(srv.proc.pid), str(cpu), "the kernel's view")
         log = srv.read_log()
         expect("control thread on CPUs %d" % cpu in log and "control thread on CPUs %d,255" % cpu not in log,
                "where it runs, logged:\n" + log)

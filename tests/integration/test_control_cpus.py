@@ -47,6 +47,9 @@ def threads(pid):
 
 
 def control_allowed(srv):
+    # the control thread pins itself after the workers listen, and answers
+    # the admin port only once it has: ask it first
+    stats(srv)
     return threads(srv.proc.pid)[srv.proc.pid][1]  # the control thread is the main thread
 
 
