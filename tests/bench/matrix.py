@@ -156,6 +156,19 @@ class Server:
                 self.proc.wait()
 
 
+def launch_hlsedge(name, port, args, tmp, conf):
+    """Starts hlsedge pinned on conf (YAML text), with the TLS listener on
+    port when the pass is HTTPS (the plain one is then port + 1000)."""
+    if args.tls_on:
+        conf += 'tls:\n  listen: ["127.0.0.1:%d"]\n  certificates: ["%s"]\n' % (port, args.pem)
+    path = os.path.join(tmp, "hlsedge-%d.yaml" % port)
+    open(path, "w").write(conf)
+    s = Server(name, port, args, tmp)
+    s.proc = subprocess.Popen(args.rt + ["taskset", "-c", str(args.server_cpu), args.hlsedge, "-c", path],
+                              stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
+    return s
+
+
 def start_hlsedge(name, port, args, tmp, root):
     keys = {}
     if "@" in name:
@@ -175,14 +188,7 @@ def start_hlsedge(name, port, args, tmp, root):
         if ("\n%s:" % sec) in conf:
             die("%s: section %s is in hlsedge.yaml.in already" % (name, sec))
         conf += "%s:\n" % sec + "".join("  %s: %s\n" % kv for kv in items)
-    if args.tls_on:
-        conf += 'tls:\n  listen: ["127.0.0.1:%d"]\n  certificates: ["%s"]\n' % (port, args.pem)
-    path = os.path.join(tmp, "hlsedge-%d.yaml" % port)
-    open(path, "w").write(conf)
-    s = Server(name, port, args, tmp)
-    s.proc = subprocess.Popen(args.rt + ["taskset", "-c", str(args.server_cpu), args.hlsedge, "-c", path],
-                              stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
-    return s
+    return launch_hlsedge(name, port, args, tmp, conf)
 
 
 def start_nginx(name, port, args, tmp, root):
@@ -265,14 +271,7 @@ def start_hlsedge_cache(name, port, args, tmp, root):
             "cache:\n%s  admission: false\n  prefetch: 0\n"
             'origin:\n  urls: ["http://127.0.0.1:%d"]\n  sources: origin-first\n' %
             (port + 1000 if args.tls_on else port, args.server_cpu, empty, tier, args.origin_port))
-    if args.tls_on:
-        conf += 'tls:\n  listen: ["127.0.0.1:%d"]\n  certificates: ["%s"]\n' % (port, args.pem)
-    path = os.path.join(tmp, "hlsedge-cache-%d.yaml" % port)
-    open(path, "w").write(conf)
-    s = Server(name, port, args, tmp)
-    s.proc = subprocess.Popen(args.rt + ["taskset", "-c", str(args.server_cpu), args.hlsedge, "-c", path],
-                              stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
-    return s
+    return launch_hlsedge(name, port, args, tmp, conf)
 
 
 def start_varnish(name, port, args, tmp, root):
