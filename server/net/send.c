@@ -33,10 +33,6 @@
 #include "server/net/net.h"
 #include "server/net/tls.h"
 
-/* How much one sendfile may move before the worker looks at its other
- * connections again (like nginx's sendfile_max_chunk) is send.sendfile_chunk;
- * docs/performance.md has the sweep of chunk, cork and TCP_NOTSENT_LOWAT
- * that chose the defaults. */
 /* Most bytes one ring send moves before the worker looks at other
  * connections again. */
 #define HE_SEND_MAX (1u << 20)
@@ -164,6 +160,9 @@ static void he_send_file(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
     ssize_t n;
     int err, derr;
 
+    /* send.sendfile_chunk, like nginx's sendfile_max_chunk: the most one
+     * call moves before the worker serves its other connections
+     * (docs/performance.md has the sweep that chose the default) */
     if (chunk && want > chunk) want = chunk;
     /* a pulling protocol (HTTP/2) interleaves frames: no cork there */
     if (w->conf->send_cork && !c->corked && !c->protocol->pull && s->len > 0) he_send_cork(c, true);
