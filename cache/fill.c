@@ -170,7 +170,8 @@ static he_cache_fill_t *he_cache_fill_new(he_cache_fills_t *fs, const he_cache_k
     if (fs->o.ram) he__cache_ram_fill_add(fs->o.ram, fs->o.node, &f->rfill, &f->key);
     if (fs->o.store) {
         f->spend.key = &f->key;
-        he__cache_store_pending_add(he__cache_store_dir_for(fs->o.store, f->key.hash), &f->spend);
+        he__cache_store_pending_add(he__cache_store_dir_for(fs->o.store, f->key.hash), &f->spend,
+                                    0);
     }
     if (!alone) {
         f->hnext = fs->buckets[key->hash % HE__CACHE_FILL_BUCKETS];

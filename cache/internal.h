@@ -29,6 +29,7 @@ typedef struct he__cache_inflight {
     const he_cache_key_t *key; /* its owner's: stable while it runs */
     atomic_bool purged;        /* set under the list's lock */
     bool linked;
+    uint64_t file_gen; /* an SSD write's file version; 0: no file (fills) */
 } he__cache_inflight_t;
 
 static inline bool he__cache_key_eq(const he_cache_key_t *a, const he_cache_key_t *b)
@@ -268,14 +269,17 @@ struct he_cache_store {
 uint64_t he__cache_store_blocks(uint64_t bytes);
 he__cache_sdir_t *he__cache_store_dir_for(he_cache_store_t *s, uint64_t hash);
 void he__cache_store_name(char *out, size_t cap, uint64_t hash, uint64_t gen);
+/* The temp file a write of that version renames to that name. */
+void he__cache_store_tmp_name(char *out, size_t cap, uint64_t hash, uint64_t gen);
 /* Counts a disk error and logs its cause the first time it is seen. */
 void he__cache_store_fail(he_cache_store_t *s, int neg_errno, const char *what,
                           he_cache_stats_t *st);
 /* Reserves room for a new file (evicting as needed). 0 or -ENOSPC. */
 int he__cache_store_reserve(he__cache_sdir_t *d, uint64_t bytes, he_cache_stats_t *st);
 void he__cache_store_unreserve(he__cache_sdir_t *d, uint64_t bytes);
-/* A write starts (p->key set) or ends without a file to index. */
-void he__cache_store_pending_add(he__cache_sdir_t *d, he__cache_pending_t *p);
+/* A write starts (p->key set; file_gen names its temp file, 0 for a fill
+ * that has none yet) or ends without a file to index. */
+void he__cache_store_pending_add(he__cache_sdir_t *d, he__cache_pending_t *p, uint64_t file_gen);
 void he__cache_store_pending_del(he__cache_sdir_t *d, he__cache_pending_t *p);
 /* Indexes a file that was renamed into place (consumes the reservation,
  * ends p): 0, or -ESTALE when the key was purged since p began (the file

@@ -41,6 +41,11 @@ void he__cache_store_name(char *out, size_t cap, uint64_t hash, uint64_t gen)
     snprintf(out, cap, "%02x/%016" PRIx64 "-%016" PRIx64 ".obj", (unsigned)(hash >> 56), hash, gen);
 }
 
+void he__cache_store_tmp_name(char *out, size_t cap, uint64_t hash, uint64_t gen)
+{
+    snprintf(out, cap, "tmp/%016" PRIx64 "-%016" PRIx64 ".tmp", hash, gen);
+}
+
 /* Weighted rendezvous hashing: each key goes to the directory with the
  * highest -weight/ln(u), u uniform from hash(key, dir), so directories get
  * keys in proportion to their size and adding one moves few keys. */
@@ -236,8 +241,9 @@ static int he_cache_sdir_add_locked(he__cache_sdir_t *d, const he_cache_key_t *k
     return 0;
 }
 
-void he__cache_store_pending_add(he__cache_sdir_t *d, he__cache_pending_t *p)
+void he__cache_store_pending_add(he__cache_sdir_t *d, he__cache_pending_t *p, uint64_t file_gen)
 {
+    p->file_gen = file_gen;
     pthread_mutex_lock(&d->lock);
     he__cache_inflight_link(&d->pending, p);
     pthread_mutex_unlock(&d->lock);
@@ -551,6 +557,27 @@ uint64_t he_cache_store_purges(he_cache_store_t *s)
     return s ? atomic_load(&s->purges) : 0;
 }
 
+/* Writes of one key at once are one per worker at most; beyond this many
+ * a purge still marks them, only without closing the window below. */
+#define HE_STORE_PURGE_WRITES 16
+
+/* A write the purge marked may have its rename already submitted, before
+ * the mark: the file it gives a name would be indexed by the next start-up
+ * if the process died before the rename's completion unlinked it. The
+ * temp file decides it, as a rename is atomic: unlinked here, the rename
+ * cannot happen (it fails, and the write ends); already gone, the rename
+ * has happened (or the write ended, or it has not opened the file yet and
+ * will see the mark first), so the final name goes, durably, before the
+ * purge is answered. */
+static void he_cache_store_purge_write(he__cache_sdir_t *d, uint64_t hash, uint64_t gen)
+{
+    char tmp[64];
+    he__cache_store_tmp_name(tmp, sizeof(tmp), hash, gen);
+    if (unlinkat(d->dirfd, tmp, 0) == 0) return; /* tmp/ is emptied at start-up */
+    int rc = he_cache_store_unlink_now(d, hash, gen);
+    if (rc < 0) he__cache_store_fail(d->store, rc, "a purge's directory fsync", NULL);
+}
+
 int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key)
 {
     he__cache_sdir_t *d;
@@ -559,7 +586,8 @@ int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key)
     if (!s) return rc;
     /* before the lock: see he_cache_store_purges */
     atomic_fetch_add(&s->purges, 1);
-    uint64_t hash = 0, gen = 0;
+    uint64_t hash = 0, gen = 0, writes[HE_STORE_PURGE_WRITES];
+    unsigned nwrites = 0;
     bool dropped = false;
     d = he__cache_store_dir_for(s, key->hash);
     pthread_mutex_lock(&d->lock);
@@ -575,6 +603,8 @@ int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key)
      * are removed by he__cache_store_add; a crash leaves them in tmp/,
      * which start-up empties) */
     if (he__cache_inflight_mark(d->pending, key)) rc = 0;
+    for (he__cache_inflight_t *p = d->pending; p && nwrites < HE_STORE_PURGE_WRITES; p = p->next)
+        if (p->file_gen && he__cache_key_eq(p->key, key)) writes[nwrites++] = p->file_gen;
     pthread_mutex_unlock(&d->lock);
     /* outside the lock: the name is unique to this version (gen), so no
      * newer write of the key can be hit */
@@ -582,6 +612,7 @@ int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key)
         int frc = he_cache_store_unlink_now(d, hash, gen);
         if (frc < 0) he__cache_store_fail(s, frc, "a purge's directory fsync", NULL);
     }
+    for (unsigned i = 0; i < nwrites; i++) he_cache_store_purge_write(d, key->hash, writes[i]);
     return rc;
 }
 

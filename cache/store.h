@@ -2,6 +2,7 @@
 #ifndef HE_CACHE_STORE_H
 #define HE_CACHE_STORE_H
 
+#include <limits.h>
 #include <liburing.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -104,8 +105,11 @@ he_cache_swrite_t *he_cache_swrite_new(he_cache_store_t *s, he_cache_obj_t *obj,
 int he_cache_swrite_step(he_cache_swrite_t *w, struct io_uring_sqe *sqe);
 void he_cache_swrite_complete(he_cache_swrite_t *w, int res, he_cache_stats_t *st);
 void he_cache_swrite_free(he_cache_swrite_t *w);
-/* The same machine on plain syscalls (tests, tools). inject, if set, may
- * replace an operation's result (e.g. -ENOSPC) to simulate disk errors. */
+/* The same machine on plain syscalls (tests, tools). inject, if set, is
+ * called before each operation runs, with res HE_CACHE_SWRITE_BEFORE (its
+ * answer ignored), and after, when it may replace the operation's result
+ * (e.g. -ENOSPC) to simulate disk errors. */
+#define HE_CACHE_SWRITE_BEFORE INT_MIN
 typedef int (*he_cache_swrite_inject_fn)(void *ctx, int op, int res);
 int he_cache_swrite_run_sync(he_cache_swrite_t *w, he_cache_stats_t *st,
                              he_cache_swrite_inject_fn inject, void *ctx);

@@ -94,12 +94,12 @@ he_cache_swrite_t *he_cache_swrite_new(he_cache_store_t *s, he_cache_obj_t *obj,
     w->hdr_len = (uint32_t)n;
     w->reserved = (uint64_t)n + w->body_len;
     w->gen = atomic_fetch_add(&s->gen, 1);
-    snprintf(w->tmp, sizeof(w->tmp), "tmp/%016" PRIx64 "-%016" PRIx64 ".tmp", key->hash, w->gen);
+    he__cache_store_tmp_name(w->tmp, sizeof(w->tmp), key->hash, w->gen);
     he__cache_store_name(w->final, sizeof(w->final), key->hash, w->gen);
     he_cache_obj_ref(obj);
     w->obj = obj;
     w->pend.key = key;
-    he__cache_store_pending_add(w->dir, &w->pend);
+    he__cache_store_pending_add(w->dir, &w->pend, w->gen);
     return w;
 }
 
@@ -208,6 +208,11 @@ void he_cache_swrite_complete(he_cache_swrite_t *w, int res, he_cache_stats_t *s
         w->state = w->err ? HE_SW_UNLINK : HE_SW_RENAME;
         break;
     case HE_SW_RENAME:
+        if (res == -ENOENT && atomic_load(&w->pend.purged)) {
+            w->err = -ESTALE; /* the purge took the temp file (not a disk error) */
+            w->state = HE_SW_DONE;
+            break;
+        }
         if (res < 0) {
             he_cache_swrite_fail(w, res, "rename", st);
             w->state = HE_SW_UNLINK;
@@ -277,6 +282,7 @@ int he_cache_swrite_run_sync(he_cache_swrite_t *w, he_cache_stats_t *st,
         memset(&sqe, 0, sizeof(sqe));
         rc = he_cache_swrite_step(w, &sqe);
         if (rc != HE_CACHE_AGAIN) return rc;
+        if (inject) (void)inject(ctx, sqe.opcode, HE_CACHE_SWRITE_BEFORE);
         int res = he_cache_sqe_run(&sqe);
         if (inject) {
             int r2 = inject(ctx, sqe.opcode, res);
