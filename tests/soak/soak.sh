@@ -32,6 +32,10 @@
 #   WARMUP_PCT=30     the part of each process's run that is warm-up
 #   TOL_PCT=5         RSS/fd tolerance
 #   SAMPLE_S=10       sampling period
+#   RAM_SIZE=16m      the RAM tier: small enough to be full within the
+#                     warm-up, so that what RSS shows afterwards is the
+#                     process, not the tier still filling (its memfd's
+#                     pages count in RSS as they are first written)
 #   KEEP=1            keep the work directory
 # Needs root for the tmpfs (without it the SSD directory is a plain one and
 # the disk-full fault is reported as not injected).
@@ -44,6 +48,7 @@ URL_CONNS=${URL_CONNS:-8}
 WARMUP_PCT=${WARMUP_PCT:-30}
 TOL_PCT=${TOL_PCT:-5}
 SAMPLE_S=${SAMPLE_S:-10}
+RAM_SIZE=${RAM_SIZE:-16m}
 if [ -z "${HE_BIN:-}" ]; then
     HE_BIN=$SRC/build-asan/hlsedge
     [ -x "$HE_BIN" ] || HE_BIN=$SRC/build/hlsedge
@@ -101,7 +106,7 @@ admin:
 log:
   level: warn
 cache:
-  ram_size: 64m
+  ram_size: $RAM_SIZE
   ram_object_max: 8m
   ssd: ["$W/ssd:32m"]
   admission: false
@@ -161,7 +166,7 @@ FAULTS=(cut fail stall slow diskfill)
 FAULT_PHASES=0
 KILL_AT=$(( DURATION * 60 / 100 ))
 KILLED=0
-SAMPLES="$W/samples.txt"   # t pid rss_kb fds
+SAMPLES="$W/samples.txt"   # t pid rss_kb fds age_s anon_kb shmem_kb
 : > "$SAMPLES"
 ALIVE_FAIL=0
 last_hup=0 last_sample=-$SAMPLE_S phase_no=-1
@@ -223,9 +228,10 @@ while :; do
     if [ $(( t - last_sample )) -ge "$SAMPLE_S" ]; then
         last_sample=$t
         if kill -0 "$EDGE" 2>/dev/null; then
-            rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$EDGE/status")
+            read -r rss anon shmem < <(awk '/^VmRSS:/ {r=$2} /^RssAnon:/ {a=$2}
+                /^RssShmem:/ {s=$2} END {print r+0, a+0, s+0}' "/proc/$EDGE/status")
             fds=$(ls "/proc/$EDGE/fd" | wc -l)
-            echo "$t $EDGE $rss $fds $(( now - EDGE_START ))" >> "$SAMPLES"
+            echo "$t $EDGE $rss $fds $(( now - EDGE_START )) $anon $shmem" >> "$SAMPLES"
         else
             ALIVE_FAIL=1
             log "the edge died"
@@ -307,7 +313,7 @@ if edge_rc != "0":
 # RSS and fds per process, after its warm-up
 rows = [l.split() for l in open(os.path.join(w, "samples.txt")) if l.strip()]
 for pid in sorted({r[1] for r in rows}, key=lambda p: [r[1] for r in rows].index(p)):
-    mine = [(int(r[0]), int(r[2]), int(r[3]), int(r[4])) for r in rows if r[1] == pid]
+    mine = [(int(r[0]), int(r[2]), int(r[3]), int(r[4]), int(r[5]), int(r[6])) for r in rows if r[1] == pid]
     life = mine[-1][3] if mine else 0
     post = [m for m in mine if m[3] >= life * warm / 100]
     if len(post) < 3:
@@ -322,6 +328,14 @@ for pid in sorted({r[1] for r in rows}, key=lambda p: [r[1] for r in rows].index
               % (pid, what, first, last, grow, min(m[i] for m in post), max(m[i] for m in post), len(post)))
         if grow > tol:
             fails.append("pid %s: %s grew %.1f%% after warm-up (limit %.0f%%)" % (pid, what, grow, tol))
+    # what RSS is made of, for whoever reads a failure: the heap and the
+    # RAM tier's memfd (bounded by cache.ram_size)
+    for i, what in ((4, "RssAnon"), (5, "RssShmem")):
+        first = sum(m[i] for m in post[:k]) / k
+        last = sum(m[i] for m in post[-k:]) / k
+        print("  pid %s %-8s after warm-up: first third %.0f KiB, last third %.0f KiB (%+.1f%%), max %d"
+              % (pid, what, first, last, (last - first) * 100.0 / first if first else 0,
+                 max(m[i] for m in post)))
 # origin requests: with a healthy origin at most 3 per object per
 # freshness period (fill, revalidation, a refill after the restart), and
 # the live stream's playlist and segments; each failed origin request (as
