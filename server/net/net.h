@@ -49,6 +49,10 @@ typedef struct he_body_span {
     size_t len;
     int64_t fixed_off; /* offset in registered buffer 0 (send_zc), or -1 */
     bool mapped;       /* p is a mapping of a file that may shrink (SIGBUS guard) */
+    /* p stays unchanged while the source holds it and is then unmapped,
+     * never reused: the send path may vmsplice it, and the kernel's page
+     * references outlive the release (send.c, he_send_splice) */
+    bool spliceable;
 } he_body_span_t;
 
 typedef struct he_body he_body_t;
@@ -225,6 +229,8 @@ struct he_conn {
     uint8_t send_op;     /* enum he_send_op in flight (one at a time) */
     uint32_t zc_pending; /* send_zc notifications not yet reaped */
     uint32_t zc_nosend;  /* of those, sends that sent nothing */
+    struct he_pipe *splice_pipe; /* vmspliced bytes not yet in the socket (send.c) */
+    uint32_t splice_len;         /* how many */
     struct iovec iov[HE_SEND_IOV];
     struct msghdr msg;
 
@@ -288,6 +294,8 @@ struct he_worker {
     bool zc_usage;   /* notifications report whether the kernel copied */
     uint64_t zc_min; /* spans at least this long go zero-copy */
     bool zc_adapt;   /* stop zero-copy on a connection once the kernel copied */
+    struct he_pipe *pipes; /* idle pipes of the vmsplice path (send.c) */
+    unsigned npipes;
 
     const he_conf_t *conf; /* the generation this worker serves */
     uint64_t now_ms;
@@ -445,6 +453,8 @@ void he__send_on_cqe(he_worker_t *w, he_conn_t *c, struct io_uring_cqe *cqe);
 void he__send_on_pollout(he_worker_t *w, he_conn_t *c, int res);
 /* c is being freed: the body source is released. */
 void he__send_dispose(he_worker_t *w, he_conn_t *c);
+/* The worker ends: its idle pipes go. */
+void he__send_worker_cleanup(he_worker_t *w);
 /* True for an errno a read of a file can give (EIO, EBADMSG, ...). */
 bool he__disk_errno(int err);
 /* sendfile of fd at off failed with err: the file's read error to report,

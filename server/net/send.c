@@ -6,7 +6,9 @@
  *                              socket (the kernel encrypts under kTLS)
  *   memory, plain or kTLS      head and spans gathered into one send or
  *                              sendmsg on the ring; a large span of
- *                              registered buffer 0 by IORING_OP_SEND_ZC
+ *                              registered buffer 0 by IORING_OP_SEND_ZC;
+ *                              a large spliceable span by vmsplice(2) into
+ *                              a pipe and splice(2) to the socket
  *   userspace TLS              SSL_write from memory spans (files mapped),
  *                              tls_conn.c
  *
@@ -26,7 +28,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/sendfile.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "server/base/log.h"
@@ -215,6 +220,133 @@ static void he_send_file(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
     he_send_fail(w, c, err);
 }
 
+/* ---------------------------------------------------------------- vmsplice */
+
+/* A spliceable span at least this long goes by vmsplice; a shorter one is
+ * cheaper copied along with the head in one send. */
+#define HE_SEND_SPLICE_MIN (64u * 1024)
+#define HE_SEND_PIPES_MAX 16
+
+struct he_pipe {
+    int rd, wr;
+    struct he_pipe *next;
+};
+
+static struct he_pipe *he_send_pipe_get(he_worker_t *w)
+{
+    struct he_pipe *p = w->pipes;
+    int fds[2];
+    if (p) {
+        w->pipes = p->next;
+        w->npipes--;
+        return p;
+    }
+    if (!(p = malloc(sizeof(*p)))) return NULL;
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0) {
+        free(p);
+        return NULL;
+    }
+    /* as long as a sendfile chunk: one vmsplice and one splice per chunk
+     * (64 KiB by default; a larger pipe is a request that may be refused
+     * over fs.pipe-max-size or the user's pipe budget, then it stays) */
+    if (w->conf->send_sendfile_chunk > 65536)
+        (void)fcntl(fds[0], F_SETPIPE_SZ, (int)w->conf->send_sendfile_chunk);
+    p->rd = fds[0];
+    p->wr = fds[1];
+    return p;
+}
+
+static void he_send_pipe_close(struct he_pipe *p)
+{
+    close(p->rd);
+    close(p->wr);
+    free(p);
+}
+
+/* An empty pipe back to the pool; one with bytes still in it (the
+ * connection went before they did) is closed: they are not ours to send. */
+static void he_send_pipe_put(he_worker_t *w, he_conn_t *c)
+{
+    struct he_pipe *p = c->splice_pipe;
+    if (!p) return;
+    c->splice_pipe = NULL;
+    if (c->splice_len || w->npipes >= HE_SEND_PIPES_MAX || w->exiting) {
+        he_send_pipe_close(p);
+    } else {
+        p->next = w->pipes;
+        w->pipes = p;
+        w->npipes++;
+    }
+    c->splice_len = 0;
+}
+
+void he__send_worker_cleanup(he_worker_t *w)
+{
+    while (w->pipes) {
+        struct he_pipe *p = w->pipes;
+        w->pipes = p->next;
+        he_send_pipe_close(p);
+    }
+    w->npipes = 0;
+}
+
+/* Memory that will not change, by page reference: vmsplice puts its pages
+ * in a pipe, splice hands them to TCP, as sendfile does with a file's
+ * (a kept tokenised playlist: the kernel reads no page cache, which from a
+ * memfd costs a shmem lookup per page; docs/performance.md, signed URLs).
+ * Bytes in the pipe are the body's, not yet counted: on a short splice
+ * they wait there for the socket's room, and only the pipe is read until
+ * it is empty. False: no pipe to be had; the caller copies instead. */
+static bool he_send_splice(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
+{
+    size_t chunk = w->conf->send_sendfile_chunk ? w->conf->send_sendfile_chunk : HE_SEND_MAX;
+    ssize_t n;
+
+    if (!c->splice_pipe && !(c->splice_pipe = he_send_pipe_get(w))) return false;
+    if (w->conf->send_cork && !c->corked && !c->protocol->pull) he_send_cork(c, true);
+    while (c->hdr_sent < c->hdr_len) {
+        n = send(c->fd, c->hdr + c->hdr_sent, c->hdr_len - c->hdr_sent,
+                 MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE);
+        if (n < 0) {
+            if (errno == EAGAIN)
+                he_send_arm_pollout(w, c);
+            else
+                he_send_fail(w, c, -errno);
+            return true;
+        }
+        c->hdr_sent += (uint32_t)n;
+        c->bytes_sent += (uint64_t)n;
+    }
+    if (!c->splice_len) {
+        struct iovec v = {(void *)s->p, s->len < chunk ? s->len : chunk};
+        n = vmsplice(c->splice_pipe->wr, &v, 1, SPLICE_F_NONBLOCK);
+        if (n <= 0) {
+            he_send_fail(w, c, n < 0 ? -errno : -EIO); /* an empty pipe takes at least a page */
+            return true;
+        }
+        c->splice_len = (uint32_t)n;
+    }
+    n = splice(c->splice_pipe->rd, NULL, c->fd, NULL, c->splice_len,
+               SPLICE_F_NONBLOCK | SPLICE_F_MORE);
+    if (n > 0) {
+        c->splice_len -= (uint32_t)n;
+        he_send_took(w, c, (size_t)n, he__now_ns());
+        if (!c->splice_len && !he__body_left(&c->body)) {
+            he_send_pipe_put(w, c);
+            he_send_finish(w, c);
+            return true;
+        }
+        he_send_arm_pollout(w, c);
+        return true;
+    }
+    if (n < 0 && errno == EAGAIN) {
+        he_send_arm_pollout(w, c);
+        return true;
+    }
+    he_send_fail(w, c, n < 0 ? -errno : -EPIPE);
+    return true;
+}
+
 /* Memory spans: zero-copy for a large span of the registered buffer, else
  * the head and as many spans as fit gathered into one send. */
 static void he_send_mem(he_worker_t *w, he_conn_t *c, he_body_span_t *s)
@@ -316,7 +448,7 @@ static void he_send_tls(he_worker_t *w, he_conn_t *c)
 static void he_send_pump(he_worker_t *w, he_conn_t *c)
 {
     he_body_t *b = &c->body;
-    he_body_span_t s;
+    he_body_span_t s = {.spliceable = false}; /* sources that do not know it leave it so */
     ssize_t n = 0;
 
     if (c->send_op != HE_SEND_OP_NONE || c->closing || !c->sending || c->finish_wait) return;
@@ -338,6 +470,9 @@ static void he_send_pump(he_worker_t *w, he_conn_t *c)
     if (n > 0 && !s.p) {
         he_send_file(w, c, &s);
         return;
+    }
+    if ((n > 0 && s.spliceable && s.len >= HE_SEND_SPLICE_MIN) || c->splice_len) {
+        if (he_send_splice(w, c, &s)) return;
     }
     if (n == 0 && c->hdr_sent == c->hdr_len) {
         if (he__body_left(b))
@@ -482,7 +617,6 @@ void he__send_on_pollout(he_worker_t *w, he_conn_t *c, int res)
 
 void he__send_dispose(he_worker_t *w, he_conn_t *c)
 {
-    (void)w;
     if (c->body_lent)
         memset(&c->body, 0, sizeof(c->body)); /* the protocol's dispose releases it */
     else
@@ -493,4 +627,5 @@ void he__send_dispose(he_worker_t *w, he_conn_t *c)
     c->zc_pending = c->zc_nosend = 0;
     c->zc_copies = false; /* the next connection may take another route */
     c->corked = false;
+    he_send_pipe_put(w, c);
 }

@@ -606,6 +606,7 @@ static void he_worker_cleanup(he_worker_t *w)
     }
     for (unsigned k = s->nhooks; k-- > 0;)
         if (s->hooks[k]->cleanup) s->hooks[k]->cleanup(w);
+    he__send_worker_cleanup(w);
     for (size_t i = 0; w->conns && i < cap; i++) {
         he_conn_t *c = &w->conns[i];
         if (c->in_use) {
