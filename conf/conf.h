@@ -169,6 +169,8 @@ typedef struct he_conf {
 
     unsigned fd_cache_entries;  /* per worker */
     unsigned fd_cache_valid_ms; /* revalidate (stat) an open file after this */
+    unsigned auth_cache_entries; /* tokenised playlists kept per worker (handler/auth_cache.c) */
+    uint64_t auth_cache_bytes;   /* and the memory they may take */
 
     /* tls: HTTPS listeners. Each certificate file is PEM holding the chain
      * and its private key (the first one is the default for clients without

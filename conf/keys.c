@@ -202,6 +202,12 @@ const he__conf_key_t he__conf_keys[] = {
     HE_CONF_K_DURATION("fd_cache.valid", fd_cache_valid_ms, 0, HE_CONF_HOUR_MS, "5s",
                        "revalidate an open file's stat after this"),
 
+    HE_CONF_K_SECTION("auth_cache", "tokenised playlists kept per worker for their token's next request"),
+    HE_CONF_K_UINT("auth_cache.entries", auth_cache_entries, 0, 65536, "64",
+                   "outputs kept per worker; 0 rewrites every time"),
+    HE_CONF_K_SIZE("auth_cache.bytes", auth_cache_bytes, 0, HE_CONF_TIB, "16m",
+                   "memory they may take per worker"),
+
     HE_CONF_K_SECTION("llhls", "Low-Latency HLS for live playlists served from root"),
     HE_CONF_K_BOOL("llhls.enabled", llhls_enabled, "true",
                    "hold blocking reloads (_HLS_msn/_HLS_part), make deltas (_HLS_skip)"),

@@ -77,6 +77,14 @@ typedef enum he_stats_auth {
     HE_STATS_AUTH_EXPIRED,       /* past its exp */
     HE_STATS_AUTH_COUNT
 } he_stats_auth_t;
+/* What a playlist rewrite found among the worker's kept outputs
+ * (handler/auth_cache.c). */
+typedef enum he_stats_auth_kept {
+    HE_STATS_AUTH_KEPT_HIT = 0, /* sent as kept: no rewrite */
+    HE_STATS_AUTH_KEPT_MISS,    /* not kept yet: rewritten (and kept, room and token allowing) */
+    HE_STATS_AUTH_KEPT_BYPASS,  /* not keepable: a master, no ETag, auth_cache.entries 0 */
+    HE_STATS_AUTH_KEPT_COUNT
+} he_stats_auth_kept_t;
 /* Why the server sent an HTTP/2 GOAWAY (http/http2.c). */
 typedef enum he_stats_h2_goaway {
     HE_STATS_H2_GOAWAY_NO_ERROR = 0, /* shutdown, reload */
@@ -144,6 +152,8 @@ typedef struct he_stats {
     /* signed URLs (handler/auth.c) */
     uint64_t auth[HE_STATS_AUTH_COUNT];
     uint64_t auth_rewrites; /* playlists sent with the token in their URIs */
+    uint64_t auth_kept[HE_STATS_AUTH_KEPT_COUNT];
+    uint64_t auth_kept_entries, auth_kept_bytes; /* gauges: what the worker keeps now */
 
     /* edge cache (server/cache_glue.h): zero without origin.urls */
     he_cache_stats_t cache;

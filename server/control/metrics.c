@@ -43,6 +43,9 @@ static const char *const he_metrics_tls_errors[HE_STATS_TLS_ERR_COUNT] = {
 static const char *const he_metrics_auth[HE_STATS_AUTH_COUNT] = {
     "ok", "missing", "malformed", "bad_signature", "acl", "ip", "not_yet_valid", "expired"};
 
+/* he_stats_auth_kept_t */
+static const char *const he_metrics_auth_kept[HE_STATS_AUTH_KEPT_COUNT] = {"hit", "miss", "bypass"};
+
 /* Bucket bounds of the exported latency histograms, microseconds. */
 static const uint64_t he_metrics_le_us[] = {100,     250,     500,     1000,     2500,    5000,
                                             10000,   25000,   50000,   100000,   250000,  500000,
@@ -283,6 +286,15 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
     he_prom_per_worker(b, s, "auth_playlist_rewrites_total", "counter",
                        "Playlists sent with the viewer's token carried into their URIs.",
                        HE_OFF(auth_rewrites));
+    he__prom_per_worker_by(b, s, "auth_rewrite_cache_total",
+                           "Tokenised playlists by whether a kept output was sent (hit), one was "
+                           "rewritten to keep (miss), or it could not be kept (bypass).",
+                           "result", he_metrics_auth_kept, HE_OFF(auth_kept),
+                           HE_STATS_AUTH_KEPT_COUNT);
+    he_prom_per_worker(b, s, "auth_rewrite_cache_entries", "gauge",
+                       "Tokenised playlists kept (auth_cache.entries).", HE_OFF(auth_kept_entries));
+    he_prom_per_worker(b, s, "auth_rewrite_cache_bytes", "gauge",
+                       "Memory they take (auth_cache.bytes).", HE_OFF(auth_kept_bytes));
 
     he_prom_head(b, "access_log_enabled", "gauge", "1 when an access log is open.");
     he_buf_printf(b, "hlsedge_access_log_enabled %d\n", s->alog_on ? 1 : 0);
@@ -461,7 +473,14 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
     he_buf_printf(b, "\"auth\":{");
     for (int e = 0; e < HE_STATS_AUTH_COUNT; e++)
         he_buf_printf(b, "\"%s\":%llu,", he_metrics_auth[e], (unsigned long long)t->auth[e]);
-    he_json_u64(b, "playlist_rewrites", t->auth_rewrites, false);
+    he_json_u64(b, "playlist_rewrites", t->auth_rewrites, true);
+    he_buf_printf(b, "\"rewrite_cache\":{");
+    for (int e = 0; e < HE_STATS_AUTH_KEPT_COUNT; e++)
+        he_buf_printf(b, "\"%s\":%llu,", he_metrics_auth_kept[e],
+                      (unsigned long long)t->auth_kept[e]);
+    he_json_u64(b, "entries", t->auth_kept_entries, true);
+    he_json_u64(b, "bytes", t->auth_kept_bytes, false);
+    he_buf_printf(b, "}");
     he_buf_printf(b, "},");
     he_buf_printf(b, "\"access_log\":{\"enabled\":%s,\"path\":", s->alog_on ? "true" : "false");
     he_buf_json_str(b, s->alog_path ? s->alog_path : "");

@@ -300,8 +300,6 @@ bool he_auth_to_origin(const he_worker_t *w, const he_req_t *r)
  * The same thread keeps its rewritten playlists (auth_cache.c). A memory
  * body's release runs on the worker that sent it. */
 #define HE_AUTH_POOL 8
-#define HE_AUTH_CACHE_ENTRIES 64
-#define HE_AUTH_CACHE_BYTES (16u << 20)
 
 typedef struct he_auth_pool {
     unsigned n;
@@ -312,9 +310,16 @@ typedef struct he_auth_pool {
 static pthread_key_t he_auth_pool_key;
 static pthread_once_t he_auth_pool_once = PTHREAD_ONCE_INIT;
 
+static void he_auth_buf_unseal(he_auth_buf_t *b)
+{
+    if (b->sealed) munmap(b->sealed, b->sealed_cap);
+    b->sealed = NULL;
+    b->sealed_cap = 0;
+}
+
 static void he_auth_buf_free(he_auth_buf_t *b)
 {
-    if (b->fd >= 0) close(b->fd);
+    he_auth_buf_unseal(b);
     free(b->p);
     free(b);
 }
@@ -335,13 +340,16 @@ static void he_auth_pool_init(void)
     pthread_key_create(&he_auth_pool_key, he_auth_pool_free); /* freed at thread exit */
 }
 
-static he_auth_pool_t *he_auth_pool(void)
+/* The thread's pool, made at its first rewrite with the auth_cache.* of
+ * the generation it serves (a reload that changes them starts new
+ * workers, so the limits never change under a pool). */
+static he_auth_pool_t *he_auth_pool(const he_conf_t *conf)
 {
     he_auth_pool_t *pool;
     pthread_once(&he_auth_pool_once, he_auth_pool_init);
     pool = pthread_getspecific(he_auth_pool_key);
     if (!pool && (pool = calloc(1, sizeof(*pool)))) {
-        pool->cache = he_auth_cache_new(HE_AUTH_CACHE_ENTRIES, HE_AUTH_CACHE_BYTES);
+        pool->cache = he_auth_cache_new(conf->auth_cache_entries, (size_t)conf->auth_cache_bytes);
         pthread_setspecific(he_auth_pool_key, pool);
     }
     return pool;
@@ -354,8 +362,9 @@ void he_auth_buf_unref(he_auth_buf_t *b)
     pthread_once(&he_auth_pool_once, he_auth_pool_init);
     pool = pthread_getspecific(he_auth_pool_key); /* NULL in the thread's destructor: freed */
     if (pool && pool->n < HE_AUTH_POOL) {
-        if (b->fd >= 0) close(b->fd); /* the next rewrite writes other bytes */
-        b->fd = -1;
+        /* the next rewrite writes other bytes into b->p, never into the
+         * sealed copy, whose pages sockets may still hold */
+        he_auth_buf_unseal(b);
         pool->b[pool->n++] = b;
     } else
         he_auth_buf_free(b);
@@ -363,15 +372,13 @@ void he_auth_buf_unref(he_auth_buf_t *b)
 
 /* The playlist rewritten into a pooled buffer: the length, *bp the
  * buffer (one reference, to he_auth_buf_unref); or an error. */
-static ssize_t he_auth_rewrite_pooled(const char *in, size_t len, const he_auth_rewrite_t *rw,
-                                      he_auth_buf_t **bp)
+static ssize_t he_auth_rewrite_pooled(he_auth_pool_t *pool, const char *in, size_t len,
+                                      const he_auth_rewrite_t *rw, he_auth_buf_t **bp)
 {
-    he_auth_pool_t *pool = he_auth_pool();
     he_auth_buf_t *b = pool && pool->n ? pool->b[--pool->n] : calloc(1, sizeof(*b));
     ssize_t n;
     *bp = NULL;
     if (!b) return -ENOMEM;
-    if (!b->p) b->fd = -1; /* new: calloc's 0 is stdin */
     b->refs = 1;
     n = he_auth_rewrite(in, len, rw, &b->p, &b->cap);
     if (n < 0) {
@@ -441,47 +448,41 @@ static const char *he_auth_gather(he_body_t *b, uint64_t size, char **copy)
     return c;
 }
 
-/* A kept output larger than this, once found again, is copied into a memfd and sent
- * from there by sendfile, as the file handler sends a file larger than
- * the bodies it holds in memory (fcache.c): the send then takes the pages
- * by reference instead of copying the bytes into the socket for every
- * request (perf, tests/bench/auth-cost.py). TLS without kTLS reads the
- * memory copy. */
-#define HE_AUTH_SENDFILE_MIN (64 * 1024)
+/* A kept output larger than this, once found again, is copied into a
+ * mapping of its own and sent from there by vmsplice: the send then hands
+ * the socket page references instead of copying the bytes for every
+ * request (+18 us per 150 KB in tests/bench/auth-cost.py), and unlike the
+ * memfd this was before, the kernel reads no shmem page cache (a lookup
+ * per 4 KiB page, docs/performance.md). The buffer itself is not sent that
+ * way because the pool reuses it; the sealed copy is only ever unmapped,
+ * so pages a socket still holds never change. TLS without kTLS reads it as
+ * memory. */
+#define HE_AUTH_SEAL_MIN (64 * 1024)
 
-static void he_auth_memfd(he_auth_buf_t *b)
+static void he_auth_seal(he_auth_buf_t *b)
 {
-    int fd;
-    if (b->len <= HE_AUTH_SENDFILE_MIN || b->fd >= 0) return;
-    fd = memfd_create("he-auth-playlist", MFD_CLOEXEC);
-    if (fd < 0) return; /* sent from memory, as any rewrite */
-    for (size_t o = 0; o < b->len;) {
-        ssize_t n = write(fd, b->p + o, b->len - o);
-        if (n <= 0) {
-            if (n < 0 && errno == EINTR) continue;
-            close(fd);
-            return;
-        }
-        o += (size_t)n;
-    }
-    b->fd = fd;
+    size_t cap;
+    void *m;
+    if (b->len <= HE_AUTH_SEAL_MIN || b->sealed) return;
+    cap = (b->len + 4095) & ~(size_t)4095;
+    m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return; /* sent from b->p, as any rewrite */
+    memcpy(m, b->p, b->len);
+    b->sealed = m;
+    b->sealed_cap = cap;
 }
 
 static ssize_t he_auth_body_peek(he_body_t *b, uint64_t off, he_body_span_t *s, bool need_mem)
 {
     const he_auth_buf_t *o = b->ctx;
+    (void)need_mem;
     s->len = (size_t)(b->end - off);
     s->fixed_off = -1;
     s->mapped = false;
-    if (o->fd >= 0 && !need_mem) {
-        s->p = NULL;
-        s->fd = o->fd;
-        s->file_off = off;
-    } else {
-        s->p = o->p + off;
-        s->fd = -1;
-        s->file_off = 0;
-    }
+    s->fd = -1;
+    s->file_off = 0;
+    s->spliceable = o->sealed != NULL;
+    s->p = (o->sealed ? o->sealed : o->p) + off;
     return (ssize_t)s->len;
 }
 
@@ -550,7 +551,7 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
                               .text = r->auth_text,
                               .text_len = r->auth_text_len,
                               .size = size};
-    he_auth_pool_t *pool = he_auth_pool();
+    he_auth_pool_t *pool = he_auth_pool(w->conf);
     /* a master is fetched once per viewer: keeping it would only cost */
     he_auth_cache_t *cache =
         pool && ck.etag_len && r->kind != HE_SEG_KIND_MASTER ? pool->cache : NULL;
@@ -559,8 +560,9 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
     h->accept_ranges = false;
     h->has_clen = true;
     if ((out = he_auth_cache_get(cache, &ck, (uint64_t)w->date_sec))) {
+        w->stats.auth_kept[HE_STATS_AUTH_KEPT_HIT]++;
         he__body_release(body);
-        he_auth_memfd(out); /* used twice: worth its copy (a miss never pays for it) */
+        he_auth_seal(out); /* used twice: worth its copy (a miss never pays for it) */
         he_auth_send(w, r, h, out);
         return;
     }
@@ -588,7 +590,7 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
     for (unsigned i = 0; i < rule->npropagate_hosts; i++)
         hosts[i] = rule->propagate_hosts[i];
     rw.hosts = hosts;
-    n = he_auth_rewrite_pooled(in, (size_t)size, &rw, &out);
+    n = he_auth_rewrite_pooled(pool, in, (size_t)size, &rw, &out);
     free(copy);
     if (n == -EINVAL) { /* no playlist after all (no #EXTM3U): no URI to carry it */
         h->clen = size;
@@ -600,11 +602,16 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
         he_http_respond_error(w, r, 503);
         return;
     }
+    w->stats.auth_kept[cache ? HE_STATS_AUTH_KEPT_MISS : HE_STATS_AUTH_KEPT_BYPASS]++;
     if (cache) {
         he_auth_cache_put(cache, &ck, out,
                           he_auth_text_expires(rule, r->auth_text, r->auth_text_len,
                                                (uint64_t)w->date_sec),
                           (uint64_t)w->date_sec);
+    }
+    if (pool) {
+        w->stats.auth_kept_entries = he_auth_cache_entries(pool->cache);
+        w->stats.auth_kept_bytes = he_auth_cache_bytes(pool->cache);
     }
     he_auth_send(w, r, h, out);
 }

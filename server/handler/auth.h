@@ -90,7 +90,10 @@ typedef struct he_auth_buf {
     char *p;
     size_t cap, len; /* allocated, used */
     unsigned refs;
-    int fd; /* a kept output's copy in a memfd, sent by sendfile; else -1 */
+    /* a kept output's copy in a mapping of its own, sent by vmsplice and
+     * unmapped with the buffer, never reused (net.h, spliceable); or NULL */
+    char *sealed;
+    size_t sealed_cap;
 } he_auth_buf_t;
 
 /* Drops one reference; the last returns the buffer to this thread's pool
@@ -121,7 +124,7 @@ typedef struct he_auth_cache he_auth_cache_t;
 uint64_t he__auth_hash(uint64_t h, const char *p, size_t n);
 
 /* At most max_entries outputs and max_bytes (their buffers' capacity, their
- * memfd copies and the keys). NULL on -ENOMEM or max_entries 0 (then no caching: get misses,
+ * sealed copies and the keys). NULL on -ENOMEM or max_entries 0 (then no caching: get misses,
  * put keeps nothing). */
 he_auth_cache_t *he_auth_cache_new(unsigned max_entries, size_t max_bytes);
 /* Drops every entry's reference. */

@@ -19,7 +19,7 @@ typedef struct he_auth_entry {
     he_auth_cache_key_t k; /* k's strings point into key */
     char *key;
     he_auth_buf_t *out; /* one reference held */
-    size_t bytes;       /* out's capacity, its memfd copy, the key: what the entry holds */
+    size_t bytes;       /* out's capacity, its sealed copy, the key: what the entry holds */
     uint64_t expires;   /* seconds: the token's end */
     uint64_t used;      /* the cache's tick when last found */
 } he_auth_entry_t;
@@ -136,7 +136,7 @@ bool he_auth_cache_put(he_auth_cache_t *c, const he_auth_cache_key_t *k, he_auth
                        uint64_t expires, uint64_t now)
 {
     size_t kn = k->path_len + k->etag_len + k->text_len;
-    size_t bytes = out->cap + out->len + kn; /* the memfd copy auth.c may add */
+    size_t bytes = out->cap + out->len + kn; /* the sealed copy auth.c may add */
     uint64_t hash;
     he_auth_entry_t *e;
     char *key;

@@ -15,7 +15,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import BIN, Server, expect, expect_eq, make_library, run_main  # noqa: E402
+from he import BIN, Server, connect, expect, expect_eq, make_library, run_main  # noqa: E402
 from he_admin import metrics_text, parse_metrics, metric_sum, reload_and_wait, stats, wait_for  # noqa: E402
 from he_token import edgeauth, secure_link  # noqa: E402
 from origin import Origin  # noqa: E402
@@ -252,6 +252,97 @@ def test_cache_one_origin_request_no_token_upstream():
         expect("__token__=-" in text, "the access log shows the token's name:\n" + text)
         expect("hmac" not in text and "exp%3D" not in text and "exp=" not in text,
                "no token value in the access log:\n" + text)
+
+
+BIG = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n" + "".join(
+    "#EXTINF:4.0,\nseg_%05d.ts\n" % i for i in range(1000)) + "#EXT-X-ENDLIST\n"
+write("big/index.m3u8", BIG)
+
+
+def pipes(srv):
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % srv.proc.pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (srv.proc.pid, fd)).startswith("pipe:")
+        except OSError:
+            pass
+    return n
+
+
+def kept(srv):
+    m = parse_metrics(metrics_text(srv))
+    return {r: metric_sum(m, "hlsedge_auth_rewrite_cache_total", result=r) for r in ("hit", "miss", "bypass")}
+
+
+def test_kept_rewrite_sent_by_reference():
+    """A 1,000-segment playlist's rewrite (130 KB) is kept for its token and,
+    found again, sent by vmsplice from a sealed copy: byte-identical to the
+    first answer for a slow reader (the pipe holds what the socket could not
+    take), a reader that leaves mid-body, and connections at once; over TLS
+    without kTLS it is read as memory. auth_cache.entries 0 keeps nothing."""
+    tok = token()
+    path = "/big/index.m3u8?" + q(tok)
+    with Server(ROOT, admin=True, tls=False, extra=rule_yaml([K1])) as srv:
+        before = pipes(srv)
+        first = srv.get(path)
+        expect_eq(first.status, 200, "first fetch")
+        expect(len(first.body) > 100000, "tokenised playlist over 64 KiB (%d)" % len(first.body))
+        expect_eq(len(first.body), int(first.h("content-length")), "Content-Length")
+        expect_eq(sum(u.endswith(q(tok)) for u in uris(first.body)), 1000, "every segment carries the token")
+        expect_eq(kept(srv), {"hit": 0, "miss": 1, "bypass": 0}, "rewritten once, to keep")
+        again = srv.get(path)
+        expect_eq(again.body, first.body, "the kept output")
+        expect(pipes(srv) > before, "sent through a pipe (vmsplice)")
+        # a slow reader: a small receive window, read late and in pieces,
+        # with 24 answers (3.3 MB) pipelined, more than the send buffer
+        # takes, so splices come up short and the pipe holds the rest
+        slow = connect(srv.port, tls=False, rcvbuf=4096)
+        slow.sendall(("GET %s HTTP/1.1\r\nHost: t\r\n\r\n" % path).encode() * 24)
+        time.sleep(0.5)
+        data, deadline = b"", time.time() + 60
+        while data.count(first.body) < 24 and time.time() < deadline:
+            d = slow.recv(3000)
+            if not d:
+                break
+            data += d
+        slow.close()
+        expect_eq(data.count(first.body), 24, "slow reader's 24 bodies")
+        expect_eq(data.count(b"HTTP/1.1 200"), 24, "and nothing else")
+        # a reader that leaves with bytes still in the pipe, then others at once
+        for _ in range(3):
+            s = connect(srv.port, tls=False, rcvbuf=4096)
+            s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\n\r\n" % path).encode())
+            s.recv(2000)
+            s.close()
+        conns = [srv.conn() for _ in range(6)]
+        for c in conns:
+            c.send("GET %s HTTP/1.1\r\nHost: t\r\n\r\n" % path * 3)
+        for c in conns:
+            for _ in range(3):
+                expect_eq(c.read_response().body, first.body, "concurrent kept answers")
+            c.close()
+        k = kept(srv)
+        expect_eq((k["miss"], k["bypass"]), (1, 0), "one rewrite in all")
+        expect(k["hit"] >= 45, "kept answers counted (%r)" % k)
+        st = stats(srv)["auth"]["rewrite_cache"]
+        expect_eq(st["entries"], 1, "/stats: one kept output")
+        expect(st["bytes"] > len(first.body), "/stats: its memory")
+        # a master is never kept
+        srv.get("/master.m3u8?" + q(tok))
+        expect_eq(kept(srv)["bypass"], 1, "master bypasses")
+    with Server(ROOT, admin=True, tls=True, extra=rule_yaml([K1])) as srv:
+        c = srv.conn()
+        a = c.request("GET", path)
+        b = c.request("GET", path)
+        c.close()
+        expect_eq(b.body, a.body, "TLS: the kept output as memory")
+        expect_eq(a.body, first.body, "TLS: the same rewrite")
+        expect_eq(kept(srv)["hit"], 1, "TLS: kept")
+    with Server(ROOT, admin=True, tls=False,
+                extra=rule_yaml([K1]) + "auth_cache:\n  entries: 0\n") as srv:
+        for _ in range(3):
+            expect_eq(srv.get(path).body, first.body, "not kept: rewritten each time")
+        expect_eq(kept(srv), {"hit": 0, "miss": 0, "bypass": 3}, "auth_cache.entries 0")
 
 
 def test_config_errors():

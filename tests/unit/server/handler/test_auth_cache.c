@@ -17,7 +17,6 @@ static he_auth_buf_t *buf(size_t cap)
     b->cap = cap;
     b->len = 0; /* the bounds below count capacity; test_memfd_counted the length */
     b->refs = 1;
-    b->fd = -1;
     return b;
 }
 
