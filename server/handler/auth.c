@@ -167,7 +167,9 @@ static he_stats_auth_t he_auth_edgeauth(he_worker_t *w, he_req_t *r, const he_co
     }
     n = he_auth_pct_decode(val, val_len, tok, sizeof(tok));
     if (n < 0 || he_auth_edgeauth_parse(tok, (size_t)n, &t) < 0) return HE_STATS_AUTH_MALFORMED;
-    he_auth_peer_text(r->conn, ip, sizeof(ip));
+    /* inet_ntop formats through sprintf: only for a token bound to one */
+    ip[0] = 0;
+    if (t.ip.p) he_auth_peer_text(r->conn, ip, sizeof(ip));
     he_stats_auth_t res =
         he_auth_edgeauth_verify(tok, &t, rule, full, full_len, ip, (uint64_t)w->date_sec);
     if (res == HE_STATS_AUTH_OK && p.count && he_auth_strip(r, &p, 1) < 0)
@@ -277,6 +279,8 @@ he_handler_result_t he_auth_handle(he_worker_t *w, he_req_t *r, const char *path
     }
     r->auth_propagate = rule->propagate && r->auth_text_len &&
                         he_seg_type_from_path(path, len) == HE_SEG_TYPE_M3U8;
+    r->auth_rule = (uint16_t)(rule - w->conf->auth);
+    r->auth_gen = w->conf->generation;
     if (r->auth_propagate && r->inm_len) he_auth_inm(r);
     return HE_HANDLER_DECLINED;
 }
@@ -533,9 +537,17 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
         he_http_respond(w, r, h, body);
         return;
     }
-    pn = he_seg_url_normalize(r->url, r->url_len, path, sizeof(path));
-    rule = pn < 0 ? NULL : he_conf_auth_match(w->conf, path, (size_t)pn);
-    if (!rule) { /* a reload took the rule away meanwhile: as it is now */
+    /* a master is fetched once per viewer: keeping it would only cost,
+     * and it needs neither the normalized path nor the key */
+    bool keep = head->etag && head->etag_len && r->kind != HE_SEG_KIND_MASTER;
+    pn = 0;
+    if (keep || r->auth_gen != w->conf->generation)
+        pn = he_seg_url_normalize(r->url, r->url_len, path, sizeof(path));
+    if (r->auth_gen == w->conf->generation)
+        rule = &w->conf->auth[r->auth_rule];
+    else /* a reload came between the check and the answer: as it is now */
+        rule = pn < 0 ? NULL : he_conf_auth_match(w->conf, path, (size_t)pn);
+    if (!rule || pn < 0) {
         he_http_respond(w, r, h, body);
         return;
     }
@@ -552,9 +564,7 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
                               .text_len = r->auth_text_len,
                               .size = size};
     he_auth_pool_t *pool = he_auth_pool(w->conf);
-    /* a master is fetched once per viewer: keeping it would only cost */
-    he_auth_cache_t *cache =
-        pool && ck.etag_len && r->kind != HE_SEG_KIND_MASTER ? pool->cache : NULL;
+    he_auth_cache_t *cache = pool && keep ? pool->cache : NULL;
     h->status = 200; /* a Range of the stored bytes names nothing in these */
     h->range = false;
     h->accept_ranges = false;
@@ -571,7 +581,8 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
     in = size ? he_auth_gather(body, size, &copy) : NULL;
     if (!in) {
         he__body_release(body);
-        he_log_error("worker %u: playlist /%s not complete for its token rewrite", w->id, path);
+        he_log_error("worker %u: playlist %.*s not complete for its token rewrite", w->id,
+                     (int)r->url_len, r->url);
         he_http_respond_error(w, r, 502);
         return;
     }

@@ -81,6 +81,10 @@ typedef struct he_req {
     const char *auth_text;
     uint16_t auth_text_len;
     bool auth_propagate; /* playlists answering r carry auth_text in their URIs */
+    /* with auth_propagate: the rule that passed r, as an index into the
+     * auth rules of configuration generation auth_gen */
+    uint16_t auth_rule;
+    unsigned auth_gen;
 
     /* kept across requests (never cleared by a protocol) */
     struct he_h2_stream *h2; /* HTTP/2: the stream r is; NULL on HTTP/1.x */
