@@ -226,6 +226,7 @@ static void he_send_file(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
  * cheaper copied along with the head in one send. */
 #define HE_SEND_SPLICE_MIN (64u * 1024)
 #define HE_SEND_PIPES_MAX 16
+#define HE_SEND_PIPE_BYTES (256 * 1024)
 
 struct he_pipe {
     int rd, wr;
@@ -246,11 +247,10 @@ static struct he_pipe *he_send_pipe_get(he_worker_t *w)
         free(p);
         return NULL;
     }
-    /* as long as a sendfile chunk: one vmsplice and one splice per chunk
-     * (64 KiB by default; a larger pipe is a request that may be refused
-     * over fs.pipe-max-size or the user's pipe budget, then it stays) */
-    if (w->conf->send_sendfile_chunk > 65536)
-        (void)fcntl(fds[0], F_SETPIPE_SZ, (int)w->conf->send_sendfile_chunk);
+    /* a kept playlist in one vmsplice and one splice: 64 KiB by default,
+     * and each pipe's size is charged to the user's pipe budget
+     * (fs.pipe-user-pages-soft), so not more than this; refused, it stays */
+    (void)fcntl(fds[0], F_SETPIPE_SZ, HE_SEND_PIPE_BYTES);
     p->rd = fds[0];
     p->wr = fds[1];
     return p;
