@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -243,9 +244,23 @@ def start_haproxy():
 
 
 def haproxy_up(server):
-    r = sh("sh", "-c", "echo 'show servers state edges' | ip netns exec %s socat - %s/haproxy.sock 2>/dev/null"
-           % (ns("lb"), TMP), check=False)
-    for line in r.stdout.splitlines():
+    """Whether HAProxy's runtime API (its stats socket: a path, the same in
+    every network namespace) says server is running; None when it cannot
+    be asked."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            c.settimeout(2)
+            c.connect(os.path.join(TMP, "haproxy.sock"))
+            c.sendall(b"show servers state edges\n")
+            data = b""
+            while True:  # it answers and closes the connection
+                b = c.recv(65536)
+                if not b:
+                    break
+                data += b
+    except OSError:
+        return None
+    for line in data.decode(errors="replace").splitlines():
         f = line.split()
         if len(f) > 5 and f[3] == server:
             return f[5] == "2"  # srv_op_state: 2 = running
@@ -258,11 +273,8 @@ def wait_haproxy(server, up, deadline_s=15):
         if haproxy_up(server) == up:
             return
         time.sleep(0.2)
-    # no socat: the checks take fall/rise x inter (2 x 1 s)
-    if haproxy_up(server) is None:
-        time.sleep(4)
-        return
-    raise AssertionError("haproxy: %s not %s within %d s" % (server, "up" if up else "down", deadline_s))
+    raise AssertionError("haproxy: %s not %s within %d s (state: %s)" % (server, "up" if up else "down",
+                                                                        deadline_s, haproxy_up(server)))
 
 
 # ---------------------------------------------------------------- logs and probes
@@ -278,8 +290,13 @@ def records(path, since=0):
     return [json.loads(l) for l in data[:end].splitlines() if l.strip()], since + end
 
 
-def flush_logs(deadline_s=5):
-    time.sleep(1.2)  # the control thread drains the workers' rings every few hundred ms
+def wait_logs(done, deadline_s=5):
+    """Polls done() until true or deadline_s: the control threads drain
+    the workers' access-log rings every few hundred ms. The caller checks
+    what it then finds."""
+    end = time.time() + deadline_s
+    while not done() and time.time() < end:
+        time.sleep(0.1)
 
 
 def edge_log(e):
@@ -314,16 +331,29 @@ def probe(keys, mark):
     offs = {e: os.path.getsize(edge_log(e)) if os.path.exists(edge_log(e)) else 0 for e in EDGES}
     codes = curl_many("client", ["http://%s%s?probe=%s" % (ip("lb"), k, mark) for k in keys])
     expect_eq(codes.count("200"), len(keys), "probe %s: every key answered 200" % mark)
-    flush_logs()
-    who = {}
-    for e in EDGES:
-        recs, _ = records(edge_log(e), offs[e])
-        for r in recs:
-            if r["target"].endswith("probe=%s" % mark):
-                expect(path_of(r["target"]) not in who, "one edge per probed key")
-                who[path_of(r["target"])] = e
+
+    def logged():
+        who, dup = {}, []
+        for e in EDGES:
+            recs, _ = records(edge_log(e), offs[e])
+            for r in recs:
+                if r["target"].endswith("probe=%s" % mark):
+                    if path_of(r["target"]) in who:
+                        dup.append(path_of(r["target"]))
+                    who[path_of(r["target"])] = e
+        return who, dup
+
+    wait_logs(lambda: len(logged()[0]) >= len(keys))
+    who, dup = logged()
+    expect(not dup, "one edge per probed key: %s" % dup[:5])
     expect_eq(len(who), len(keys), "probe %s: every key in one edge's log" % mark)
     return who
+
+
+def shield_keys_logged(keys, since):
+    """shield_keys(since=since) once every key is in a shield's log."""
+    wait_logs(lambda: all(k in shield_keys(since=since) for k in keys))
+    return shield_keys(since=since)
 
 
 def purge_edges(edges, keys):
@@ -397,7 +427,10 @@ def test_cluster():
     # 1. origin once per object
     p, out = loadgen(25)
     res = loadgen_result(p, out, "viewers")
-    flush_logs()
+    # every object the origin served (nginx writes each line as the request
+    # ends), a shield fetched for a request it logs
+    served = {path_of(l[0]) for l in origin_lines()}
+    wait_logs(lambda: all(k in shield_keys() for k in served))
     seen = {}
     for l in origin_lines():
         seen[path_of(l[0])] = seen.get(path_of(l[0]), 0) + 1
@@ -445,7 +478,7 @@ def test_cluster():
     purge_edges(alive, keys)
     probe(keys, "p2")
     # by path: the edges' prefetches fetch some keys before their probe does
-    got = shield_keys(since=offs)
+    got = shield_keys_logged(keys, offs)
     expect(all(got.get(k) == {"s2"} for k in keys), "every key on s2 while s1 is dead")
     again = {}
     for l in origin_lines()[origin_before:]:
@@ -477,7 +510,7 @@ def test_cluster():
     offs = log_sizes(SHIELDS)
     purge_edges(alive, keys)
     probe(keys, "p3")
-    got = shield_keys(since=offs)
+    got = shield_keys_logged(keys, offs)
     back = [k for k in s1keys if got.get(k) == {"s1"}]
     stayed = [k for k in s2keys if got.get(k) == {"s2"}]
     expect_eq(len(back), len(s1keys), "s1's keys back on s1")
@@ -502,9 +535,13 @@ def test_cluster():
     expect_eq(body, "stale but served\n", head)
     ages = [int(l.split(":", 1)[1]) for l in head.splitlines() if l.lower().startswith("age:")]
     expect(ages and ages[0] >= 2, "the edge's answer carries the shield's Age: %s" % head)
-    flush_logs()
-    sh_recs = [r for s in SHIELDS for r in records(os.path.join(TMP, s, "access.log"))[0]
-               if r["target"] == "/stale.txt"]
+
+    def stale_recs():
+        return [r for s in SHIELDS for r in records(os.path.join(TMP, s, "access.log"))[0]
+                if r["target"] == "/stale.txt"]
+
+    wait_logs(lambda: any(r["cache"] == "STALE" for r in stale_recs()))
+    sh_recs = stale_recs()
     expect(any(r["cache"] == "STALE" for r in sh_recs), "a shield served it stale: %s" % sh_recs[-3:])
     print("phase 5: 508 on a loop; stale-if-error with Age %d s through the edge; total %.0f s"
           % (ages[0], time.time() - t0), flush=True)

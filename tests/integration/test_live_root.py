@@ -6,18 +6,20 @@ publishes a new playlist every target duration, and a client reloads it
 every target duration, so an edge a whole segment late makes the player
 stall). The fd cache trusts a file for fd_cache.valid (5 s here, the
 default); a live playlist (no EXT-X-ENDLIST) must be stat'ed again after
-cache.live_fraction (50 %) of its target duration (2 s), i.e. 1 s.
+cache.live_fraction (50 %) of its target duration: 0.5 s for the
+packager's 1 s segments here (an edge trusting the file for 5 s would run
+four behind), 1 s for ffmpeg's 2 s.
 
   - written the way ffmpeg's HLS muxer does with temp_file (a temporary
-    file renamed into place), one segment every 2 s for ~12 s, polled every
-    0.5 s: the edge's EXT-X-MEDIA-SEQUENCE is never more than one behind
+    file renamed into place), one segment every 1 s for ~6 s, polled every
+    0.25 s: the edge's EXT-X-MEDIA-SEQUENCE is never more than one behind
     the file's;
   - the same, rewritten in place (ffmpeg without temp_file): also never
     more than one behind, and a body caught half written is never served
     on the next poll again;
   - once the playlist ends (EXT-X-ENDLIST) the ended playlist is served;
   - with the real ffmpeg live muxer (-hls_time 2 -hls_list_size 6
-    -hls_flags delete_segments+temp_file, a lavfi test source, ~15 s) the
+    -hls_flags delete_segments+temp_file, a lavfi test source, 14 s) the
     edge's last segment also stays within one of the file's (skipped when ffmpeg or
     libx264 is missing).
 
@@ -38,7 +40,7 @@ from he import Server, expect, expect_eq, run_main  # noqa: E402
 TMP = tempfile.mkdtemp(prefix="he-live-root-")
 ROOT = os.path.join(TMP, "lib")
 os.makedirs(os.path.join(ROOT, "live"), exist_ok=True)
-TD = 2.0  # target duration and the packager's period, s
+TD = 1.0  # target duration and the packager's period, s
 EXTRA = "fd_cache:\n  valid: 5s\ncache:\n  live_fraction: 50\n"
 
 
@@ -99,7 +101,7 @@ class Packager(threading.Thread):
         self.done.set()
 
 
-def follow(srv, url, file_seq, seconds, period=0.5):
+def follow(srv, url, file_seq, seconds, period=TD / 4):
     """Polls url every period for seconds; returns [(file seq before the
     request, edge seq or None for a body without one)]."""
     out = []
@@ -162,7 +164,7 @@ def test_live_then_ended():
     with Server(ROOT, EXTRA, workers=1) as srv:
         expect_eq(media_sequence(srv.get("/live/ends.m3u8").body), 7, "live")
         write_renamed(path, playlist(8, ended=True))
-        deadline = time.monotonic() + TD * 0.5 + 1.0  # 1 s (50 % of TD) and slack
+        deadline = time.monotonic() + TD * 0.5 + 1.0  # 50 % of TD and slack
         body = b""
         while time.monotonic() < deadline:
             body = srv.get("/live/ends.m3u8").body
@@ -189,7 +191,7 @@ def test_live_ffmpeg():
     pl = os.path.join(out, "live.m3u8")
     proc = subprocess.Popen(
         [ffmpeg, "-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i",
-         "testsrc=size=320x180:rate=25", "-t", "16", "-c:v", "libx264", "-preset", "ultrafast",
+         "testsrc=size=320x180:rate=25", "-t", "14", "-c:v", "libx264", "-preset", "ultrafast",
          "-g", "50", "-keyint_min", "50", "-sc_threshold", "0", "-f", "hls", "-hls_time", "2",
          "-hls_list_size", "6", "-hls_flags", "delete_segments+temp_file",
          "-hls_segment_filename", os.path.join(out, "s%05d.ts"), pl],

@@ -1,25 +1,30 @@
 """hls.js (lowLatencyMode: true) in headless Chromium plays the live LL-HLS
 source (he_llsource.py: 1 s parts, 4 s segments, two renditions of real
-H.264/AAC) through the edge for 60 s of media, and the page reports
-hls.js's latency to the live edge (hls.latency, hls.targetLatency):
+H.264/AAC) through the edge for PLAY_SECONDS (24) of media, and the page
+reports hls.js's latency to the live edge (hls.latency, hls.targetLatency):
 
   - from root: the source writes its files into the edge's root, as a
     local packager does;
   - the same stream as plain live HLS (segments only, no LL tags): the
-    latency a non-LL player gets, for the difference;
+    latency a non-LL player gets, which LL must beat; not under a
+    sanitizer, where it would test the player, not the edge, again;
   - in front of an origin: the source as an HTTP origin that answers
     blocking reloads itself (draft-pantos-hls-rfc8216bis 6.2.5.2), the
     edge's origin: section pointing at it.
 
-Each run must play at least 50 s of media within its wall-clock budget,
-with at most a few stalls (hls.js bufferStalledError and the video
-element's "waiting" events), the newest buffered media under a generous
-bound behind live, and hls.js's latency under that bound plus whatever
-the player lost by decoding slower than real time (Chromium on a busy
-machine); the latencies are printed (docs/performance.md, "Low-latency live through the
-edge", records them). Nothing here depends on the edge holding blocking
+Each run must play at least 5/6 of PLAY_SECONDS of media within its
+wall-clock budget, without a stall (hls.js bufferStalledError or the
+video element's "waiting" event), the newest buffered media under a bound
+behind live, and hls.js's latency under that bound plus whatever the
+player lost by decoding slower than real time (Chromium on a busy
+machine). In LL mode hls.js must aim at PART-HOLD-BACK (its target under
+the 3 target durations, 12 s, it holds plain live at) and the bound is
+half of those 12 s; plain live's is 30 s. The latencies are printed; the
+longer measurement that docs/performance.md ("Low-latency live through
+the edge") records is tests/bench/llhls-latency.py, which plays with
+these helpers. Nothing here depends on the edge holding blocking
 reloads: where it does not hold, hls.js still plays (it reloads the
-playlist every part target). HE_LL_PLAY_SECONDS shortens the runs.
+playlist every part target). HE_LL_PLAY_SECONDS changes the runs' length.
 
 Skips (77) when chromium, npm/hls.js or ffmpeg cannot be had. Bounded:
 each run ends at PLAY_SECONDS of media or PLAY_SECONDS + 40 wall seconds."""
@@ -27,11 +32,13 @@ each run ends at PLAY_SECONDS of media or PLAY_SECONDS + 40 wall seconds."""
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
+import he  # noqa: E402
 from he import Server, expect, run_main  # noqa: E402
 from he_player import statuses, player_or_skip  # noqa: E402
 import he_llsource as ll  # noqa: E402
@@ -39,11 +46,16 @@ import he_llsource as ll  # noqa: E402
 TMP = tempfile.mkdtemp(prefix="he-llhls-player-")
 WORK = os.path.join(os.environ.get("HE_SRC") or os.path.join(os.path.dirname(__file__), "..", ".."),
                     "var", "cache", "ll-source")
-PLAY_SECONDS = float(os.environ.get("HE_LL_PLAY_SECONDS", "60"))
-MIN_PLAYED = PLAY_SECONDS * 50 / 60
-MAX_STALLS = 3
-LL_LATENCY_BOUND = 10.0     # generous: the goal is under 3 s (docs/performance.md)
+PLAY_SECONDS = float(os.environ.get("HE_LL_PLAY_SECONDS", "24"))
+MAX_STALLS = 0
+TARGET_DURATION = 4.0       # the source's: 4 parts of 1 s
+# hls.js holds plain live 3 target durations (liveSyncDurationCount)
+# behind the edge: 12 s. LL must sit well under it: the goal is under
+# 3 s (docs/performance.md); half of it leaves room for a busy machine
+PLAIN_TARGET = 3 * TARGET_DURATION
+LL_LATENCY_BOUND = PLAIN_TARGET / 2
 PLAIN_LATENCY_BOUND = 30.0
+ASAN = b"libasan" in subprocess.run(["ldd", he.BIN], capture_output=True).stdout
 RESULTS = {}
 
 
@@ -60,9 +72,12 @@ def hls_config(ll_mode):
     return {"lowLatencyMode": ll_mode, "maxLiveSyncPlaybackRate": 1.5}
 
 
-def play(player, url, what, ll_mode, bound):
+def play(player, url, what, ll_mode, bound, seconds=PLAY_SECONDS, max_stalls=MAX_STALLS):
+    """Plays url for seconds of media, checks the run (see above) and
+    records its latency in RESULTS[what]; returns the player's result."""
     t0 = time.time()
-    r = player.play(url, seconds=PLAY_SECONDS, timeout=PLAY_SECONDS + 40, live=True,
+    min_played = seconds * 5 / 6
+    r = player.play(url, seconds=seconds, timeout=seconds + 40, live=True,
                     hls_config=hls_config(ll_mode))
     took = time.time() - t0
     start = r.get("start_time") or 0
@@ -80,9 +95,9 @@ def play(player, url, what, ll_mode, bound):
         r.get("why"), played, took, r.get("hls_version"), len(stalled), r.get("waiting"),
         [(e.get("details"), e.get("status")) for e in r["errors"]][:12], r["chromium_log"][-600:])
     expect(r["complete"], "%s: the page sent no final report: %s" % (what, detail))
-    expect(played >= MIN_PLAYED, "%s: played %.1f s of media, wanted >= %.0f: %s" % (what, played, MIN_PLAYED,
+    expect(played >= min_played, "%s: played %.1f s of media, wanted >= %.0f: %s" % (what, played, min_played,
                                                                                     detail))
-    expect(len(stalled) <= MAX_STALLS and (r.get("waiting") or 0) <= MAX_STALLS, "%s: stalls: %s" % (what, detail))
+    expect(len(stalled) <= max_stalls and (r.get("waiting") or 0) <= max_stalls, "%s: stalls: %s" % (what, detail))
     expect(not [e for e in r["errors"] if e.get("fatal")], "%s: fatal errors: %s" % (what, detail))
     expect(all(s < 400 for s in statuses(r, url.split("/live/")[0])), "%s: error statuses: %s" % (what, detail))
     # What the edge answers for: how far the newest buffered media is behind
@@ -102,6 +117,10 @@ def play(player, url, what, ll_mode, bound):
            % (what, median, bound, slow, detail))
     frags = [l for l in r["loads"] if l["kind"] == "fragment"]
     parts = [l for l in frags if l.get("part")]
+    if ll_mode:  # hls.js read the LL tags: it aims at PART-HOLD-BACK and loads parts
+        expect(target is not None and target < PLAIN_TARGET, "%s: hls.js's target latency %s s, not under "
+               "plain live's %.0f s: %s" % (what, target, PLAIN_TARGET, detail))
+        expect(parts, "%s: hls.js loaded no parts: %s" % (what, detail))
     # latency less the player's own slowness: what LL vs plain compares
     RESULTS[what] = (median - slow, min(tail), max(tail), target)
     print("  %s: latency %.2f s (median of the second half; %.2f..%.2f), target %s s; the buffer's edge %.2f s "
@@ -119,28 +138,33 @@ def edge_conf():
     return "cache:\n  live_fraction: 10\n"
 
 
-def test_ll_and_plain_from_root():
-    player, clips = setup()
-    root = os.path.join(TMP, "root")
+def from_root(player, clips, tmp, ll_bound=LL_LATENCY_BOUND, plain=True, **kw):
+    """LL, then (with plain) plain live of the same stream, from root;
+    returns plain live's latency less LL's, or None without plain."""
+    root = os.path.join(tmp, "root")
     st = ll.Stream(clips, 4, window=10)
     w = ll.FileWriter(st, os.path.join(root, "live")).start()
     try:
         with Server(root, edge_conf()) as srv:
             base = "http://127.0.0.1:%d/live/" % srv.plain_port
-            r = play(player, base + "master.m3u8", "LL from root", True, LL_LATENCY_BOUND)
-            expect([l for l in r["loads"] if l.get("part")], "hls.js loaded parts")
-            play(player, base + "master-plain.m3u8", "plain live from root", False, PLAIN_LATENCY_BOUND)
+            play(player, base + "master.m3u8", "LL from root", True, ll_bound, **kw)
+            if plain:
+                play(player, base + "master-plain.m3u8", "plain live from root", False, PLAIN_LATENCY_BOUND, **kw)
     finally:
         w.stop()
+    if not plain:
+        return None
     ll_lat, plain_lat = RESULTS["LL from root"][0], RESULTS["plain live from root"][0]
     expect(ll_lat < plain_lat, "LL (%.2f s, less the player's slowness) beats plain live (%.2f s)"
            % (ll_lat, plain_lat))
     print("  LL saves %.2f s of latency over plain live" % (plain_lat - ll_lat))
+    return plain_lat - ll_lat
 
 
-def test_ll_from_origin():
-    player, clips = setup()
-    root = os.path.join(TMP, "empty")
+def from_origin(player, clips, tmp, ll_bound=LL_LATENCY_BOUND, **kw):
+    """LL through the edge in front of the blocking-reload origin; returns
+    (origin requests, blocking reloads among them)."""
+    root = os.path.join(tmp, "empty")
     os.makedirs(root, exist_ok=True)
     st = ll.Stream(clips, 4, window=10)
     o = ll.LLOrigin(st).start()
@@ -149,11 +173,25 @@ def test_ll_from_origin():
         extra = edge_conf() + 'origin:\n  urls: ["%s"]\n  read_timeout: 20s\n' % o.url
         with Server(root, extra) as srv:
             play(player, "http://127.0.0.1:%d/live/master.m3u8" % srv.plain_port, "LL from an origin", True,
-                 LL_LATENCY_BOUND)
+                 ll_bound, **kw)
     finally:
         o.stop()
+    total = sum(o.requests.values())
     blocking = sum(n for k, n in o.requests.items() if "_HLS_msn=" in k)
-    print("  the origin saw %d requests, %d of them blocking reloads" % (sum(o.requests.values()), blocking))
+    print("  the origin saw %d requests, %d of them blocking reloads" % (total, blocking))
+    return total, blocking
+
+
+def test_ll_and_plain_from_root():
+    player, clips = setup()
+    if ASAN:
+        print("  sanitizer build: LL only (plain live's run tests the player, not the edge)")
+    from_root(player, clips, TMP, plain=not ASAN)
+
+
+def test_ll_from_origin():
+    player, clips = setup()
+    from_origin(player, clips, TMP)
 
 
 if __name__ == "__main__":

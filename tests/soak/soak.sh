@@ -143,7 +143,9 @@ log "edge pid $EDGE on :$EPORT, origin :$OPORT, ssd tmpfs=$MOUNTED, $DURATION s,
     -o -name '*.aac' -o -name '*.vtt' -o -name '*.bin' \) ! -name '* *' | sed "s|^\.|http://127.0.0.1:$EPORT|" \
     | sort) > "$W/urls.txt"
 NOBJ=$(wc -l < "$W/urls.txt")
-LG_DUR=$((DURATION + 5))
+# the schedule counts from T0, before the edge started: loadgen, started
+# after it, outlasts the schedule by that much and one second
+LG_DUR=$((DURATION + 1))
 "$HE_LOADGEN" --mode hls --viewers "$VIEWERS" --pace realtime --rendition mix:4,3,2,1,0 --verify \
     --timeout 15s --json -q -d "${LG_DUR}s" "http://127.0.0.1:$EPORT/master.m3u8" \
     > "$W/lg_hls.json" 2> "$W/lg_hls.err" &
