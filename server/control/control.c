@@ -4,6 +4,9 @@
 #include "server/control/control.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,12 +173,31 @@ static void he_control_history_add(he_control_t *ctl, uint64_t active, const uin
 
 /* Every second: worker CPU times, per-worker rates, and a sample of the
  * totals for the 1 s and 10 s throughput figures. */
+/* Once a minute, freed heap goes back to the kernel. glibc returns only
+ * the top of each arena by itself, so a burst (a fault that fails every
+ * fill at once, thousands of connections) leaves RSS at its high-water
+ * mark for the process's life, and RSS stops telling an operator whether
+ * memory is in use. malloc_trim takes each arena's lock in turn, for
+ * microseconds: a worker's malloc may wait that long once a minute. */
+#define HE_CONTROL_TRIM_SAMPLES 60
+
+static void he_control_trim(he_control_t *ctl)
+{
+#ifdef __GLIBC__
+    if (++ctl->trim_samples % HE_CONTROL_TRIM_SAMPLES == 0) malloc_trim(0);
+#else
+    (void)ctl;
+#endif
+}
+
 static void he_control_on_sample(uv_timer_t *t)
 {
     he_control_t *ctl = t->data;
     uint64_t now = he_control_now_ns(), tot_req = 0, tot_bytes = 0, active = 0, status[6] = {0};
     double dt = ctl->prev_t_ns ? (double)(now - ctl->prev_t_ns) / 1e9 : 0;
     char path[64];
+
+    he_control_trim(ctl);
 
     for (unsigned i = 0; i < ctl->ngens; i++) {
         he_gen_t *g = &ctl->gens[i];

@@ -98,6 +98,7 @@ typedef struct he_control {
     uint64_t *prev_req, *prev_bytes;
     double *prev_cpu_s, *rps, *gbps, *cpu_pct;
     uint64_t prev_t_ns;
+    unsigned trim_samples; /* he_control_on_sample calls, for the malloc trim */
 
     he_sample_t *samples; /* HE_CONTROL_SAMPLES */
     he_hpoint_t *history; /* HE_CONTROL_HISTORY, a ring */
