@@ -295,7 +295,7 @@ struct he_worker {
     uint64_t zc_min; /* spans at least this long go zero-copy */
     bool zc_adapt;   /* stop zero-copy on a connection once the kernel copied */
     struct he_pipe *pipes; /* idle pipes of the vmsplice path (send.c) */
-    unsigned npipes;
+    unsigned npipes, pipes_busy; /* idle, and held by connections */
 
     const he_conf_t *conf; /* the generation this worker serves */
     uint64_t now_ms;

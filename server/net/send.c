@@ -28,10 +28,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/sendfile.h>
-#include <fcntl.h>
-#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "server/base/log.h"
@@ -226,6 +226,10 @@ static void he_send_file(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
  * cheaper copied along with the head in one send. */
 #define HE_SEND_SPLICE_MIN (64u * 1024)
 #define HE_SEND_PIPES_MAX 16
+/* Pipes held by connections whose splice came up short: two descriptors
+ * each, so a crowd of slow readers could otherwise take the descriptors
+ * accept needs; past this many they are sent by copy. */
+#define HE_SEND_PIPES_BUSY_MAX 256
 #define HE_SEND_PIPE_BYTES (256 * 1024)
 
 struct he_pipe {
@@ -237,9 +241,11 @@ static struct he_pipe *he_send_pipe_get(he_worker_t *w)
 {
     struct he_pipe *p = w->pipes;
     int fds[2];
+    if (w->pipes_busy >= HE_SEND_PIPES_BUSY_MAX) return NULL;
     if (p) {
         w->pipes = p->next;
         w->npipes--;
+        w->pipes_busy++;
         return p;
     }
     if (!(p = malloc(sizeof(*p)))) return NULL;
@@ -253,6 +259,7 @@ static struct he_pipe *he_send_pipe_get(he_worker_t *w)
     (void)fcntl(fds[0], F_SETPIPE_SZ, HE_SEND_PIPE_BYTES);
     p->rd = fds[0];
     p->wr = fds[1];
+    w->pipes_busy++;
     return p;
 }
 
@@ -270,6 +277,7 @@ static void he_send_pipe_put(he_worker_t *w, he_conn_t *c)
     struct he_pipe *p = c->splice_pipe;
     if (!p) return;
     c->splice_pipe = NULL;
+    w->pipes_busy--;
     if (c->splice_len || w->npipes >= HE_SEND_PIPES_MAX || w->exiting) {
         he_send_pipe_close(p);
     } else {
