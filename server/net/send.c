@@ -152,6 +152,32 @@ static void he_send_source_error(he_worker_t *w, he_conn_t *c, int err)
     if (c->body.ops && c->body.ops->error) c->body.ops->error(&c->body, w, err);
 }
 
+/* The head of a body sent by reference (sendfile, splice), directly and
+ * corked: it is small and the socket has room in all but pipelined cases;
+ * MSG_MORE holds it for the body's first bytes. False when it did not all
+ * go: the poll is armed, or the connection failed. */
+static bool he_send_head_direct(he_worker_t *w, he_conn_t *c, size_t body_len)
+{
+    ssize_t n;
+    /* a pulling protocol (HTTP/2) interleaves frames: no cork there */
+    if (w->conf->send_cork && !c->corked && !c->protocol->pull && body_len > 0)
+        he_send_cork(c, true);
+    while (c->hdr_sent < c->hdr_len) {
+        n = send(c->fd, c->hdr + c->hdr_sent, c->hdr_len - c->hdr_sent,
+                 MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE);
+        if (n < 0) {
+            if (errno == EAGAIN)
+                he_send_arm_pollout(w, c);
+            else
+                he_send_fail(w, c, -errno);
+            return false;
+        }
+        c->hdr_sent += (uint32_t)n;
+        c->bytes_sent += (uint64_t)n;
+    }
+    return true;
+}
+
 /* sendfile(2) on the worker: the socket is non-blocking, and the file's
  * pages are in the page cache for any segment worth caching. io_uring has
  * no sendfile; IORING_OP_SPLICE needs a pipe and two linked operations per
@@ -169,25 +195,7 @@ static void he_send_file(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
      * call moves before the worker serves its other connections
      * (docs/performance.md has the sweep that chose the default) */
     if (chunk && want > chunk) want = chunk;
-    /* a pulling protocol (HTTP/2) interleaves frames: no cork there */
-    if (w->conf->send_cork && !c->corked && !c->protocol->pull && s->len > 0) he_send_cork(c, true);
-
-    /* Head first, directly: it is small and the socket has room in all
-     * but pipelined cases; MSG_MORE holds it for the file's first bytes. */
-    while (c->hdr_sent < c->hdr_len) {
-        n = send(c->fd, c->hdr + c->hdr_sent, c->hdr_len - c->hdr_sent,
-                 MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE);
-        if (n < 0) {
-            if (errno == EAGAIN) {
-                he_send_arm_pollout(w, c);
-                return;
-            }
-            he_send_fail(w, c, -errno);
-            return;
-        }
-        c->hdr_sent += (uint32_t)n;
-        c->bytes_sent += (uint64_t)n;
-    }
+    if (!he_send_head_direct(w, c, s->len)) return;
     n = sendfile(c->fd, s->fd, &off, want);
     if (n > 0) {
         /* Often the same batch that parsed the request: the batch clock
@@ -311,20 +319,7 @@ static bool he_send_splice(he_worker_t *w, he_conn_t *c, const he_body_span_t *s
     ssize_t n;
 
     if (!c->splice_pipe && !(c->splice_pipe = he_send_pipe_get(w))) return false;
-    if (w->conf->send_cork && !c->corked && !c->protocol->pull) he_send_cork(c, true);
-    while (c->hdr_sent < c->hdr_len) {
-        n = send(c->fd, c->hdr + c->hdr_sent, c->hdr_len - c->hdr_sent,
-                 MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE);
-        if (n < 0) {
-            if (errno == EAGAIN)
-                he_send_arm_pollout(w, c);
-            else
-                he_send_fail(w, c, -errno);
-            return true;
-        }
-        c->hdr_sent += (uint32_t)n;
-        c->bytes_sent += (uint64_t)n;
-    }
+    if (!he_send_head_direct(w, c, s->len)) return true;
     if (!c->splice_len) {
         struct iovec v = {(void *)s->p, s->len < chunk ? s->len : chunk};
         n = vmsplice(c->splice_pipe->wr, &v, 1, SPLICE_F_NONBLOCK);
