@@ -60,15 +60,21 @@ static inline void he__cache_inflight_unlink(he__cache_inflight_t **head, he__ca
     p->linked = false;
 }
 
-/* Marks every entry for key; returns how many. */
-static inline int he__cache_inflight_mark(he__cache_inflight_t *head, const he_cache_key_t *key)
+/* Marks every entry for key; returns how many. The file_gen of the first
+ * cap of them that have a file go into gens (cap 0: none), *ngens says
+ * how many. */
+static inline int he__cache_inflight_mark(he__cache_inflight_t *head, const he_cache_key_t *key,
+                                          uint64_t *gens, unsigned cap, unsigned *ngens)
 {
     int n = 0;
+    unsigned g = 0;
     for (he__cache_inflight_t *p = head; p; p = p->next)
         if (he__cache_key_eq(p->key, key)) {
             atomic_store(&p->purged, true);
             n++;
+            if (p->file_gen && g < cap) gens[g++] = p->file_gen;
         }
+    if (ngens) *ngens = g;
     return n;
 }
 

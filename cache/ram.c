@@ -578,7 +578,7 @@ int he_cache_ram_remove(he_cache_ram_t *ram, const he_cache_key_t *key)
             removed++;
         }
         /* fills of the key in flight: they publish nothing */
-        removed += he__cache_inflight_mark(n->fills, key);
+        removed += he__cache_inflight_mark(n->fills, key, NULL, 0, NULL);
         pthread_mutex_unlock(&n->lock);
     }
     return removed;

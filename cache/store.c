@@ -602,9 +602,7 @@ int he_cache_store_remove(he_cache_store_t *s, const he_cache_key_t *key)
     /* writes of the key in flight: their files are never indexed (and
      * are removed by he__cache_store_add; a crash leaves them in tmp/,
      * which start-up empties) */
-    if (he__cache_inflight_mark(d->pending, key)) rc = 0;
-    for (he__cache_inflight_t *p = d->pending; p && nwrites < HE_STORE_PURGE_WRITES; p = p->next)
-        if (p->file_gen && he__cache_key_eq(p->key, key)) writes[nwrites++] = p->file_gen;
+    if (he__cache_inflight_mark(d->pending, key, writes, HE_STORE_PURGE_WRITES, &nwrites)) rc = 0;
     pthread_mutex_unlock(&d->lock);
     /* outside the lock: the name is unique to this version (gen), so no
      * newer write of the key can be hit */
