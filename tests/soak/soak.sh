@@ -316,34 +316,35 @@ if edge_rc != "0":
 # RSS and fds per process, after its warm-up
 rows = [l.split() for l in open(os.path.join(w, "samples.txt")) if l.strip()]
 for pid in sorted({r[1] for r in rows}, key=lambda p: [r[1] for r in rows].index(p)):
-    mine = [(int(r[0]), int(r[2]), int(r[3]), int(r[4]), int(r[5]), int(r[6])) for r in rows if r[1] == pid]
+    # (t, the process's own memory: VmRSS less the RAM tier's memfd pages,
+    #  fds, age, RssAnon, RssShmem, VmRSS)
+    mine = [(int(r[0]), int(r[2]) - int(r[6]), int(r[3]), int(r[4]), int(r[5]), int(r[6]), int(r[2]))
+            for r in rows if r[1] == pid]
     life = mine[-1][3] if mine else 0
     post = [m for m in mine if m[3] >= life * warm / 100]
     if len(post) < 3:
         print("  pid %s: %d samples after warm-up, too few to judge" % (pid, len(post)))
         continue
     k = max(1, len(post) // 3)
-    # the process's own memory: VmRSS less the RAM tier's memfd pages
-    post = [(m[0], m[1] - m[5], m[2], m[3], m[4], m[5], m[1]) for m in post]
-    for i, what in ((1, "RSS-shm KiB"), (2, "open fds")):
+    def thirds(i):
         first = sum(m[i] for m in post[:k]) / k
         last = sum(m[i] for m in post[-k:]) / k
-        grow = (last - first) * 100.0 / first if first else 0
+        return first, last, (last - first) * 100.0 / first if first else 0
+    for i, what in ((1, "RSS-shm KiB"), (2, "open fds")):
+        first, last, grow = thirds(i)
         print("  pid %s %-8s after warm-up: first third %.0f, last third %.0f (%+.1f%%), min %d, max %d, %d samples"
               % (pid, what, first, last, grow, min(m[i] for m in post), max(m[i] for m in post), len(post)))
         if grow > tol:
             fails.append("pid %s: %s grew %.1f%% after warm-up (limit %.0f%%)" % (pid, what, grow, tol))
     # what RSS is made of: the heap, and the RAM tier's memfd, which
-    # cache.ram_size bounds (and a page of slack per chunk's rounding)
+    # cache.ram_size bounds (with 1 MiB of slack)
     shm_max = max(m[5] for m in post)
     if shm_max > ram_kib + 1024:
         fails.append("pid %s: RssShmem %d KiB over cache.ram_size (%d KiB)" % (pid, shm_max, ram_kib))
     for i, what in ((6, "VmRSS"), (4, "RssAnon"), (5, "RssShmem")):
-        first = sum(m[i] for m in post[:k]) / k
-        last = sum(m[i] for m in post[-k:]) / k
+        first, last, grow = thirds(i)
         print("  pid %s %-8s after warm-up: first third %.0f KiB, last third %.0f KiB (%+.1f%%), max %d"
-              % (pid, what, first, last, (last - first) * 100.0 / first if first else 0,
-                 max(m[i] for m in post)))
+              % (pid, what, first, last, grow, max(m[i] for m in post)))
 # origin requests: with a healthy origin at most 3 per object per
 # freshness period (fill, revalidation, a refill after the restart), and
 # the live stream's playlist and segments; each failed origin request (as
