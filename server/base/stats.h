@@ -122,6 +122,8 @@ typedef struct he_stats {
     uint64_t llhls_deltas;   /* delta updates made here (_HLS_skip) */
     uint64_t llhls_gzip;     /* playlists sent gzip-compressed */
     uint64_t llhls_events;   /* inotify events read for watched directories */
+    uint64_t llhls_origin_blocking; /* blocking reloads sent to an origin */
+    uint64_t llhls_origin_polls;    /* plain reloads sent to an origin for held requests */
 
     /* TLS (filled by the TLS listener) */
     uint64_t tls_handshakes;

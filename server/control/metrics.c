@@ -245,6 +245,12 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
     he_prom_per_worker(b, s, "llhls_rejected_total", "counter",
                        "LL-HLS directives refused with 400 (6.2.5.2 limits).",
                        HE_OFF(llhls_rejected));
+    he_prom_per_worker(b, s, "llhls_origin_blocking_total", "counter",
+                       "LL-HLS blocking reloads sent to an origin for held requests.",
+                       HE_OFF(llhls_origin_blocking));
+    he_prom_per_worker(b, s, "llhls_origin_polls_total", "counter",
+                       "Plain playlist reloads sent to an origin for held LL-HLS requests.",
+                       HE_OFF(llhls_origin_polls));
     he__metrics_cache_prom(s, b); /* hlsedge_cache_*: server/metrics_cache.c */
     he__metrics_h2_prom(s, b);    /* by protocol, hlsedge_http2_*: metrics_http2.c */
 
@@ -453,7 +459,9 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
     he_json_u64(b, "rejected", t->llhls_rejected, true);
     he_json_u64(b, "deltas", t->llhls_deltas, true);
     he_json_u64(b, "gzip", t->llhls_gzip, true);
-    he_json_u64(b, "events", t->llhls_events, false);
+    he_json_u64(b, "events", t->llhls_events, true);
+    he_json_u64(b, "origin_blocking", t->llhls_origin_blocking, true);
+    he_json_u64(b, "origin_polls", t->llhls_origin_polls, false);
     he_buf_printf(b, "},\"tls\":{");
     he_json_u64(b, "handshakes", t->tls_handshakes, true);
     he_json_u64(b, "handshake_errors", t->tls_handshake_errors, true);

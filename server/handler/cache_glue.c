@@ -342,6 +342,7 @@ void he__cache_worker_cleanup(he_worker_t *w)
     he_wcache_t *wc = he__wcache(w);
     if (!wc) return;
     he__oio_cleanup(w); /* fails the fills still running; the ring is gone */
+    he__llup_cleanup(w);
     he_cache_fills_free(wc->fills);
     if (wc->pf) he_cache_prefetch_free(wc->pf);
     if (wc->origins) he_cache_origins_free(wc->origins);
@@ -357,6 +358,7 @@ void he__cache_tick(he_worker_t *w)
     he_cache_refresh_wall(w);
     he_cache_pool_expire(he__wcache(w)->origins, w->now_ms, 30000);
     he__oio_tick(w);
+    he__llup_tick(w);
 }
 
 /* ---------------------------------------------------------------- purge */

@@ -94,6 +94,7 @@ typedef struct he_wcache {
     uint32_t *free_jobs;
     uint32_t njobs, nfree_jobs;
     bool unlink_busy;
+    struct he_llups *llups; /* LL-HLS playlists kept current upstream (llhls_origin.c) */
     bool writes_left;     /* SSD writes still queued after a pull */
     uint64_t writes_mark; /* store purges before the queued objects were published */
 } he_wcache_t;
@@ -140,6 +141,13 @@ void he__rc_join(he_worker_t *w, he_req_t *r, const he_cache_key_t *key, he_cach
 /* Age from when the response was generated (RFC 9111 4.2.3), wall ms. */
 void he__rc_age(he_http_head_t *h, int64_t stored_ms, int64_t wall_ms);
 void he__rc_refresh(he_worker_t *w, he_req_t *r, const he_cache_key_t *key, he_cache_obj_t *stale);
+
+/* llhls_origin.c: LL-HLS blocking reloads in front of an origin. True
+ * when r (a playlist request with _HLS_msn or _HLS_part) was answered or
+ * is held; false for the cache path. */
+bool he__llup_handle(he_worker_t *w, he_req_t *r, const char *path, size_t len);
+void he__llup_tick(he_worker_t *w);
+void he__llup_cleanup(he_worker_t *w); /* after he__oio_cleanup */
 
 /* origin_io.c */
 /* via_in: the Via of the request the fill is for, forwarded (NULL: none) */

@@ -153,12 +153,27 @@ typedef struct he_llq {
     double td; /* the playlist's target duration when it came, seconds */
 } he_llq_t;
 
-/* A playlist file and its LL view, for answering. */
+/* The edge's copy of a live LL playlist fetched from an origin
+ * (llhls_origin.c): its bytes, its LL view into them, and what the
+ * origin said of it. Shared by the answers that send it. */
+typedef struct he_llcopy {
+    unsigned refs;
+    he_seg_ll_t ll;
+    uint64_t stored_ms; /* monotonic ms when the origin generated it: Age */
+    char etag[96];
+    char last_modified[40];
+    size_t len;
+    char body[];
+} he_llcopy_t;
+
+/* A playlist and its LL view, for answering: a file under root, or an
+ * origin's copy. */
 typedef struct he_llsnap {
-    he_file_t *f; /* a reference held */
+    he_file_t *f;       /* from root: a reference held */
+    he_llcopy_t *copy;  /* from an origin: a reference held */
     const char *buf;
     size_t len;
-    he_seg_ll_t ll;
+    he_seg_ll_t ll;     /* f's own parse; a copy's view, borrowed */
     bool ok;
 } he_llsnap_t;
 
@@ -171,6 +186,16 @@ bool he__llhls_file(he_worker_t *w, he_req_t *r, const char *path, size_t len, h
 int he__llsnap_load(he_worker_t *w, const char *path, size_t len, he_llsnap_t *s);
 int he__llsnap_from(he_worker_t *w, he_file_t *f, he_llsnap_t *s);
 void he__llsnap_put(he_worker_t *w, he_llsnap_t *s);
+/* A snapshot of an origin's copy (a reference taken); dropping a copy's
+ * last reference frees it. */
+void he__llsnap_of_copy(he_llcopy_t *c, he_llsnap_t *s);
+void he__llcopy_unref(he_llcopy_t *c);
+/* The playlist's target duration, 1 s when it has none. */
+double he__llhls_td(const he_seg_ll_t *ll);
+/* Why q is answered 400 (6.2.5.2), or NULL: malformed directives, a part
+ * without an msn, and against ll (when known and not ended) an msn more
+ * than two past the last segment or a part past the Advance Part Limit. */
+const char *he__llhls_refuse(const he_llq_t *q, bool malformed, const he_seg_ll_t *ll);
 /* Whether s holds what q asks for (6.2.5.2); answers r from s. */
 bool he__llhls_ready(const he_llq_t *q, const he_llsnap_t *s);
 void he__llhls_answer(he_worker_t *w, he_req_t *r, const he_llq_t *q, const he_llsnap_t *s);
@@ -189,6 +214,20 @@ int he__llhold_watch(he_worker_t *w, const char *path, size_t len);
  * another handler), -ENOENT (no watch on its directory). */
 int he__llhold_add(he_worker_t *w, he_req_t *r, const char *path, size_t len, const he_llq_t *q,
                    uint64_t deadline_ms);
+/* In front of an origin (llhls_origin.c): r is held on the playlist of
+ * cache key key until he__llhold_release_copy finds it ready, or
+ * deadline_ms (503). A request held with q->td 0 came before any copy:
+ * the first copy checks its directives (400) and sets its deadline to
+ * three of its target durations. */
+int he__llhold_add_origin(he_worker_t *w, he_req_t *r, const char *key, size_t len,
+                          const he_llq_t *q, uint64_t deadline_ms);
+/* Whether requests are held on key. */
+bool he__llhold_waiting(he_worker_t *w, const char *key, size_t len);
+/* A new copy of key's playlist came: answers what it satisfies. */
+void he__llhold_release_copy(he_worker_t *w, const char *key, size_t len, const he_llsnap_t *s);
+/* The origin answered key's playlist with an error: every request held
+ * on it gets status (Cache-Control ttl_s). */
+void he__llhold_fail_origin(he_worker_t *w, const char *key, size_t len, int status, double ttl_s);
 /* An LL view of the live playlist at path was read: its directory
  * remembers its target duration and its preload hint's path. */
 void he__llhold_note(he_worker_t *w, const char *path, size_t len, const he_seg_ll_t *ll);

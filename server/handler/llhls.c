@@ -22,16 +22,19 @@ int he__llsnap_load(he_worker_t *w, const char *path, size_t len, he_llsnap_t *s
     he_fcache_t *fc = w->hook_data[HE_HOOK_FILE];
     int err = 0;
     bool hit;
-    memset(s, 0, sizeof(*s));
-    s->f = he_fcache_get(fc, path, len, w->now_ms, &err, &hit);
-    if (!s->f) return err ? err : -ENOENT;
-    return he__llsnap_from(w, s->f, s);
+    he_file_t *f = he_fcache_get(fc, path, len, w->now_ms, &err, &hit);
+    if (!f) {
+        memset(s, 0, sizeof(*s));
+        return err ? err : -ENOENT;
+    }
+    return he__llsnap_from(w, f, s);
 }
 
 int he__llsnap_from(he_worker_t *w, he_file_t *f, he_llsnap_t *s)
 {
     char err[160];
     int e = 0;
+    memset(s, 0, sizeof(*s));
     s->f = f;
     s->buf = f->body;
     s->len = f->size;
@@ -47,11 +50,33 @@ int he__llsnap_from(he_worker_t *w, he_file_t *f, he_llsnap_t *s)
     return 0;
 }
 
+void he__llsnap_of_copy(he_llcopy_t *c, he_llsnap_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    c->refs++;
+    s->copy = c;
+    s->buf = c->body;
+    s->len = c->len;
+    s->ll = c->ll; /* the copy's parse, borrowed: freed with the copy */
+    s->ok = true;
+}
+
+void he__llcopy_unref(he_llcopy_t *c)
+{
+    if (!c || --c->refs) return;
+    he_seg_ll_free(&c->ll);
+    free(c);
+}
+
 void he__llsnap_put(he_worker_t *w, he_llsnap_t *s)
 {
     if (!s->ok) return;
-    he_seg_ll_free(&s->ll);
-    he_fcache_put(w->hook_data[HE_HOOK_FILE], s->f);
+    if (s->copy) {
+        he__llcopy_unref(s->copy);
+    } else {
+        he_seg_ll_free(&s->ll);
+        he_fcache_put(w->hook_data[HE_HOOK_FILE], s->f);
+    }
     memset(s, 0, sizeof(*s));
 }
 
@@ -72,6 +97,11 @@ static void he_llhls_free_body(void *ctx)
 static void he_llhls_put_file(void *ctx)
 {
     he_fcache_put(NULL, ctx);
+}
+
+static void he_llhls_put_copy(void *ctx)
+{
+    he__llcopy_unref(ctx);
 }
 
 /* RFC 9110 12.5.3: gzip unless the client gave it q=0. */
@@ -153,6 +183,7 @@ void he__llhls_answer(he_worker_t *w, he_req_t *r, const he_llq_t *q, const he_l
 {
     const he_seg_ll_t *ll = &s->ll;
     const he_file_t *f = s->f;
+    he_llcopy_t *c = s->copy;
     char *own = NULL, extra[128];
     const char *p = s->buf;
     size_t n = s->len;
@@ -191,19 +222,34 @@ void he__llhls_answer(he_worker_t *w, he_req_t *r, const he_llq_t *q, const he_l
     h.type = HE_SEG_TYPE_M3U8;
     h.has_clen = true;
     h.clen = n;
-    h.last_modified = f->last_modified;
-    h.last_modified_len = 29;
-    if (whole) { /* the file's own bytes: the file's tag */
-        h.etag = f->etag;
-        h.etag_len = f->etag_len;
+    if (c) { /* the origin's validators; an answer from a cache says its Age */
+        if (c->last_modified[0]) {
+            h.last_modified = c->last_modified;
+            h.last_modified_len = strlen(c->last_modified);
+        }
+        if (whole && c->etag[0]) {
+            h.etag = c->etag;
+            h.etag_len = strlen(c->etag);
+        }
+        h.has_age = true;
+        h.age_s = w->now_ms > c->stored_ms ? (w->now_ms - c->stored_ms) / 1000 : 0;
+    } else {
+        h.last_modified = f->last_modified;
+        h.last_modified_len = 29;
+        if (whole) { /* the file's own bytes: the file's tag */
+            h.etag = f->etag;
+            h.etag_len = f->etag_len;
+        }
     }
     h.expose_headers = true;
     h.extra = extra;
     r->kind = HE_SEG_KIND_MEDIA;
     if (own) {
         he__body_mem(&body, own, n, he_llhls_free_body, own);
+    } else if (c) { /* the body holds a reference of its own */
+        c->refs++;
+        he__body_mem(&body, p, n, he_llhls_put_copy, c);
     } else {
-        /* the file's bytes: the body holds a reference of its own */
         he_file_t *fr = (he_file_t *)f;
         fr->refs++;
         he__body_mem(&body, p, n, he_llhls_put_file, fr);
@@ -217,6 +263,24 @@ bool he__llhls_ready(const he_llq_t *q, const he_llsnap_t *s)
      * later one; a playlist that ended answers every directive */
     return !q->d.has_msn || s->ll.pl.endlist ||
            he_seg_ll_holds(&s->ll, q->d.msn, q->d.has_part ? q->d.part : -1);
+}
+
+double he__llhls_td(const he_seg_ll_t *ll)
+{
+    return ll->pl.target_duration > 0 ? ll->pl.target_duration : 1;
+}
+
+const char *he__llhls_refuse(const he_llq_t *q, bool malformed, const he_seg_ll_t *ll)
+{
+    if (malformed) return "_HLS_msn or _HLS_part is no decimal-integer";
+    if (q->d.has_part && !q->d.has_msn) return "_HLS_part without _HLS_msn"; /* 6.2.5.2 */
+    if (!ll || ll->pl.endlist) return NULL; /* directives on an ended playlist are ignored */
+    if (q->d.has_msn && ll->has_segments && q->d.msn > ll->last_msn + 2)
+        return "_HLS_msn more than two past the last segment";
+    if (q->d.has_part &&
+        he_seg_ll_parts_ahead(ll, q->d.msn, q->d.part) > he_seg_ll_advance_part_limit(ll))
+        return "_HLS_part past the Advance Part Limit";
+    return NULL;
 }
 
 /* ---------------------------------------------------------------- requests */
@@ -239,19 +303,9 @@ bool he__llhls_file(he_worker_t *w, he_req_t *r, const char *path, size_t len, h
     if (r->method != HTTP_GET && r->method != HTTP_HEAD) return false;
     if (he__llsnap_from(w, f, &s) < 0) return false; /* f was put: served as a file */
 
-    const he_seg_ll_t *ll = &s.ll;
-    double td = ll->pl.target_duration > 0 ? ll->pl.target_duration : 1;
+    double td = he__llhls_td(&s.ll);
     q.td = td;
-    const char *bad = NULL;
-    if (malformed)
-        bad = "_HLS_msn or _HLS_part is no decimal-integer";
-    else if (q.d.has_part && !q.d.has_msn) /* 6.2.5.2 */
-        bad = "_HLS_part without _HLS_msn";
-    else if (q.d.has_msn && ll->has_segments && q.d.msn > ll->last_msn + 2)
-        bad = "_HLS_msn more than two past the last segment";
-    else if (q.d.has_part &&
-             he_seg_ll_parts_ahead(ll, q.d.msn, q.d.part) > he_seg_ll_advance_part_limit(ll))
-        bad = "_HLS_part past the Advance Part Limit";
+    const char *bad = he__llhls_refuse(&q, malformed, &s.ll);
     if (bad) {
         he__llsnap_put(w, &s);
         w->stats.llhls_rejected++;

@@ -35,14 +35,16 @@ typedef struct he_llwait {
     struct he_llpl *pl;
     he_req_t *r;
     he_llq_t q;
-    uint64_t deadline_ms;
+    uint64_t since_ms, deadline_ms;
     bool hint; /* a request for a preload hint's resource, not for the playlist */
 } he_llwait_t;
 
-/* A playlist with requests held on it. */
+/* A playlist with requests held on it: a file under root (its path), or
+ * an origin's (its cache key, llhls_origin.c). */
 typedef struct he_llpl {
     struct he_llpl *next;
     he_llwait_t *waiters;
+    bool origin;
     size_t len;
     char path[];
 } he_llpl_t;
@@ -132,12 +134,14 @@ int he__llhold_watch(he_worker_t *w, const char *path, size_t len)
 
 /* ---------------------------------------------------------------- waiters */
 
-static he_llpl_t *he_llhold_pl(he_llhold_t *h, const char *path, size_t len, bool create)
+static he_llpl_t *he_llhold_pl(he_llhold_t *h, const char *path, size_t len, bool origin,
+                               bool create)
 {
     he_llpl_t *p;
     for (p = h->pls; p; p = p->next)
-        if (p->len == len && memcmp(p->path, path, len) == 0) return p;
+        if (p->len == len && p->origin == origin && memcmp(p->path, path, len) == 0) return p;
     if (!create || !(p = calloc(1, sizeof(*p) + len + 1))) return NULL;
+    p->origin = origin;
     p->len = len;
     memcpy(p->path, path, len);
     p->next = h->pls;
@@ -206,16 +210,15 @@ static void he_llhold_detach(he_llwait_t *wt)
     }
 }
 
-int he__llhold_add(he_worker_t *w, he_req_t *r, const char *path, size_t len, const he_llq_t *q,
-                   uint64_t deadline_ms)
+static int he_llhold_add(he_worker_t *w, he_req_t *r, const char *path, size_t len, bool origin,
+                         const he_llq_t *q, uint64_t deadline_ms)
 {
     he_llhold_t *h = he_llhold(w);
     he_llwait_t *wt;
     he_llpl_t *pl;
-    if (!h || h->ifd < 0) return -ENOENT;
+    if (!h) return -ENOENT;
     if (r->h2 && r->hctx) return -EBUSY; /* the edge cache's state is on it */
-    if (he__llhold_watch(w, path, len) < 0) return -ENOENT;
-    if (!(pl = he_llhold_pl(h, path, len, true))) return -ENOMEM;
+    if (!(pl = he_llhold_pl(h, path, len, origin, true))) return -ENOMEM;
     if (!(wt = calloc(1, sizeof(*wt)))) {
         he_llhold_pl_drop_if_empty(h, pl);
         return -ENOMEM;
@@ -223,11 +226,26 @@ int he__llhold_add(he_worker_t *w, he_req_t *r, const char *path, size_t len, co
     wt->pl = pl;
     wt->r = r;
     wt->q = *q;
+    wt->since_ms = w->now_ms;
     wt->deadline_ms = deadline_ms;
     he_llhold_attach(wt);
     w->stats.llhls_held++;
     he_llhold_arm(w);
     return 0;
+}
+
+int he__llhold_add(he_worker_t *w, he_req_t *r, const char *path, size_t len, const he_llq_t *q,
+                   uint64_t deadline_ms)
+{
+    he_llhold_t *h = he_llhold(w);
+    if (!h || h->ifd < 0 || he__llhold_watch(w, path, len) < 0) return -ENOENT;
+    return he_llhold_add(w, r, path, len, false, q, deadline_ms);
+}
+
+int he__llhold_add_origin(he_worker_t *w, he_req_t *r, const char *key, size_t len,
+                          const he_llq_t *q, uint64_t deadline_ms)
+{
+    return he_llhold_add(w, r, key, len, true, q, deadline_ms);
 }
 
 /* ---------------------------------------------------------------- preload hints */
@@ -259,7 +277,7 @@ bool he__llhold_hint(he_worker_t *w, he_req_t *r, const char *path, size_t len)
     he_llwait_t *wt;
     if (!d || !d->hint || strlen(d->hint) != len || memcmp(d->hint, path, len) != 0) return false;
     if (r->h2 && r->hctx) return false;
-    if (!(pl = he_llhold_pl(h, path, len, true))) return false;
+    if (!(pl = he_llhold_pl(h, path, len, false, true))) return false;
     if (!(wt = calloc(1, sizeof(*wt)))) {
         he_llhold_pl_drop_if_empty(h, pl);
         return false;
@@ -267,6 +285,7 @@ bool he__llhold_hint(he_worker_t *w, he_req_t *r, const char *path, size_t len)
     wt->pl = pl;
     wt->r = r;
     wt->hint = true;
+    wt->since_ms = w->now_ms;
     wt->q.td = d->ll_td > 0 ? d->ll_td : 1;
     /* 6.2.6: held until the part is there; three target durations
      * without it, and the hint was abandoned */
@@ -376,6 +395,70 @@ static void he_llhold_release(he_worker_t *w, he_llpl_t *pl)
     he_llhold_sweep_end(h);
 }
 
+/* ---------------------------------------------------------------- an origin's playlists */
+
+bool he__llhold_waiting(he_worker_t *w, const char *key, size_t len)
+{
+    he_llhold_t *h = he_llhold(w);
+    he_llpl_t *pl = h ? he_llhold_pl(h, key, len, true, false) : NULL;
+    return pl && pl->waiters;
+}
+
+/* Held before any copy was known: now that one is, the directives are
+ * checked (6.2.5.2) and the hold gets its deadline of three TD. */
+static bool he_llhold_pick_refused(const he_llwait_t *wt, const void *ctx)
+{
+    const he_llsnap_t *s = ctx;
+    return wt->q.td == 0 && he__llhls_refuse(&wt->q, false, &s->ll);
+}
+
+void he__llhold_release_copy(he_worker_t *w, const char *key, size_t len, const he_llsnap_t *s)
+{
+    he_llhold_t *h = he_llhold(w);
+    he_llpl_t *pl = h ? he_llhold_pl(h, key, len, true, false) : NULL;
+    he_llwait_t *wt;
+    double td = he__llhls_td(&s->ll);
+    if (!pl) return;
+    he_llhold_sweep_begin(h);
+    while ((wt = he_llhold_take(pl, he_llhold_pick_refused, s))) {
+        w->stats.llhls_rejected++;
+        he__llhls_error(w, wt->r, 400, td, he__llhls_refuse(&wt->q, false, &s->ll));
+        free(wt);
+    }
+    for (wt = pl->waiters; wt; wt = wt->next)
+        if (wt->q.td == 0) {
+            wt->q.td = td;
+            wt->deadline_ms = wt->since_ms + (uint64_t)(3 * td * 1000);
+        }
+    while ((wt = he_llhold_take(pl, he_llhold_pick_ready, s))) {
+        w->stats.llhls_released++;
+        he__llhls_answer(w, wt->r, &wt->q, s);
+        free(wt);
+    }
+    he_llhold_sweep_end(h);
+}
+
+static bool he_llhold_pick_any(const he_llwait_t *wt, const void *ctx)
+{
+    (void)wt;
+    (void)ctx;
+    return true;
+}
+
+void he__llhold_fail_origin(he_worker_t *w, const char *key, size_t len, int status, double ttl_s)
+{
+    he_llhold_t *h = he_llhold(w);
+    he_llpl_t *pl = h ? he_llhold_pl(h, key, len, true, false) : NULL;
+    he_llwait_t *wt;
+    if (!pl) return;
+    he_llhold_sweep_begin(h);
+    while ((wt = he_llhold_take(pl, he_llhold_pick_any, NULL))) {
+        he__llhls_error(w, wt->r, status, ttl_s, NULL);
+        free(wt);
+    }
+    he_llhold_sweep_end(h);
+}
+
 /* ---------------------------------------------------------------- events */
 
 static void he_llhold_event(he_worker_t *w, const struct inotify_event *ev)
@@ -386,6 +469,7 @@ static void he_llhold_event(he_worker_t *w, const struct inotify_event *ev)
     if (ev->mask & IN_Q_OVERFLOW) { /* events were lost: every held playlist looks again */
         he_llhold_sweep_begin(h);
         for (he_llpl_t *pl = h->pls; pl; pl = pl->next) {
+            if (pl->origin) continue;
             he_fcache_forget(w->hook_data[HE_HOOK_FILE], pl->path, pl->len);
             he_llhold_release(w, pl);
         }
@@ -412,7 +496,7 @@ static void he_llhold_event(he_worker_t *w, const struct inotify_event *ev)
     if (n < 0 || (size_t)n >= sizeof(path)) return;
     w->stats.llhls_events++;
     he_fcache_forget(w->hook_data[HE_HOOK_FILE], path, (size_t)n);
-    he_llpl_t *pl = he_llhold_pl(h, path, (size_t)n, false);
+    he_llpl_t *pl = he_llhold_pl(h, path, (size_t)n, false, false);
     if (pl && (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO))) he_llhold_release(w, pl);
 }
 
