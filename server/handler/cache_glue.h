@@ -53,6 +53,7 @@ typedef struct he_cconn {
     bool failed;     /* the fill failed after the head: close when caught up */
     bool fixed_buf;  /* the object's chunks are in registered buffer 0 */
     bool sendfile;   /* the body leaves as ranges of the arena's memfd */
+    char ttl[48];    /* an LL-HLS Cache-Control line the head points to */
 } he_cconn_t;
 
 /* A ring job that is not a connection (origin_io.c). */
@@ -130,6 +131,8 @@ void he__cache_tick(he_worker_t *w);
 void he__rc_release_cc(he_cconn_t *cc);
 void he__rc_head(he_http_head_t *h, int status, const he_cache_meta_t *m, he_seg_type_t type,
                  uint64_t clen);
+/* Appendix B.1's TTL on h (he__llup_ttl), written into cc. */
+void he__rc_ll_ttl(he_worker_t *w, he_cconn_t *cc, const he_cache_key_t *key, he_http_head_t *h);
 void he__rc_send_obj(he_worker_t *w, he_req_t *r, const he_http_head_t *h, uint64_t off,
                      uint64_t end);
 void he__rc_serve_obj(he_worker_t *w, he_req_t *r, he_cache_obj_t *o, uint8_t cst);
@@ -147,6 +150,10 @@ void he__rc_refresh(he_worker_t *w, he_req_t *r, const he_cache_key_t *key, he_c
  * is held; false for the cache path. */
 bool he__llup_handle(he_worker_t *w, he_req_t *r, const char *path, size_t len);
 void he__llup_tick(he_worker_t *w);
+/* Appendix B.1's Cache-Control for a cache answer beside an LL playlist
+ * that came from the origin (in its target durations: playlists TD/2,
+ * parts and segments 6 TD, errors 1 TD), seconds; 0 for others. */
+unsigned he__llup_ttl(he_worker_t *w, const he_cache_key_t *key, int status, he_seg_type_t type);
 void he__llup_cleanup(he_worker_t *w); /* after he__oio_cleanup */
 
 /* origin_io.c */

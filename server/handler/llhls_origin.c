@@ -27,6 +27,7 @@
 #define HE_LLUP_BUCKETS 64
 #define HE_LLUP_FIRST_HOLD_MS 30000 /* before the first copy, 3 TD are not known */
 #define HE_LLUP_IDLE_MS 60000       /* an unasked copy is dropped after */
+#define HE_LLUP_DIRS_MAX 4096       /* directories of LL playlists remembered */
 
 typedef struct he_llup {
     struct he_llup *next;
@@ -43,8 +44,19 @@ typedef struct he_llup {
     char key[]; /* the playlist's cache key without directives: its wait list */
 } he_llup_t;
 
+/* A directory an LL playlist came from: the parts and segments beside it
+ * get the TTLs of Appendix B.1 in its target durations. */
+typedef struct he_llupdir {
+    struct he_llupdir *next;
+    double td;
+    size_t len;
+    char path[];
+} he_llupdir_t;
+
 typedef struct he_llups {
     he_llup_t *buckets[HE_LLUP_BUCKETS];
+    he_llupdir_t *dirs[HE_LLUP_BUCKETS];
+    unsigned ndirs;
 } he_llups_t;
 
 static void he_llup_kick(he_worker_t *w, he_llup_t *up);
@@ -136,6 +148,60 @@ static void he_llup_free(he_llup_t *up)
     he__llcopy_unref(up->copy);
     free(up->target);
     free(up);
+}
+
+/* ---------------------------------------------------------------- directories */
+
+/* The directory part of a key ("live/a/index.m3u8?x" -> "live/a"). */
+static size_t he_llup_dir_len(const char *key, size_t len)
+{
+    size_t path = strcspn(key, "?");
+    const char *slash = memrchr(key, '/', path < len ? path : len);
+    return slash ? (size_t)(slash - key) : 0;
+}
+
+static he_llupdir_t *he_llup_dir(he_llups_t *ups, const char *key, size_t len)
+{
+    size_t dl = he_llup_dir_len(key, len);
+    for (he_llupdir_t *d = ups->dirs[he_llup_hash(key, dl)]; d; d = d->next)
+        if (d->len == dl && memcmp(d->path, key, dl) == 0) return d;
+    return NULL;
+}
+
+static void he_llup_note_dir(he_llups_t *ups, const he_llup_t *up, const he_seg_ll_t *ll)
+{
+    he_llupdir_t *d = he_llup_dir(ups, up->key, up->key_len);
+    size_t dl = he_llup_dir_len(up->key, up->key_len);
+    if (!d) {
+        if (ups->ndirs >= HE_LLUP_DIRS_MAX || !(d = malloc(sizeof(*d) + dl + 1))) return;
+        d->len = dl;
+        memcpy(d->path, up->key, dl);
+        d->path[dl] = '\0';
+        uint32_t b = he_llup_hash(d->path, dl);
+        d->next = ups->dirs[b];
+        ups->dirs[b] = d;
+        ups->ndirs++;
+    }
+    d->td = ll->pl.endlist ? 0 : he__llhls_td(ll);
+}
+
+unsigned he__llup_ttl(he_worker_t *w, const he_cache_key_t *key, int status, he_seg_type_t type)
+{
+    he_llups_t *ups = he__wcache(w)->llups;
+    he_llupdir_t *d = ups ? he_llup_dir(ups, key->s, key->len) : NULL;
+    double units;
+    if (!d || !(d->td > 0)) return 0;
+    if (status >= 400)
+        units = 1;
+    else if (type == HE_SEG_TYPE_M3U8)
+        units = 0.5;
+    else if (type == HE_SEG_TYPE_TS || type == HE_SEG_TYPE_M4S || type == HE_SEG_TYPE_MP4 ||
+             type == HE_SEG_TYPE_AAC)
+        units = 6;
+    else
+        return 0;
+    double s = d->td * units + 0.5;
+    return s < 1 ? 1 : s > 86400 ? 86400 : (unsigned)s;
 }
 
 /* ---------------------------------------------------------------- copies */
@@ -239,6 +305,7 @@ static void he_llup_on_end(he_worker_t *w, he_llup_t *up, he_cache_fill_ev_t ev)
         he__llcopy_unref(up->copy);
         up->copy = c;
         up->copy_ms = w->now_ms;
+        he_llup_note_dir(he__wcache(w)->llups, up, &c->ll);
     } else {
         he__llcopy_unref(c);
         up->copy_ms = w->now_ms; /* the same playlist, known to be current */
@@ -392,6 +459,12 @@ void he__llup_cleanup(he_worker_t *w)
             he_llup_t *up = ups->buckets[b];
             ups->buckets[b] = up->next;
             he_llup_free(up);
+        }
+    for (unsigned b = 0; b < HE_LLUP_BUCKETS; b++)
+        while (ups->dirs[b]) {
+            he_llupdir_t *d = ups->dirs[b];
+            ups->dirs[b] = d->next;
+            free(d);
         }
     free(ups);
     wc->llups = NULL;

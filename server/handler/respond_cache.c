@@ -21,6 +21,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -166,6 +167,15 @@ void he__rc_head(he_http_head_t *h, int status, const he_cache_meta_t *m, he_seg
     }
 }
 
+void he__rc_ll_ttl(he_worker_t *w, he_cconn_t *cc, const he_cache_key_t *key, he_http_head_t *h)
+{
+    unsigned s = he__llup_ttl(w, key, h->status, h->type);
+    if (!s) return;
+    snprintf(cc->ttl, sizeof(cc->ttl), "Cache-Control: max-age=%u\r\n", s);
+    h->extra = cc->ttl;
+    h->cache_control = false;
+}
+
 void he__rc_age(he_http_head_t *h, int64_t stored_ms, int64_t wall_ms)
 {
     /* stored_ms is when the response was generated (the parent's Age
@@ -252,6 +262,7 @@ void he__rc_serve_obj(he_worker_t *w, he_req_t *r, he_cache_obj_t *o, uint8_t cs
     r->cache_st = cst;
     if (m->status == 404) he__wcache(w)->st->negative_hits++;
     status = he_rc_head_complete(r, &h, m, size, type, &first, &last);
+    he__rc_ll_ttl(w, cc, key, &h);
     {
         he_cache_fresh_t fr;
         he_cache_obj_fresh(o, &fr);
@@ -307,6 +318,7 @@ bool he__rc_serve_ssd(he_worker_t *w, he_req_t *r, const he_cache_key_t *key,
     r->kind = hit->meta.kind;
     if (hit->meta.status == 404) wc->st->negative_hits++;
     status = he_rc_head_complete(r, &h, &hit->meta, hit->body_len, type, &first, &last);
+    he__rc_ll_ttl(w, cc, key, &h);
     he__rc_age(&h, hit->meta.fresh.stored_ms, he__cache_wall_ms(w));
     if (status == 412) {
         close(fd);
