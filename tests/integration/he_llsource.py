@@ -606,6 +606,7 @@ class LLOrigin:
         self.stream = stream
         self.srv = http.server.ThreadingHTTPServer((host, port), _Handler)
         self.srv.daemon_threads = True
+        self.srv.handle_error = lambda request, client_address: None  # an edge hung up mid-hold
         self.srv.origin = self
         self.port = self.srv.server_address[1]
         self.url = "http://%s:%d" % (host, self.port)
