@@ -19,6 +19,7 @@ the three (fresh edges).
 
     HE_BIN=$PWD/build/hlsedge python3 tests/bench/llhls-latency.py   # about 4 minutes
     PLAY_SECONDS=30 RUNS=2 python3 tests/bench/llhls-latency.py
+    PART_HOLD_BACK=2.5 python3 tests/bench/llhls-latency.py   # the source's PART-HOLD-BACK, in parts
 
 Needs chromium, npm (hls.js) and ffmpeg (scripts/setup.sh installs them).
 """
@@ -35,6 +36,9 @@ os.environ.setdefault("HE_SRC", os.path.abspath(os.path.join(HERE, "..", "..")))
 import test_llhls_player as t  # noqa: E402
 
 SECONDS = float(os.environ.get("PLAY_SECONDS", "60"))
+# PART-HOLD-BACK in part targets, which hls.js aims at (4.4.3.8: at least
+# 2, 3 recommended)
+t.ll.Stream.PART_HOLD_BACK_PARTS = float(os.environ.get("PART_HOLD_BACK", "3"))
 RUNS = int(os.environ.get("RUNS", "1"))
 LL_BOUND = 10.0
 STALLS = 3

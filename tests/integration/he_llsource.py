@@ -250,6 +250,10 @@ class Stream:
     """The live stream: which parts exist at a time, their bytes, and the
     playlists. Part k = (msn, n) with msn = first_msn + k // parts."""
 
+    # 4.4.3.8: PART-HOLD-BACK at least 2 part targets, 3 recommended (a
+    # player aims at it: tests/bench/llhls-latency.py tries others)
+    PART_HOLD_BACK_PARTS = 3
+
     def __init__(self, clips, parts_per_segment=4, window=10, backlog=None, first_msn=0, t0=None,
                  ll_segments=3):
         self.clips = clips
@@ -267,7 +271,7 @@ class Stream:
         self.t0 = (time.time() if t0 is None else t0) - backlog * self.seg
         self.lock = threading.Condition()
         self.stalls = []  # (from, seconds): publishing stopped; later parts shifted
-        self.part_hold_back = 3 * self.pt      # 4.4.3.7: at least 2x, 3x recommended
+        self.part_hold_back = self.PART_HOLD_BACK_PARTS * self.pt
         self.can_skip_until = 6 * self.td      # 4.4.3.7: at least 6x the target duration
 
     # time <-> parts

@@ -147,6 +147,8 @@ class LLOrigin:
                     return self._send(200, b"\0" * 188, 6 * TD, "video/mp4")
                 if name == "missing.m3u8":
                     return self._send(404, b"not found\n", TD, "text/plain")
+                if name == "vod.m3u8":  # ended: directives mean nothing
+                    return self._send(200, o.text().replace(b"#EXT-X-PRELOAD", b"#EXT-X-ENDLIST\n#X"), 60)
                 with o.lock:
                     o.inflight += 1
                     o.max_inflight = max(o.max_inflight, o.inflight)
@@ -449,6 +451,24 @@ def test_part_servable_after_it_left():
                 time.sleep(1)
             c.close()
             expect_eq(o.counts.get("/ll/p%d.0.m4s" % m), 1, "from the edge's copy")
+    finally:
+        o.stop()
+
+
+def test_directives_on_an_ended_playlist():
+    """6.2.5.2 and 4.4.3.4: directives on a playlist with EXT-X-ENDLIST are
+    ignored: answered at once, whatever they ask, never 400."""
+    o = LLOrigin().serve()
+    try:
+        with Server(ROOT, conf(o.port), workers=1, admin=True) as srv:
+            c = srv.conn()
+            for t in ("/ll/vod.m3u8?_HLS_msn=999&_HLS_part=0", "/ll/vod.m3u8?_HLS_msn=120&_HLS_part=9"):
+                t0 = time.monotonic()
+                r = c.request("GET", t)
+                expect_eq(r.status, 200, "answered: " + t)
+                expect(b"#EXT-X-ENDLIST" in r.body, "the ended playlist")
+                expect(time.monotonic() - t0 < 1.5, "not held")
+            c.close()
     finally:
         o.stop()
 
