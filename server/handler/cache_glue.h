@@ -149,6 +149,11 @@ void he__rc_refresh(he_worker_t *w, he_req_t *r, const he_cache_key_t *key, he_c
  * when r (a playlist request with _HLS_msn or _HLS_part) was answered or
  * is held; false for the cache path. */
 bool he__llup_handle(he_worker_t *w, he_req_t *r, const char *path, size_t len);
+/* A playlist request without directives (key: its cache key) for a
+ * playlist whose copy is current (a blocking reload in flight, or less
+ * than TD/2 old): answered from the copy, which is newer than any stored
+ * answer, so viewers that join do not go to the origin (true). */
+bool he__llup_plain(he_worker_t *w, he_req_t *r, const he_cache_key_t *key);
 void he__llup_tick(he_worker_t *w);
 /* Appendix B.1's Cache-Control for a cache answer beside an LL playlist
  * that came from the origin (in its target durations: playlists TD/2,

@@ -15,7 +15,9 @@
  * parsed once per update, not per viewer. Nothing runs while nobody is
  * held: the loop stops with the last waiter, and a copy nobody asked for
  * for a while is dropped at the tick. The deltas, gzip and TTLs of the
- * answers are llhls.c's, as from root. Per worker, like every fill. */
+ * answers are llhls.c's, as from root. While the copy is current, plain
+ * requests for the playlist (viewers joining) are answered from it too.
+ * Per worker, like every fill. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,7 +115,7 @@ static he_llup_t *he_llup_get(he_worker_t *w, he_req_t *r)
 
     if (!base || !(key = malloc(sizeof(*key))) || he_cache_key_make(wc->conf, base, blen, key) < 0)
         goto out;
-    uint32_t b = he_llup_hash(key->s, key->len);
+    uint32_t b = (uint32_t)(key->hash % HE_LLUP_BUCKETS);
     for (up = ups->buckets[b]; up; up = up->next)
         if (up->key_len == key->len && memcmp(up->key, key->s, key->len) == 0) goto out;
     if (!(up = calloc(1, sizeof(*up) + key->len + 1))) goto out;
@@ -378,6 +380,7 @@ out:
 
 /* ---------------------------------------------------------------- requests */
 
+/* The wait list of r's playlist: its cache key without directives. */
 bool he__llup_handle(he_worker_t *w, he_req_t *r, const char *path, size_t len)
 {
     const char *qm = memchr(r->url, '?', r->url_len);
@@ -426,6 +429,27 @@ bool he__llup_handle(he_worker_t *w, he_req_t *r, const char *path, size_t len)
         return true;
     }
     he_llup_kick(w, up);
+    return true;
+}
+
+bool he__llup_plain(he_worker_t *w, he_req_t *r, const he_cache_key_t *key)
+{
+    he_llups_t *ups = he__wcache(w)->llups;
+    he_llup_t *up;
+    he_llq_t q;
+    he_llsnap_t s;
+    if (!ups || (r->method != HTTP_GET && r->method != HTTP_HEAD)) return false;
+    for (up = ups->buckets[key->hash % HE_LLUP_BUCKETS]; up; up = up->next)
+        if (up->key_len == key->len && memcmp(up->key, key->s, key->len) == 0) break;
+    if (!up || !he_llup_current(w, up)) return false;
+    up->used_ms = w->now_ms;
+    memset(&q, 0, sizeof(q));
+    q.gzip = w->conf->llhls_gzip && he__llhls_accepts_gzip(r);
+    q.td = he__llhls_td(&up->copy->ll);
+    he__llsnap_of_copy(up->copy, &s);
+    r->cache_st = HE_ALOG_CACHE_HIT_RAM;
+    he__llhls_answer(w, r, &q, &s);
+    he__llsnap_put(w, &s);
     return true;
 }
 

@@ -359,6 +359,7 @@ he_handler_result_t he_cache_handle(he_worker_t *w, he_req_t *r, const char *pat
 
     if (he__llup_handle(w, r, path, len)) return HE_HANDLER_DONE;
     if (he_cache_key_make(wc->conf, r->url, r->url_len, key) < 0) return HE_HANDLER_DECLINED;
+    if (he__llup_plain(w, r, key)) return HE_HANDLER_DONE;
     if (!he__rc_attach(w, r)) {
         he_http_respond_error(w, r, 503);
         return HE_HANDLER_DONE;

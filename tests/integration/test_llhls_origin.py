@@ -10,8 +10,9 @@ not. Checked, each with its section of draft-pantos-hls-rfc8216bis:
 
   - 6.2.5.2: viewers that hold any mix of directives for one playlist are
     held by the edge, which makes one blocking request upstream per
-    playlist update, for the next part, and answers them all from its copy;
-    nothing goes upstream once none is held;
+    playlist update, for the next part, and answers them all from its copy
+    (plain requests too, while that copy is current); nothing goes
+    upstream once none is held;
   - 6.2.5.2: an origin without CAN-BLOCK-RELOAD is polled at most every
     PART-TARGET/2 with one request in flight;
   - 6.2.5.2: 400 for directives past the copy's limits, 503 after three
@@ -278,6 +279,14 @@ def test_mixed_directives_one_upstream_request_per_update():
             wait_for(lambda: o.counts.get("/ll/index.m3u8?_HLS_msn=%d&_HLS_part=0" % m, 0) == 1, 5,
                      "the blocking request for the next part")
             expect_eq(o.playlist_requests(), 2, "a plain reload for the first copy, one blocking reload")
+            # viewers joining (no directives) get the current copy, not the origin
+            c = srv.conn()
+            for _ in range(5):
+                r = c.request("GET", "/ll/index.m3u8")
+                expect_eq(r.status, 200, "a plain request")
+                expect(r.body == o.text(), "the playlist as it is")
+            c.close()
+            expect_eq(o.playlist_requests(), 2, "plain requests answered from the edge's copy")
             o.publish()
             r1 = read_all(c1)
             expect(all(r.status == 200 for r in r1), "first wave answered: %r" % r1)
