@@ -153,12 +153,23 @@ typedef struct he_llq {
     double td; /* the playlist's target duration when it came, seconds */
 } he_llq_t;
 
+/* One answer's bytes from a playlist: the playlist itself, a delta
+ * update, gzipped (own: allocated for it, or NULL). */
+typedef struct he_llvariant {
+    const char *p;
+    size_t n;
+    char *own;
+    bool made, delta, gzip;
+} he_llvariant_t;
+
 /* The edge's copy of a live LL playlist fetched from an origin
- * (llhls_origin.c): its bytes, its LL view into them, and what the
- * origin said of it. Shared by the answers that send it. */
+ * (llhls_origin.c): its bytes, its LL view into them, what the origin
+ * said of it, and the answer variants made from it so far, by
+ * _HLS_skip mode and gzip. Shared by the answers that send it. */
 typedef struct he_llcopy {
     unsigned refs;
     he_seg_ll_t ll;
+    he_llvariant_t variants[3][2];
     uint64_t stored_ms; /* monotonic ms when the origin generated it: Age */
     char etag[96];
     char last_modified[40];

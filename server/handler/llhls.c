@@ -50,6 +50,8 @@ int he__llsnap_from(he_worker_t *w, he_file_t *f, he_llsnap_t *s)
     return 0;
 }
 
+static void he_llcopy_free_variants(he_llcopy_t *c);
+
 void he__llsnap_of_copy(he_llcopy_t *c, he_llsnap_t *s)
 {
     memset(s, 0, sizeof(*s));
@@ -64,6 +66,7 @@ void he__llsnap_of_copy(he_llcopy_t *c, he_llsnap_t *s)
 void he__llcopy_unref(he_llcopy_t *c)
 {
     if (!c || --c->refs) return;
+    he_llcopy_free_variants(c);
     he_seg_ll_free(&c->ll);
     free(c);
 }
@@ -178,46 +181,77 @@ void he__llhls_error(he_worker_t *w, he_req_t *r, int status, double ttl_s, cons
     he_http_respond(w, r, &h, &body);
 }
 
-/* Answers r from s: whole, or the delta it asked for, maybe gzipped. */
+/* The bytes of one answer variant of s: whole, the delta skip asks for,
+ * gzipped; own is what was allocated for it (or NULL). */
+static void he_llhls_make(const he_llsnap_t *s, he_seg_ll_skip_t skip, bool gzip, he_llvariant_t *v)
+{
+    const he_seg_ll_t *ll = &s->ll;
+    memset(v, 0, sizeof(*v));
+    v->p = s->buf;
+    v->n = s->len;
+    /* 6.2.5.1: a delta from the edge's own full copy, when the playlist
+     * says how much may be skipped; a delta already is passed as it is */
+    if (skip != HE_SEG_LL_SKIP_NONE && ll->can_skip_until > 0 && !ll->is_delta) {
+        char *delta;
+        size_t dl;
+        if (he_seg_ll_delta(s->buf, s->len, ll, skip, NULL, &delta, &dl) == 0) {
+            v->own = delta, v->p = delta, v->n = dl;
+            v->delta = true;
+        }
+    }
+    if (gzip && v->n > 0) {
+        size_t zl;
+        char *z = he_llhls_gzip(v->p, v->n, &zl);
+        if (z) {
+            free(v->own);
+            v->own = z, v->p = z, v->n = zl;
+            v->gzip = true;
+        }
+    }
+    v->made = true;
+}
+
+static void he_llcopy_free_variants(he_llcopy_t *c)
+{
+    for (unsigned i = 0; i < 3; i++)
+        for (unsigned j = 0; j < 2; j++)
+            free(c->variants[i][j].own);
+}
+
+/* Answers r from s: whole, or the delta it asked for, maybe gzipped. An
+ * origin's copy keeps each variant it made: its viewers ask for the same
+ * few, one update at a time. */
 void he__llhls_answer(he_worker_t *w, he_req_t *r, const he_llq_t *q, const he_llsnap_t *s)
 {
     const he_seg_ll_t *ll = &s->ll;
     const he_file_t *f = s->f;
     he_llcopy_t *c = s->copy;
-    char *own = NULL, extra[128];
-    const char *p = s->buf;
-    size_t n = s->len;
+    char extra[128];
     he_http_head_t h;
     he_body_t body;
-    bool whole = true;
+    he_llvariant_t mine, *v = &mine;
+    bool gzip = q->gzip && !r->auth_propagate;
 
-    /* 6.2.5.1: a delta from the edge's own full copy, when the playlist
-     * says how much may be skipped; a delta already is passed as it is */
-    if (q->d.skip != HE_SEG_LL_SKIP_NONE && ll->can_skip_until > 0 && !ll->is_delta) {
-        char *delta;
-        size_t dl;
-        int rc = he_seg_ll_delta(s->buf, s->len, ll, q->d.skip, NULL, &delta, &dl);
-        if (rc == 0) {
-            own = delta, p = delta, n = dl, whole = false;
-            w->stats.llhls_deltas++;
-        }
+    if (c) {
+        v = &c->variants[q->d.skip < 3 ? q->d.skip : 0][gzip];
+        if (!v->made) he_llhls_make(s, q->d.skip, gzip, v);
+    } else {
+        he_llhls_make(s, q->d.skip, gzip, v);
     }
+    const char *p = v->p;
+    size_t n = v->n;
+    bool whole = !v->delta && !v->gzip;
+    if (v->delta) w->stats.llhls_deltas++;
     memset(&h, 0, sizeof(h));
+    if (v->gzip) {
+        h.cenc = "gzip";
+        w->stats.llhls_gzip++;
+    }
     /* Appendix B.1: a blocking answer may be cached for 6 TD (it never
      * changes), a plain one for half a TD */
     double units = q->d.has_msn ? 6 : 0.5;
     snprintf(extra, sizeof(extra), "Cache-Control: max-age=%u\r\nVary: Accept-Encoding\r\n",
              he_llhls_ttl(ll->pl.target_duration, units));
-    if (q->gzip && !r->auth_propagate && n > 0) {
-        size_t zl;
-        char *z = he_llhls_gzip(p, n, &zl);
-        if (z) {
-            free(own);
-            own = z, p = z, n = zl, whole = false;
-            h.cenc = "gzip";
-            w->stats.llhls_gzip++;
-        }
-    }
     h.status = 200;
     h.type = HE_SEG_TYPE_M3U8;
     h.has_clen = true;
@@ -244,8 +278,8 @@ void he__llhls_answer(he_worker_t *w, he_req_t *r, const he_llq_t *q, const he_l
     h.expose_headers = true;
     h.extra = extra;
     r->kind = HE_SEG_KIND_MEDIA;
-    if (own) {
-        he__body_mem(&body, own, n, he_llhls_free_body, own);
+    if (v == &mine && mine.own) {
+        he__body_mem(&body, mine.own, n, he_llhls_free_body, mine.own);
     } else if (c) { /* the body holds a reference of its own */
         c->refs++;
         he__body_mem(&body, p, n, he_llhls_put_copy, c);

@@ -62,6 +62,7 @@ typedef struct he_llups {
 } he_llups_t;
 
 static void he_llup_kick(he_worker_t *w, he_llup_t *up);
+static void he_llup_seed(he_worker_t *w, he_llup_t *up, const he_cache_key_t *key);
 
 /* ---------------------------------------------------------------- entries */
 
@@ -138,6 +139,7 @@ static he_llup_t *he_llup_get(he_worker_t *w, he_req_t *r)
     memcpy(up->key, key->s, key->len + 1);
     up->next = ups->buckets[b];
     ups->buckets[b] = up;
+    he_llup_seed(w, up, key);
 out:
     free(key);
     free(base);
@@ -231,7 +233,7 @@ static bool he_llup_newer(const he_seg_ll_t *a, const he_seg_ll_t *b)
 /* A copy of the complete 200 body of o; NULL when it is no LL-readable
  * media playlist (logged). */
 static he_llcopy_t *he_llup_copy_of(he_worker_t *w, he_llup_t *up, he_cache_obj_t *o,
-                                    const he_cache_http_resp_t *resp)
+                                    uint64_t age_ms)
 {
     const he_cache_meta_t *m = he_cache_obj_meta(o);
     const void *p;
@@ -250,14 +252,36 @@ static he_llcopy_t *he_llup_copy_of(he_worker_t *w, he_llup_t *up, he_cache_obj_
     c->refs = 1;
     snprintf(c->etag, sizeof(c->etag), "%s", m->etag);
     snprintf(c->last_modified, sizeof(c->last_modified), "%s", m->last_modified);
-    /* generated when it left the origin, less the origin's own Age */
-    c->stored_ms = w->now_ms - (resp->age_s > 0 ? (uint64_t)resp->age_s * 1000 : 0);
+    c->stored_ms = w->now_ms - age_ms;
     if (he_seg_ll_parse(c->body, c->len, &c->ll, err, sizeof(err)) < 0) {
         he_log_info("worker %u: /%s from the origin: not an LL view: %s", w->id, up->key, err);
         free(c);
         return NULL;
     }
     return c;
+}
+
+/* A new entry starts from a fresh stored answer of the playlist, if the
+ * RAM tier has one (a viewer's plain miss just filled it): no reload for
+ * a first copy the edge already holds. */
+static void he_llup_seed(he_worker_t *w, he_llup_t *up, const he_cache_key_t *key)
+{
+    he_wcache_t *wc = he__wcache(w);
+    he_cache_obj_t *o = wc->ram ? he_cache_ram_lookup(wc->ram, wc->node, key, NULL) : NULL;
+    he_cache_fresh_t fr;
+    int64_t wall = he__cache_wall_ms(w);
+    if (!o) return;
+    he_cache_obj_fresh(o, &fr);
+    if (he_cache_fresh_state(&fr, wall) == HE_CACHE_FRESH && he_cache_obj_meta(o)->status == 200 &&
+        he_cache_obj_complete(o)) {
+        uint64_t age_ms = wall > fr.stored_ms ? (uint64_t)(wall - fr.stored_ms) : 0;
+        if (age_ms > w->now_ms) age_ms = w->now_ms;
+        if ((up->copy = he_llup_copy_of(w, up, o, age_ms))) {
+            up->copy_ms = w->now_ms - age_ms;
+            he_llup_note_dir(he__wcache(w)->llups, up, &up->copy->ll);
+        }
+    }
+    he_cache_obj_unref(o);
 }
 
 /* ---------------------------------------------------------------- upstream */
@@ -280,8 +304,11 @@ static void he_llup_on_end(he_worker_t *w, he_llup_t *up, he_cache_fill_ev_t ev)
     bool stale = he_cache_fill_stale(f), blocking = up->blocking;
     he_llcopy_t *c = NULL;
 
-    if (o && status == 200 && !stale && he_cache_obj_complete(o))
-        c = he_llup_copy_of(w, up, o, he_cache_fill_resp(f));
+    if (o && status == 200 && !stale && he_cache_obj_complete(o)) {
+        /* generated when it left the origin, less the origin's own Age */
+        int64_t age_s = he_cache_fill_resp(f)->age_s;
+        c = he_llup_copy_of(w, up, o, age_s > 0 ? (uint64_t)age_s * 1000 : 0);
+    }
     he_cache_fill_leave(&up->waiter);
     up->inflight = false;
     if (w->exiting) {
