@@ -59,6 +59,7 @@ class LLOrigin:
         self.can_block = can_block
         self.inflight = 0  # playlist requests being answered
         self.max_inflight = 0
+        self.abandoned = set()  # (msn, index) of hinted parts that will never come
 
     def text(self, skip=False):
         with self.lock:
@@ -92,6 +93,8 @@ class LLOrigin:
 
     def part_state(self, msn, idx):
         """'out', 'future' (not published yet) or 'gone' (left the playlist)."""
+        if (msn, idx) in self.abandoned:
+            return "gone"
         nxt_msn, nxt = self.position()
         k, now = msn * PARTS + idx, nxt_msn * PARTS + nxt
         if k >= now:
@@ -101,6 +104,11 @@ class LLOrigin:
 
     def part_body(self, msn, idx):
         return (b"part %d.%d " % (msn, idx)) * 64
+
+    def abandon(self, msn, idx):
+        with self.lock:
+            self.abandoned.add((msn, idx))
+            self.lock.notify_all()
 
     def publish(self, n=1):
         with self.lock:
@@ -427,6 +435,30 @@ def test_preload_hint_collapsed():
                 expect(r.status in (200, 206), "answered: %r" % r)
                 expect(r.body == body, "the whole part")
             expect_eq(o.counts.get(hint), 1, "one origin request for twelve")
+    finally:
+        o.stop()
+
+
+def test_abandoned_hint_404():
+    """6.2.6: a hinted resource that was abandoned gets 404 (the origin's,
+    to every request held on the one origin request), with an error's
+    TTL of 1 TD (Appendix B.1)."""
+    o = LLOrigin().serve()
+    try:
+        with Server(ROOT, conf(o.port), workers=1, admin=True) as srv:
+            m = o.first + o.nseg
+            c = srv.conn()
+            c.request("GET", "/ll/index.m3u8?_HLS_msn=%d" % (m - 1))  # the edge's copy: TD known
+            c.close()
+            hint = "/ll/p%d.0.m4s" % m
+            conns = send_all(srv, [hint] * 4)
+            wait_for(lambda: o.counts.get(hint, 0) >= 1, 5, "the hint asked upstream")
+            time.sleep(0.3)
+            o.abandon(m, 0)
+            for r in read_all(conns):
+                expect_eq(r.status, 404, "abandoned")
+                expect_eq(r.h("cache-control"), "max-age=%d" % TD, "an error: 1 TD")
+            expect_eq(o.counts.get(hint), 1, "one origin request for four")
     finally:
         o.stop()
 
