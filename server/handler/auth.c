@@ -165,13 +165,24 @@ static he_stats_auth_t he_auth_edgeauth(he_worker_t *w, he_req_t *r, const he_co
     } else {
         return HE_STATS_AUTH_MISSING;
     }
-    n = he_auth_pct_decode(val, val_len, tok, sizeof(tok));
-    if (n < 0 || he_auth_edgeauth_parse(tok, (size_t)n, &t) < 0) return HE_STATS_AUTH_MALFORMED;
-    /* inet_ntop formats through sprintf: only for a token bound to one */
-    ip[0] = 0;
-    if (t.ip.p) he_auth_peer_text(r->conn, ip, sizeof(ip));
-    he_stats_auth_t res =
-        he_auth_edgeauth_verify(tok, &t, rule, full, full_len, ip, (uint64_t)w->date_sec);
+    const he_auth_edgeauth_t *known =
+        he_auth_known_find(w->conf->generation, rule, val, val_len);
+    he_stats_auth_t res;
+    if (known) {
+        ip[0] = 0;
+        if (known->ip.p) he_auth_peer_text(r->conn, ip, sizeof(ip));
+        res = he_auth_edgeauth_check(known, rule, full, full_len, ip, (uint64_t)w->date_sec);
+    } else {
+        n = he_auth_pct_decode(val, val_len, tok, sizeof(tok));
+        if (n < 0 || he_auth_edgeauth_parse(tok, (size_t)n, &t) < 0)
+            return HE_STATS_AUTH_MALFORMED;
+        /* inet_ntop formats through sprintf: only for a token bound to one */
+        ip[0] = 0;
+        if (t.ip.p) he_auth_peer_text(r->conn, ip, sizeof(ip));
+        res = he_auth_edgeauth_verify(tok, &t, rule, full, full_len, ip, (uint64_t)w->date_sec);
+        if (res != HE_STATS_AUTH_BAD_SIGNATURE && res != HE_STATS_AUTH_MALFORMED)
+            he_auth_known_keep(w->conf->generation, rule, val, val_len, tok, (size_t)n, &t);
+    }
     if (res == HE_STATS_AUTH_OK && p.count && he_auth_strip(r, &p, 1) < 0)
         return HE_STATS_AUTH_MALFORMED;
     return res;
@@ -537,9 +548,14 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
         he_http_respond(w, r, h, body);
         return;
     }
-    /* a master is fetched once per viewer: keeping it would only cost,
-     * and it needs neither the normalized path nor the key */
-    bool keep = head->etag && head->etag_len && r->kind != HE_SEG_KIND_MASTER;
+    he_auth_pool_t *pool = he_auth_pool(w->conf);
+    /* a master is fetched once per viewer: it is kept only when the same
+     * token asks for the same version again (a player that reloads it), so
+     * single fetches cost no entry, nor the normalized path and the key */
+    bool keep = head->etag && head->etag_len &&
+                (r->kind != HE_SEG_KIND_MASTER ||
+                 (pool && he_auth_cache_again(pool->cache, r->url, r->url_len, head->etag,
+                                              head->etag_len, r->auth_text, r->auth_text_len)));
     pn = 0;
     if (keep || r->auth_gen != w->conf->generation)
         pn = he_seg_url_normalize(r->url, r->url_len, path, sizeof(path));
@@ -563,7 +579,6 @@ void he_auth_respond(he_worker_t *w, he_req_t *r, const he_http_head_t *head, he
                               .text = r->auth_text,
                               .text_len = r->auth_text_len,
                               .size = size};
-    he_auth_pool_t *pool = he_auth_pool(w->conf);
     he_auth_cache_t *cache = pool && keep ? pool->cache : NULL;
     h->status = 200; /* a Range of the stored bytes names nothing in these */
     h->range = false;

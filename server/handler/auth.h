@@ -51,6 +51,21 @@ bool he_auth_acl_match(const char *acl, size_t acl_len, const char *path, size_t
 he_stats_auth_t he_auth_edgeauth_verify(const char *tok, const he_auth_edgeauth_t *t,
                                         const he_conf_auth_t *rule, const char *path,
                                         size_t path_len, const char *ip, uint64_t now);
+/* The checks of a token whose signature is known good: the time window,
+ * the ACL, the ip (he_auth_edgeauth_verify's after the HMAC). */
+he_stats_auth_t he_auth_edgeauth_check(const he_auth_edgeauth_t *t, const he_conf_auth_t *rule,
+                                       const char *path, size_t path_len, const char *ip,
+                                       uint64_t now);
+/* ACL tokens this thread verified under rule of configuration generation
+ * gen, by their text as it came (percent-encoded): a player sends the same
+ * token with every request, and finding it skips the decoding, the parse
+ * and the signature (the checks above still run). keep remembers tok
+ * (decoded) and its parse t; find returns the parse, valid until the next
+ * keep. */
+const he_auth_edgeauth_t *he_auth_known_find(uint64_t gen, const he_conf_auth_t *rule,
+                                             const char *raw, size_t raw_len);
+void he_auth_known_keep(uint64_t gen, const he_conf_auth_t *rule, const char *raw, size_t raw_len,
+                        const char *tok, size_t tok_len, const he_auth_edgeauth_t *t);
 /* nginx secure_link: md5 (base64url, no padding) over the rule's template
  * with $expires, $uri, $remote_addr and $secret (each key in turn)
  * substituted; expires (NULL: none given) is when it ends. */
@@ -138,6 +153,10 @@ he_auth_buf_t *he_auth_cache_get(he_auth_cache_t *c, const he_auth_cache_key_t *
  * kept (too large, already expired, already there, -ENOMEM). */
 bool he_auth_cache_put(he_auth_cache_t *c, const he_auth_cache_key_t *k, he_auth_buf_t *out,
                        uint64_t expires, uint64_t now);
+/* Whether this (target, stored version, token) was asked for before:
+ * remembers it if not. A second request admits a master's rewrite. */
+bool he_auth_cache_again(he_auth_cache_t *c, const char *url, size_t url_len, const char *etag,
+                         size_t etag_len, const char *text, size_t text_len);
 unsigned he_auth_cache_entries(const he_auth_cache_t *c);
 size_t he_auth_cache_bytes(const he_auth_cache_t *c);
 

@@ -24,10 +24,13 @@ typedef struct he_auth_entry {
     uint64_t used;      /* the cache's tick when last found */
 } he_auth_entry_t;
 
+#define HE_AUTH_CACHE_SEEN 512 /* fingerprints of masters asked for once */
+
 struct he_auth_cache {
     unsigned max_entries, n;
     size_t max_bytes, bytes;
     uint64_t tick;
+    uint64_t seen[HE_AUTH_CACHE_SEEN]; /* direct-mapped: a collision forgets one */
     he_auth_entry_t e[];
 };
 
@@ -175,6 +178,18 @@ bool he_auth_cache_put(he_auth_cache_t *c, const he_auth_cache_key_t *k, he_auth
     e->used = ++c->tick;
     c->bytes += e->bytes;
     return true;
+}
+
+bool he_auth_cache_again(he_auth_cache_t *c, const char *url, size_t url_len, const char *etag,
+                         size_t etag_len, const char *text, size_t text_len)
+{
+    if (!c) return false;
+    uint64_t h = he__auth_hash(he__auth_hash(he__auth_hash(0, url, url_len), etag, etag_len), text,
+                               text_len) | 1; /* 0 is an empty slot */
+    uint64_t *slot = &c->seen[h % HE_AUTH_CACHE_SEEN];
+    if (*slot == h) return true;
+    *slot = h;
+    return false;
 }
 
 unsigned he_auth_cache_entries(const he_auth_cache_t *c)

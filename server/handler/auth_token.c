@@ -204,9 +204,21 @@ typedef struct he_auth_memo_slot {
     char m[HE_AUTH_MEMO_BYTES]; /* signed bytes, url part, 64 hex digits */
 } he_auth_memo_slot_t;
 
+/* A token as it came (percent-encoded), verified under a rule of one
+ * configuration generation: its decoded copy and parse. */
+typedef struct he_auth_known_slot {
+    uint64_t hash, gen;
+    const he_conf_auth_t *rule;
+    uint16_t raw_len, tok_len; /* 0 raw_len: empty */
+    he_auth_edgeauth_t t;      /* points into tok */
+    char raw[HE_AUTH_MEMO_BYTES];
+    char tok[HE_AUTH_MEMO_BYTES];
+} he_auth_known_slot_t;
+
 typedef struct he_auth_memo {
     uint64_t seed; /* per thread: nobody aims at one slot */
     he_auth_memo_slot_t s[HE_AUTH_MEMO_SLOTS];
+    he_auth_known_slot_t known[HE_AUTH_MEMO_SLOTS];
 } he_auth_memo_t;
 
 static pthread_key_t he_auth_memo_key;
@@ -285,12 +297,71 @@ static void he_auth_memo_keep(he_auth_memo_t *m, const char *tok, const he_auth_
     memcpy(s->m + t->signed_len + url_len, t->hmac.p, 64);
 }
 
+/* ---------------------------------------------------------------- known tokens */
+
+static he_auth_known_slot_t *he_auth_known_slot(he_auth_memo_t *m, uint64_t gen,
+                                                const he_conf_auth_t *rule, const char *raw,
+                                                size_t raw_len, uint64_t *hash)
+{
+    uint64_t h = he__auth_hash(m->seed ^ gen ^ (uint64_t)(uintptr_t)rule, raw, raw_len);
+    *hash = h;
+    return &m->known[h % HE_AUTH_MEMO_SLOTS];
+}
+
+const he_auth_edgeauth_t *he_auth_known_find(uint64_t gen, const he_conf_auth_t *rule,
+                                             const char *raw, size_t raw_len)
+{
+    he_auth_memo_t *m = he_auth_memo();
+    uint64_t hash;
+    if (!m || raw_len > HE_AUTH_MEMO_BYTES) return NULL;
+    he_auth_known_slot_t *s = he_auth_known_slot(m, gen, rule, raw, raw_len, &hash);
+    if (!s->raw_len || s->hash != hash || s->gen != gen || s->rule != rule ||
+        s->raw_len != raw_len || CRYPTO_memcmp(s->raw, raw, raw_len) != 0)
+        return NULL;
+    return &s->t;
+}
+
+void he_auth_known_keep(uint64_t gen, const he_conf_auth_t *rule, const char *raw, size_t raw_len,
+                        const char *tok, size_t tok_len, const he_auth_edgeauth_t *t)
+{
+    he_auth_memo_t *m = he_auth_memo();
+    uint64_t hash;
+    /* an ACL token only: a URL token's signature covers the path */
+    if (!m || !t->acl.p || raw_len > HE_AUTH_MEMO_BYTES || tok_len > HE_AUTH_MEMO_BYTES) return;
+    he_auth_known_slot_t *s = he_auth_known_slot(m, gen, rule, raw, raw_len, &hash);
+    s->hash = hash;
+    s->gen = gen;
+    s->rule = rule;
+    s->raw_len = (uint16_t)raw_len;
+    s->tok_len = (uint16_t)tok_len;
+    memcpy(s->raw, raw, raw_len);
+    memcpy(s->tok, tok, tok_len);
+    s->t = *t;
+    /* the fields point into s->tok from now on */
+    he_auth_field_t *f[] = {&s->t.ip, &s->t.st, &s->t.exp, &s->t.acl, &s->t.id, &s->t.data, &s->t.hmac};
+    for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+        if (f[i]->p) f[i]->p = s->tok + (f[i]->p - tok);
+}
+
+he_stats_auth_t he_auth_edgeauth_check(const he_auth_edgeauth_t *t, const he_conf_auth_t *rule,
+                                       const char *path, size_t path_len, const char *ip,
+                                       uint64_t now)
+{
+    uint64_t skew = rule->clock_skew_ms / 1000;
+    if (t->st.p && now + skew < t->start) return HE_STATS_AUTH_NOT_YET_VALID;
+    if (now >= t->end + skew) return HE_STATS_AUTH_EXPIRED;
+    if (t->acl.p && !he_auth_acl_match(t->acl.p, t->acl.len, path, path_len))
+        return HE_STATS_AUTH_ACL;
+    if (t->ip.p && (strlen(ip) != t->ip.len || memcmp(ip, t->ip.p, t->ip.len) != 0))
+        return HE_STATS_AUTH_IP;
+    return HE_STATS_AUTH_OK;
+}
+
 he_stats_auth_t he_auth_edgeauth_verify(const char *tok, const he_auth_edgeauth_t *t,
                                         const he_conf_auth_t *rule, const char *path,
                                         size_t path_len, const char *ip, uint64_t now)
 {
     static const char hex[] = "0123456789abcdef";
-    uint64_t skew = rule->clock_skew_ms / 1000;
     char url[16 + 4096];
     size_t url_len = 0;
     bool signed_ok = false;
@@ -327,13 +398,7 @@ he_stats_auth_t he_auth_edgeauth_verify(const char *tok, const he_auth_edgeauth_
             he_auth_memo_keep(memo, tok, t, url, url_len, rule->keys[k], rule->key_len[k]);
             break;
         }
-    if (t->st.p && now + skew < t->start) return HE_STATS_AUTH_NOT_YET_VALID;
-    if (now >= t->end + skew) return HE_STATS_AUTH_EXPIRED;
-    if (t->acl.p && !he_auth_acl_match(t->acl.p, t->acl.len, path, path_len))
-        return HE_STATS_AUTH_ACL;
-    if (t->ip.p && (strlen(ip) != t->ip.len || memcmp(ip, t->ip.p, t->ip.len) != 0))
-        return HE_STATS_AUTH_IP;
-    return HE_STATS_AUTH_OK;
+    return he_auth_edgeauth_check(t, rule, path, path_len, ip, now);
 }
 
 /* ---------------------------------------------------------------- secure_link */
