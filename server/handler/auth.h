@@ -109,6 +109,7 @@ typedef struct he_auth_buf {
      * unmapped with the buffer, never reused (net.h, spliceable); or NULL */
     char *sealed;
     size_t sealed_cap;
+    struct he_auth_arena *arena; /* the region sealed is in (auth.c), or NULL: its own */
 } he_auth_buf_t;
 
 /* Drops one reference; the last returns the buffer to this thread's pool
