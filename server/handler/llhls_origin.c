@@ -317,7 +317,9 @@ static void he_llup_on_end(he_worker_t *w, he_llup_t *up, he_cache_fill_ev_t ev)
     }
     if (!c) {
         if (status == 404 || status == 410) { /* Appendix B.1: a blocking 404 lives 4 TD */
-            double td = up->copy ? he__llhls_td(&up->copy->ll) : 1;
+            /* the TD of this playlist, or of an LL one beside it */
+            he_llupdir_t *d = he_llup_dir(he__wcache(w)->llups, up->key, up->key_len);
+            double td = up->copy ? he__llhls_td(&up->copy->ll) : d && d->td > 0 ? d->td : 1;
             he__llhold_fail_origin(w, up->key, up->key_len, 404, 4 * td);
         }
         he_llup_failed(w, up);

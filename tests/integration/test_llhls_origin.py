@@ -516,14 +516,16 @@ def test_directives_on_an_ended_playlist():
 
 def test_origin_404_for_blocking_reload():
     """Appendix B.1: a blocking reload of a playlist the origin does not
-    have is answered 404."""
+    have is answered 404, for 4 TD of the LL playlist beside it."""
     o = LLOrigin().serve()
     try:
         with Server(ROOT, conf(o.port), workers=1, admin=True) as srv:
             c = srv.conn()
+            c.request("GET", "/ll/index.m3u8?_HLS_msn=%d" % (o.first + o.nseg - 1))
             r = c.request("GET", "/ll/missing.m3u8?_HLS_msn=5&_HLS_part=0")
             c.close()
             expect_eq(r.status, 404, "the origin's 404")
+            expect_eq(r.h("cache-control"), "max-age=%d" % (4 * TD), "a blocking 404: 4 TD")
     finally:
         o.stop()
 
