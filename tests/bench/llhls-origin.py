@@ -106,6 +106,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 import he_llsource as ll  # noqa: E402
+from he import free_port  # noqa: E402
 
 BIN = os.environ.get("HE_BIN", os.path.join(SRC, "build", "hlsedge"))
 LOADGEN = os.environ.get("HE_LOADGEN", os.path.join(os.path.dirname(os.path.abspath(BIN)), "hlsedge-loadgen"))
@@ -131,14 +132,6 @@ def seconds(d):
     if not m:
         raise SystemExit("not a duration: %r" % d)
     return float(m.group(1)) * {"ms": 1e-3, "s": 1, "m": 60, None: 1}[m.group(2)]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def wait_listening(proc, port, log, what):
