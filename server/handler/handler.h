@@ -201,6 +201,9 @@ void he__llsnap_put(he_worker_t *w, he_llsnap_t *s);
  * last reference frees it. */
 void he__llsnap_of_copy(he_llcopy_t *c, he_llsnap_t *s);
 void he__llcopy_unref(he_llcopy_t *c);
+/* Appendix B.1's TTLs are in target durations: td * units in whole
+ * seconds, at least 1, at most a day. */
+unsigned he__llhls_ttl(double td, double units);
 /* The playlist's target duration, 1 s when it has none. */
 double he__llhls_td(const he_seg_ll_t *ll);
 /* Why q is answered 400 (6.2.5.2), or NULL: malformed directives, a part

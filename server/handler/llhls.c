@@ -85,8 +85,7 @@ void he__llsnap_put(he_worker_t *w, he_llsnap_t *s)
 
 /* ---------------------------------------------------------------- answers */
 
-/* Appendix B.1's TTLs are in target durations; whole seconds, at least 1. */
-static unsigned he_llhls_ttl(double td, double units)
+unsigned he__llhls_ttl(double td, double units)
 {
     double s = floor(td * units + 0.5);
     return s < 1 ? 1 : s > 86400 ? 86400 : (unsigned)s;
@@ -170,7 +169,7 @@ void he__llhls_error(he_worker_t *w, he_req_t *r, int status, double ttl_s, cons
     he_body_t body;
 
     if (why) he_log_info("worker %u: %.*s: %d: %s", w->id, (int)r->url_len, r->url, status, why);
-    snprintf(extra, sizeof(extra), "Cache-Control: max-age=%u\r\n", he_llhls_ttl(ttl_s, 1));
+    snprintf(extra, sizeof(extra), "Cache-Control: max-age=%u\r\n", he__llhls_ttl(ttl_s, 1));
     memset(&h, 0, sizeof(h));
     h.status = status;
     h.ctype = "text/plain";
@@ -251,7 +250,7 @@ void he__llhls_answer(he_worker_t *w, he_req_t *r, const he_llq_t *q, const he_l
      * changes), a plain one for half a TD */
     double units = q->d.has_msn ? 6 : 0.5;
     snprintf(extra, sizeof(extra), "Cache-Control: max-age=%u\r\nVary: Accept-Encoding\r\n",
-             he_llhls_ttl(ll->pl.target_duration, units));
+             he__llhls_ttl(ll->pl.target_duration, units));
     h.status = 200;
     h.type = HE_SEG_TYPE_M3U8;
     h.has_clen = true;

@@ -310,8 +310,7 @@ unsigned he__llhold_part_ttl(he_worker_t *w, const char *path, size_t len)
 {
     he_lldir_t *d = he_llhold_dir(he_llhold(w), path, len);
     if (!d || !(d->ll_td > 0)) return 0;
-    double s = d->ll_td * 6; /* Appendix B.1: parts and segments, 6 TD */
-    return s < 1 ? 1 : s > 86400 ? 86400 : (unsigned)(s + 0.5);
+    return he__llhls_ttl(d->ll_td, 6); /* Appendix B.1: parts and segments, 6 TD */
 }
 
 static void he_llhold_sweep_begin(he_llhold_t *h)

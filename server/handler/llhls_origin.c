@@ -199,13 +199,11 @@ unsigned he__llup_ttl(he_worker_t *w, const he_cache_key_t *key, int status, he_
         units = 1;
     else if (type == HE_SEG_TYPE_M3U8)
         units = 0.5;
-    else if (type == HE_SEG_TYPE_TS || type == HE_SEG_TYPE_M4S || type == HE_SEG_TYPE_MP4 ||
-             type == HE_SEG_TYPE_AAC)
+    else if (he_seg_kind_of(type, NULL, 0) == HE_SEG_KIND_SEGMENT) /* as from root */
         units = 6;
     else
         return 0;
-    double s = d->td * units + 0.5;
-    return s < 1 ? 1 : s > 86400 ? 86400 : (unsigned)s;
+    return he__llhls_ttl(d->td, units);
 }
 
 /* ---------------------------------------------------------------- copies */
