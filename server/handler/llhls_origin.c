@@ -103,6 +103,14 @@ static uint32_t he_llup_hash(const char *s, size_t n)
     return (uint32_t)he_cache_hash(s, n) % HE_LLUP_BUCKETS;
 }
 
+static he_llup_t *he_llup_find(he_llups_t *ups, const he_cache_key_t *key)
+{
+    he_llup_t *up = ups->buckets[key->hash % HE_LLUP_BUCKETS];
+    while (up && !(up->key_len == key->len && memcmp(up->key, key->s, key->len) == 0))
+        up = up->next;
+    return up;
+}
+
 /* r's playlist's entry, made on first use; NULL when r cannot have one
  * (a target the cache refuses, no memory). */
 static he_llup_t *he_llup_get(he_worker_t *w, he_req_t *r)
@@ -116,10 +124,7 @@ static he_llup_t *he_llup_get(he_worker_t *w, he_req_t *r)
 
     if (!base || !(key = malloc(sizeof(*key))) || he_cache_key_make(wc->conf, base, blen, key) < 0)
         goto out;
-    uint32_t b = (uint32_t)(key->hash % HE_LLUP_BUCKETS);
-    for (up = ups->buckets[b]; up; up = up->next)
-        if (up->key_len == key->len && memcmp(up->key, key->s, key->len) == 0) goto out;
-    if (!(up = calloc(1, sizeof(*up) + key->len + 1))) goto out;
+    if ((up = he_llup_find(ups, key)) || !(up = calloc(1, sizeof(*up) + key->len + 1))) goto out;
     /* the origin gets the target as the first viewer sent it (a token
      * only when its rule says to_origin), as for any fill */
     if (!(up->target = malloc(blen + tn + 2))) {
@@ -137,8 +142,8 @@ static he_llup_t *he_llup_get(he_worker_t *w, he_req_t *r)
     up->target[blen] = '\0';
     up->key_len = key->len;
     memcpy(up->key, key->s, key->len + 1);
-    up->next = ups->buckets[b];
-    ups->buckets[b] = up;
+    up->next = ups->buckets[key->hash % HE_LLUP_BUCKETS];
+    ups->buckets[key->hash % HE_LLUP_BUCKETS] = up;
     he_llup_seed(w, up, key);
 out:
     free(key);
@@ -466,9 +471,7 @@ bool he__llup_plain(he_worker_t *w, he_req_t *r, const he_cache_key_t *key)
     he_llq_t q;
     he_llsnap_t s;
     if (!ups || (r->method != HTTP_GET && r->method != HTTP_HEAD)) return false;
-    for (up = ups->buckets[key->hash % HE_LLUP_BUCKETS]; up; up = up->next)
-        if (up->key_len == key->len && memcmp(up->key, key->s, key->len) == 0) break;
-    if (!up || !he_llup_current(w, up)) return false;
+    if (!(up = he_llup_find(ups, key)) || !he_llup_current(w, up)) return false;
     up->used_ms = w->now_ms;
     memset(&q, 0, sizeof(q));
     q.gzip = w->conf->llhls_gzip && he__llhls_accepts_gzip(r);
