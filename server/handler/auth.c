@@ -165,24 +165,21 @@ static he_stats_auth_t he_auth_edgeauth(he_worker_t *w, he_req_t *r, const he_co
     } else {
         return HE_STATS_AUTH_MISSING;
     }
-    const he_auth_edgeauth_t *known =
-        he_auth_known_find(w->conf->generation, rule, val, val_len);
-    he_stats_auth_t res;
-    if (known) {
-        ip[0] = 0;
-        if (known->ip.p) he_auth_peer_text(r->conn, ip, sizeof(ip));
-        res = he_auth_edgeauth_check(known, rule, full, full_len, ip, (uint64_t)w->date_sec);
-    } else {
+    const he_auth_edgeauth_t *known = he_auth_known_find(w->conf->generation, rule, val, val_len);
+    const he_auth_edgeauth_t *tp = known ? known : &t;
+    if (!known) {
         n = he_auth_pct_decode(val, val_len, tok, sizeof(tok));
         if (n < 0 || he_auth_edgeauth_parse(tok, (size_t)n, &t) < 0)
             return HE_STATS_AUTH_MALFORMED;
-        /* inet_ntop formats through sprintf: only for a token bound to one */
-        ip[0] = 0;
-        if (t.ip.p) he_auth_peer_text(r->conn, ip, sizeof(ip));
-        res = he_auth_edgeauth_verify(tok, &t, rule, full, full_len, ip, (uint64_t)w->date_sec);
-        if (res != HE_STATS_AUTH_BAD_SIGNATURE && res != HE_STATS_AUTH_MALFORMED)
-            he_auth_known_keep(w->conf->generation, rule, val, val_len, tok, (size_t)n, &t);
     }
+    /* inet_ntop formats through sprintf: only for a token bound to one */
+    ip[0] = 0;
+    if (tp->ip.p) he_auth_peer_text(r->conn, ip, sizeof(ip));
+    he_stats_auth_t res =
+        known ? he_auth_edgeauth_check(known, rule, full, full_len, ip, (uint64_t)w->date_sec)
+              : he_auth_edgeauth_verify(tok, &t, rule, full, full_len, ip, (uint64_t)w->date_sec);
+    if (!known && res != HE_STATS_AUTH_BAD_SIGNATURE && res != HE_STATS_AUTH_MALFORMED)
+        he_auth_known_keep(w->conf->generation, rule, val, val_len, tok, (size_t)n, &t);
     if (res == HE_STATS_AUTH_OK && p.count && he_auth_strip(r, &p, 1) < 0)
         return HE_STATS_AUTH_MALFORMED;
     return res;
