@@ -50,7 +50,12 @@ int he__llsnap_from(he_worker_t *w, he_file_t *f, he_llsnap_t *s)
     return 0;
 }
 
-static void he_llcopy_free_variants(he_llcopy_t *c);
+static void he_llcopy_free_variants(he_llcopy_t *c)
+{
+    for (unsigned i = 0; i < 3; i++)
+        for (unsigned j = 0; j < 2; j++)
+            free(c->variants[i][j].own);
+}
 
 void he__llsnap_of_copy(he_llcopy_t *c, he_llsnap_t *s)
 {
@@ -208,13 +213,6 @@ static void he_llhls_make(const he_llsnap_t *s, he_seg_ll_skip_t skip, bool gzip
         }
     }
     v->made = true;
-}
-
-static void he_llcopy_free_variants(he_llcopy_t *c)
-{
-    for (unsigned i = 0; i < 3; i++)
-        for (unsigned j = 0; j < 2; j++)
-            free(c->variants[i][j].own);
 }
 
 /* Answers r from s: whole, or the delta it asked for, maybe gzipped. An
