@@ -116,8 +116,7 @@ static void he_rc_on_headers(he_worker_t *w, he_req_t *r)
     snprintf(m.etag, sizeof(m.etag), "%s", resp->etag);
     snprintf(m.last_modified, sizeof(m.last_modified), "%s", resp->last_modified);
     snprintf(m.content_encoding, sizeof(m.content_encoding), "%s", resp->content_encoding);
-    he__rc_head(&h, he_cache_fill_status(f), &m, type, (uint64_t)resp->content_length);
-    he__rc_ll_ttl(w, cc, key, &h);
+    he__rc_head(w, r, key, &h, he_cache_fill_status(f), &m, type, (uint64_t)resp->content_length);
     /* a miss: the parent's own Age, if it said one */
     h.has_age = resp->age_s >= 0;
     h.age_s = resp->age_s > 0 ? (uint64_t)resp->age_s : 0;

@@ -129,10 +129,8 @@ void he__cache_tick(he_worker_t *w);
 
 /* respond_cache.c */
 void he__rc_release_cc(he_cconn_t *cc);
-void he__rc_head(he_http_head_t *h, int status, const he_cache_meta_t *m, he_seg_type_t type,
-                 uint64_t clen);
-/* Appendix B.1's TTL on h (he__llup_ttl), written into cc. */
-void he__rc_ll_ttl(he_worker_t *w, he_cconn_t *cc, const he_cache_key_t *key, he_http_head_t *h);
+void he__rc_head(he_worker_t *w, he_req_t *r, const he_cache_key_t *key, he_http_head_t *h,
+                 int status, const he_cache_meta_t *m, he_seg_type_t type, uint64_t clen);
 void he__rc_send_obj(he_worker_t *w, he_req_t *r, const he_http_head_t *h, uint64_t off,
                      uint64_t end);
 void he__rc_serve_obj(he_worker_t *w, he_req_t *r, he_cache_obj_t *o, uint8_t cst);

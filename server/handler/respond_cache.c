@@ -141,10 +141,12 @@ static const he_body_ops_t he_rc_ssd_ops = {
 
 /* The head of a cache answer: what the origin sent for the representation
  * (type, validators, encoding) and our own policy (Cache-Control per
- * type, CORS), never the origin's hop-by-hop or caching headers. */
-void he__rc_head(he_http_head_t *h, int status, const he_cache_meta_t *m, he_seg_type_t type,
-                 uint64_t clen)
+ * type, or Appendix B.1's beside an LL playlist, CORS), never the
+ * origin's hop-by-hop or caching headers. */
+void he__rc_head(he_worker_t *w, he_req_t *r, const he_cache_key_t *key, he_http_head_t *h,
+                 int status, const he_cache_meta_t *m, he_seg_type_t type, uint64_t clen)
 {
+    unsigned ll_ttl = he__llup_ttl(w, key, status, type);
     memset(h, 0, sizeof(*h));
     h->status = status;
     h->ctype = m->content_type[0] ? m->content_type : NULL;
@@ -165,15 +167,12 @@ void he__rc_head(he_http_head_t *h, int status, const he_cache_meta_t *m, he_seg
         }
         h->cache_control = true;
     }
-}
-
-void he__rc_ll_ttl(he_worker_t *w, he_cconn_t *cc, const he_cache_key_t *key, he_http_head_t *h)
-{
-    unsigned s = he__llup_ttl(w, key, h->status, h->type);
-    if (!s) return;
-    snprintf(cc->ttl, sizeof(cc->ttl), "Cache-Control: max-age=%u\r\n", s);
-    h->extra = cc->ttl;
-    h->cache_control = false;
+    if (ll_ttl) { /* the line lives in r's cache state, as long as the head */
+        he_cconn_t *cc = he__rc_cc(w, r);
+        snprintf(cc->ttl, sizeof(cc->ttl), "Cache-Control: max-age=%u\r\n", ll_ttl);
+        h->extra = cc->ttl;
+        h->cache_control = false;
+    }
 }
 
 void he__rc_age(he_http_head_t *h, int64_t stored_ms, int64_t wall_ms)
@@ -188,8 +187,9 @@ void he__rc_age(he_http_head_t *h, int64_t stored_ms, int64_t wall_ms)
 
 /* A complete representation: conditionals and a single Range. Fills h
  * and [*first, *last]; returns the status, 412 for an error page. */
-static int he_rc_head_complete(he_req_t *r, he_http_head_t *h, const he_cache_meta_t *m,
-                               uint64_t size, he_seg_type_t type, uint64_t *first, uint64_t *last)
+static int he_rc_head_complete(he_worker_t *w, he_req_t *r, const he_cache_key_t *key,
+                               he_http_head_t *h, const he_cache_meta_t *m, uint64_t size,
+                               he_seg_type_t type, uint64_t *first, uint64_t *last)
 {
     int status = m->status ? m->status : 200;
     *first = 0;
@@ -201,7 +201,7 @@ static int he_rc_head_complete(he_req_t *r, he_http_head_t *h, const he_cache_me
         status = he_http_evaluate(r, m->etag, strlen(m->etag), mtime, mtime, size, first, last);
         if (status == 412) return 412;
     }
-    he__rc_head(h, status, m, type, size && status != 416 ? *last - *first + 1 : 0);
+    he__rc_head(w, r, key, h, status, m, type, size && status != 416 ? *last - *first + 1 : 0);
     h->range = status == 206;
     h->unsatisfied = status == 416;
     h->first = *first;
@@ -261,8 +261,7 @@ void he__rc_serve_obj(he_worker_t *w, he_req_t *r, he_cache_obj_t *o, uint8_t cs
 
     r->cache_st = cst;
     if (m->status == 404) he__wcache(w)->st->negative_hits++;
-    status = he_rc_head_complete(r, &h, m, size, type, &first, &last);
-    he__rc_ll_ttl(w, cc, key, &h);
+    status = he_rc_head_complete(w, r, key, &h, m, size, type, &first, &last);
     {
         he_cache_fresh_t fr;
         he_cache_obj_fresh(o, &fr);
@@ -317,8 +316,7 @@ bool he__rc_serve_ssd(he_worker_t *w, he_req_t *r, const he_cache_key_t *key,
     r->cache_st = cst;
     r->kind = hit->meta.kind;
     if (hit->meta.status == 404) wc->st->negative_hits++;
-    status = he_rc_head_complete(r, &h, &hit->meta, hit->body_len, type, &first, &last);
-    he__rc_ll_ttl(w, cc, key, &h);
+    status = he_rc_head_complete(w, r, key, &h, &hit->meta, hit->body_len, type, &first, &last);
     he__rc_age(&h, hit->meta.fresh.stored_ms, he__cache_wall_ms(w));
     if (status == 412) {
         close(fd);
