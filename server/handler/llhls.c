@@ -226,15 +226,11 @@ void he__llhls_answer(he_worker_t *w, he_req_t *r, const he_llq_t *q, const he_l
     char extra[128];
     he_http_head_t h;
     he_body_t body;
-    he_llvariant_t mine, *v = &mine;
+    he_llvariant_t mine = {.made = false}, *v = &mine;
     bool gzip = q->gzip && !r->auth_propagate;
 
-    if (c) {
-        v = &c->variants[q->d.skip < 3 ? q->d.skip : 0][gzip];
-        if (!v->made) he_llhls_make(s, q->d.skip, gzip, v);
-    } else {
-        he_llhls_make(s, q->d.skip, gzip, v);
-    }
+    if (c) v = &c->variants[q->d.skip][gzip]; /* made by the first answer that asked */
+    if (!v->made) he_llhls_make(s, q->d.skip, gzip, v);
     const char *p = v->p;
     size_t n = v->n;
     bool whole = !v->delta && !v->gzip;
