@@ -221,7 +221,6 @@ typedef enum he_http_field {
     HE_HTTP_F_CACHE_CONTROL,
     HE_HTTP_F_COUNT
 } he_http_field_t;
-extern const char *const he__http_field_h1[HE_HTTP_F_COUNT]; /* "Content-Type: " */
 extern const char *const he__http_field_h2[HE_HTTP_F_COUNT]; /* "content-type" */
 typedef void (*he_http_field_fn)(void *ctx, he_http_field_t f, const char *v, size_t n);
 void he__http_head_fields(const he_worker_t *w, const he_http_head_t *h, he_http_field_fn fn,

@@ -14,24 +14,29 @@
 
 /* ---------------------------------------------------------------- heads */
 
-/* The fields' names as each protocol spells them. */
-const char *const he__http_field_h1[HE_HTTP_F_COUNT] = {
-    [HE_HTTP_F_SERVER] = "Server: ",
-    [HE_HTTP_F_DATE] = "Date: ",
-    [HE_HTTP_F_ACAO] = "Access-Control-Allow-Origin: ",
-    [HE_HTTP_F_ACEH] = "Access-Control-Expose-Headers: ",
-    [HE_HTTP_F_TAO] = "Timing-Allow-Origin: ",
-    [HE_HTTP_F_EXTRA] = "",
-    [HE_HTTP_F_CONTENT_TYPE] = "Content-Type: ",
-    [HE_HTTP_F_CONTENT_LENGTH] = "Content-Length: ",
-    [HE_HTTP_F_CONTENT_ENCODING] = "Content-Encoding: ",
-    [HE_HTTP_F_VARY] = "Vary: ",
-    [HE_HTTP_F_ACCEPT_RANGES] = "Accept-Ranges: ",
-    [HE_HTTP_F_CONTENT_RANGE] = "Content-Range: ",
-    [HE_HTTP_F_LAST_MODIFIED] = "Last-Modified: ",
-    [HE_HTTP_F_ETAG] = "ETag: ",
-    [HE_HTTP_F_AGE] = "Age: ",
-    [HE_HTTP_F_CACHE_CONTROL] = "Cache-Control: ",
+/* The fields' names as each protocol spells them; HTTP/1.1's with their
+ * lengths, as every response spells a dozen. */
+#define HE_HTTP1_NAME(s) {"" s, sizeof(s) - 1}
+static const struct {
+    const char *name;
+    uint8_t len;
+} he_http1_names[HE_HTTP_F_COUNT] = {
+    [HE_HTTP_F_SERVER] = HE_HTTP1_NAME("Server: "),
+    [HE_HTTP_F_DATE] = HE_HTTP1_NAME("Date: "),
+    [HE_HTTP_F_ACAO] = HE_HTTP1_NAME("Access-Control-Allow-Origin: "),
+    [HE_HTTP_F_ACEH] = HE_HTTP1_NAME("Access-Control-Expose-Headers: "),
+    [HE_HTTP_F_TAO] = HE_HTTP1_NAME("Timing-Allow-Origin: "),
+    [HE_HTTP_F_EXTRA] = HE_HTTP1_NAME(""),
+    [HE_HTTP_F_CONTENT_TYPE] = HE_HTTP1_NAME("Content-Type: "),
+    [HE_HTTP_F_CONTENT_LENGTH] = HE_HTTP1_NAME("Content-Length: "),
+    [HE_HTTP_F_CONTENT_ENCODING] = HE_HTTP1_NAME("Content-Encoding: "),
+    [HE_HTTP_F_VARY] = HE_HTTP1_NAME("Vary: "),
+    [HE_HTTP_F_ACCEPT_RANGES] = HE_HTTP1_NAME("Accept-Ranges: "),
+    [HE_HTTP_F_CONTENT_RANGE] = HE_HTTP1_NAME("Content-Range: "),
+    [HE_HTTP_F_LAST_MODIFIED] = HE_HTTP1_NAME("Last-Modified: "),
+    [HE_HTTP_F_ETAG] = HE_HTTP1_NAME("ETag: "),
+    [HE_HTTP_F_AGE] = HE_HTTP1_NAME("Age: "),
+    [HE_HTTP_F_CACHE_CONTROL] = HE_HTTP1_NAME("Cache-Control: "),
 };
 const char *const he__http_field_h2[HE_HTTP_F_COUNT] = {
     [HE_HTTP_F_SERVER] = "server",
@@ -119,13 +124,17 @@ void he__http_head_fields(const he_worker_t *w, const he_http_head_t *h, he_http
     }
 }
 
-/* HTTP/1.1's spelling of one field: whole lines for the extras. */
+/* HTTP/1.1's spelling of one field. */
 static void he_http1_field(void *ctx, he_http_field_t f, const char *v, size_t n)
 {
     he_buf_t *b = ctx;
-    if (f != HE_HTTP_F_EXTRA) he_buf_str(b, he__http_field_h1[f]);
+    if (f == HE_HTTP_F_EXTRA) { /* whole lines */
+        he_buf_put(b, v, n);
+        return;
+    }
+    he_buf_put(b, he_http1_names[f].name, he_http1_names[f].len);
     he_buf_put(b, v, n);
-    if (f != HE_HTTP_F_EXTRA) he_buf_lit(b, "\r\n");
+    he_buf_lit(b, "\r\n");
 }
 
 /* HTTP/1.1's spelling of h into c->hdr; false when it does not fit. */
