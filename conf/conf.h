@@ -65,6 +65,7 @@ typedef enum he_conf_feature {
     HE_CONF_FEATURE_OPENAT2_BENEATH,
     HE_CONF_FEATURE_REUSEPORT_CBPF,
     HE_CONF_FEATURE_KTLS,
+    HE_CONF_FEATURE_MIN_TIMEOUT,
     HE_CONF_FEATURE_COUNT
 } he_conf_feature_t;
 
@@ -226,6 +227,8 @@ typedef struct he_conf {
     uint64_t send_sendfile_chunk; /* send.sendfile_chunk: most one sendfile moves; 0 = what the socket takes */
     bool send_cork;               /* send.cork: TCP_CORK while a file body goes out */
     uint64_t send_notsent_lowat;  /* send.notsent_lowat: TCP_NOTSENT_LOWAT; 0 = the kernel's */
+    unsigned ring_batch;          /* ring.batch: completions a busy worker wakes for */
+    unsigned ring_batch_wait_us;  /* ring.batch_wait_us: the most it waits for them; 0 = none */
 
     /* http2: HTTP/2 for viewers */
     bool http2_tls;                  /* http2.tls: offer h2 by ALPN on TLS listeners */

@@ -49,6 +49,7 @@ const char *const he_conf_feature_names[] = {
     [HE_CONF_FEATURE_OPENAT2_BENEATH] = "openat2_beneath",
     [HE_CONF_FEATURE_REUSEPORT_CBPF] = "reuseport_cbpf",
     [HE_CONF_FEATURE_KTLS] = "ktls",
+    [HE_CONF_FEATURE_MIN_TIMEOUT] = "min_timeout",
     [HE_CONF_FEATURE_COUNT] = NULL,
 };
 _Static_assert(sizeof(he_conf_feature_names) / sizeof(he_conf_feature_names[0]) ==
@@ -330,6 +331,12 @@ const he__conf_key_t he__conf_keys[] = {
                    "TCP_CORK while a file body is sent, so no chunk ends in a short segment"),
     HE_CONF_K_SIZE("send.notsent_lowat", send_notsent_lowat, 0, (1024 * HE_CONF_MIB), "0",
                    "TCP_NOTSENT_LOWAT on viewer sockets (unsent bytes the kernel queues); 0 = the kernel's"),
+
+    HE_CONF_K_SECTION("ring", "how a worker waits for its io_uring's completions"),
+    HE_CONF_K_UINT("ring.batch", ring_batch, 1, 1024, "32",
+                   "completions a busy worker waits for before it wakes (never more than its connections)"),
+    HE_CONF_K_UINT("ring.batch_wait_us", ring_batch_wait_us, 0, 10000, "100",
+                   "the most microseconds it waits for them, then wakes for what is ready; 0 = wake at the first"),
 
     HE_CONF_K_SECTION("features", "kernel features the server probes for at start"),
     {.name = "features.disable",

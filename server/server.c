@@ -165,12 +165,21 @@ int he_server_start(he_server_t *s, char *err, size_t errlen)
             w->thread = 0;
             return w->startup_err;
         }
-        he_log_info("worker %u: cpu %d, NUMA node %d, %u connection slots, recv %s, files %s", i,
-                    w->cpu, w->node, w->conn_cap,
+        char waits[96];
+        if (he__worker_batch_wait_us(w))
+            snprintf(waits, sizeof(waits), "for up to %u completions or %u us", w->conf->ring_batch,
+                     he__worker_batch_wait_us(w));
+        else
+            snprintf(waits, sizeof(waits), "for each completion (%s)",
+                     s->features.min_timeout ? "ring.batch_wait_us: 0"
+                                             : "no min_timeout");
+        he_log_info("worker %u: cpu %d, NUMA node %d, %u connection slots, recv %s, files %s, "
+                    "waits %s",
+                    i, w->cpu, w->node, w->conn_cap,
                     s->features.recv_multishot && w->br ? "multishot+buffer ring"
                     : w->br                             ? "single-shot+buffer ring"
                                                         : "single-shot",
-                    w->fixed_files ? "registered" : "plain");
+                    w->fixed_files ? "registered" : "plain", waits);
     }
     return 0;
 }

@@ -19,6 +19,7 @@ typedef struct he_features {
     bool openat2_beneath;  /* openat2(RESOLVE_BENEATH) */
     bool reuseport_cbpf;   /* SO_ATTACH_REUSEPORT_CBPF */
     bool ktls;             /* tls ULP available */
+    bool min_timeout;      /* IORING_FEAT_MIN_TIMEOUT (6.12): a wait for a batch, bounded in time */
     int numa_nodes;        /* 0 when libnuma is unavailable */
 } he_features_t;
 

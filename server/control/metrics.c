@@ -149,6 +149,7 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
         {"fixed_files", f->fixed_files},         {"send_zc", f->send_zc},
         {"zc_report_usage", f->zc_report_usage}, {"openat2_beneath", f->openat2_beneath},
         {"reuseport_cbpf", f->reuseport_cbpf},   {"ktls", f->ktls},
+        {"min_timeout", f->min_timeout},
     };
 
     he_prom_head(b, "build_info", "gauge", "Version of the running binary.");
@@ -432,15 +433,17 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
     he_buf_printf(b,
                   "\"features\":{\"io_uring\":{\"single_issuer\":%s,\"defer_taskrun\":%s,"
                   "\"coop_taskrun\":%s,\"multishot_accept\":%s,\"recv_multishot\":%s,"
-                  "\"buf_ring\":%s,\"fixed_files\":%s,\"send_zc\":%s,\"zc_report_usage\":%s},"
+                  "\"buf_ring\":%s,\"fixed_files\":%s,\"send_zc\":%s,\"zc_report_usage\":%s,"
+                  "\"min_timeout\":%s},"
                   "\"openat2_beneath\":%s,\"reuseport_cbpf\":%s,\"ktls\":%s,\"numa_nodes\":%d,"
                   "\"summary\":",
                   f->single_issuer ? "true" : "false", f->defer_taskrun ? "true" : "false",
                   f->coop_taskrun ? "true" : "false", f->multishot_accept ? "true" : "false",
                   f->recv_multishot ? "true" : "false", f->buf_ring ? "true" : "false",
                   f->fixed_files ? "true" : "false", f->send_zc ? "true" : "false",
-                  f->zc_report_usage ? "true" : "false", f->openat2_beneath ? "true" : "false",
-                  f->reuseport_cbpf ? "true" : "false", f->ktls ? "true" : "false", f->numa_nodes);
+                  f->zc_report_usage ? "true" : "false", f->min_timeout ? "true" : "false",
+                  f->openat2_beneath ? "true" : "false", f->reuseport_cbpf ? "true" : "false",
+                  f->ktls ? "true" : "false", f->numa_nodes);
     he_buf_json_str(b, feat);
     he_buf_printf(b, "},\"control_thread\":{\"cpus\":");
     he_buf_json_str(b, s->control_cpus ? s->control_cpus : "");

@@ -34,6 +34,8 @@
 /* Linux 6.2 uapi; liburing 2.3's copy of io_uring.h predates them */
 #define HE_SEND_ZC_REPORT_USAGE (1U << 3)
 #define HE_NOTIF_USAGE_ZC_COPIED (1U << 31)
+/* Linux 6.12 uapi: io_uring_getevents_arg's pad is min_wait_usec */
+#define HE_IORING_FEAT_MIN_TIMEOUT (1U << 15)
 
 typedef struct he_worker he_worker_t;
 typedef struct he_conn he_conn_t;
@@ -406,6 +408,8 @@ void *he__worker_main(void *arg);
  * tag is the hook's own (its generation of the operation). */
 uint64_t he__worker_hook_ud(const he_worker_t *w, const he_worker_hooks_t *h, uint32_t tag);
 void he__worker_wake(he_worker_t *w);
+/* ring.batch_wait_us where the kernel has the min timeout, else 0. */
+unsigned he__worker_batch_wait_us(const he_worker_t *w);
 /* Re-arms accepts paused for want of descriptors (one was just freed). */
 void he__worker_accept_resume(he_worker_t *w);
 

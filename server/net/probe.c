@@ -54,7 +54,9 @@ static void he_probe_ring(he_features_t *f)
         io_uring_queue_exit(&ring);
     }
 
-    if (io_uring_queue_init(8, &ring, 0) != 0) return;
+    memset(&p, 0, sizeof(p));
+    if (io_uring_queue_init_params(8, &ring, &p) != 0) return;
+    f->min_timeout = (p.features & HE_IORING_FEAT_MIN_TIMEOUT) != 0;
     pr = io_uring_get_probe_ring(&ring);
     if (pr) {
         f->send_zc = io_uring_opcode_supported(pr, IORING_OP_SEND_ZC);
@@ -196,6 +198,7 @@ void he_features_probe(he_features_t *f, const he_conf_t *conf)
     HE_PROBE_OFF(openat2_beneath);
     HE_PROBE_OFF(reuseport_cbpf);
     HE_PROBE_OFF(ktls);
+    HE_PROBE_OFF(min_timeout);
 #undef HE_PROBE_OFF
     if (he_probe_disabled("numa")) f->numa_nodes = 0;
     if (!f->single_issuer) f->defer_taskrun = false;

@@ -12,6 +12,8 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "server/base/log.h"
@@ -561,6 +563,49 @@ static void he_worker_rearm_lost(he_worker_t *w)
     if (w->drain_cancel_lost) he_worker_cancel_accepts(w);
 }
 
+unsigned he__worker_batch_wait_us(const he_worker_t *w)
+{
+    return w->server->features.min_timeout ? w->conf->ring_batch_wait_us : 0;
+}
+
+/* Submits what is queued and sleeps until completions are ready.
+ *
+ * Woken at the first completion, a busy worker takes a batch of a few
+ * completions per sleep and pays a wake-up for each: on a playlist load,
+ * about one in seven of its CPU-seconds went to going to sleep and waking
+ * (finish_task_switch and the scheduler's locks, docs/performance.md).
+ * With the kernel's min timeout (6.12) it waits for ring.batch
+ * completions or ring.batch_wait_us, whichever comes first, and then
+ * wakes for what is ready; with none ready it sleeps until the first, as
+ * before. So no completion waits longer than ring.batch_wait_us. It never
+ * waits for more completions than it has connections: a lone viewer's
+ * request is answered at once. The enter is ours rather than liburing's
+ * because liburing 2.3 cannot pass min_wait_usec; the queue is handed
+ * over as io_uring_submit does (no SQPOLL here). */
+static int he_worker_enter(he_worker_t *w)
+{
+    struct io_uring_sq *sq = &w->ring.sq;
+    struct __kernel_timespec forever = {.tv_sec = 1}; /* the min timeout wants an outer one */
+    struct io_uring_getevents_arg arg;
+    unsigned tail = sq->sqe_tail, want = w->conf->ring_batch, wait_us = he__worker_batch_wait_us(w);
+    int rc;
+
+    if (!wait_us || want < 2 || w->nconns < 2) return io_uring_submit_and_wait(&w->ring, 1);
+    if (want > w->nconns) want = w->nconns;
+    if (sq->sqe_head != tail) {
+        sq->sqe_head = tail;
+        io_uring_smp_store_release(sq->ktail, tail);
+    }
+    memset(&arg, 0, sizeof(arg));
+    arg.sigmask_sz = _NSIG / 8;
+    arg.pad = wait_us; /* min_wait_usec */
+    arg.ts = (uint64_t)(uintptr_t)&forever;
+    rc = (int)syscall(__NR_io_uring_enter, w->ring.ring_fd, tail - *sq->khead, want,
+                      IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &arg, sizeof(arg));
+    if (rc >= 0) return rc;
+    return errno == ETIME ? 0 : -errno; /* a second with nothing: the loop goes round */
+}
+
 static void he_worker_loop(he_worker_t *w)
 {
     while (!w->stop) {
@@ -572,10 +617,10 @@ static void he_worker_loop(he_worker_t *w)
             io_uring_buf_ring_advance(w->br, (int)w->buf_pending);
             w->buf_pending = 0;
         }
-        rc = io_uring_submit_and_wait(&w->ring, 1);
+        rc = he_worker_enter(w);
         he__batch_ns = he__now_ns();
         if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-            he_log_error("worker %u: io_uring_submit_and_wait: %s", w->id, strerror(-rc));
+            he_log_error("worker %u: io_uring_enter: %s", w->id, strerror(-rc));
             break;
         }
         io_uring_for_each_cqe(&w->ring, head, cqe)

@@ -446,7 +446,7 @@ static void test_features_disable(void)
     static const char names[] =
         "one of single_issuer, defer_taskrun, coop_taskrun, multishot_accept, recv_multishot, "
         "buf_ring, fixed_files, send_zc, zc_report_usage, openat2_beneath, reuseport_cbpf, ktls, "
-        "or \"all\", or a list of them";
+        "min_timeout, or \"all\", or a list of them";
     static const char *const empties[] = {"[]", "\"\"", "", "~"};
     char yaml[1024], want[HE_CONF_ERR_MAX];
     size_t o;

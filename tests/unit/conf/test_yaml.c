@@ -66,12 +66,12 @@ static void test_unknown_keys(void)
     expect_err("wrokers: 4\n", -EINVAL,
                "t.yaml:1:1: wrokers: unknown key, did you mean \"workers\"? (valid here: listen, "
                "workers, cpus, pin, control_cpus, numa, root, limits, timeouts, cors, cache_control, log, "
-               "admin, stats, fd_cache, auth_cache, llhls, tls, cache, origin, http2, send, features)");
+               "admin, stats, fd_cache, auth_cache, llhls, tls, cache, origin, http2, send, ring, features)");
     expect_err(
         "listen: \":80\"\nbogus_option: 1\n", -EINVAL,
         "t.yaml:2:1: bogus_option: unknown key (valid here: listen, workers, cpus, pin, "
         "control_cpus, numa, root, limits, timeouts, cors, cache_control, log, admin, stats, fd_cache, auth_cache, llhls, tls, cache, "
-        "origin, http2, send, features)");
+        "origin, http2, send, ring, features)");
     expect_err("limits:\n  max_connections: 5\n  header_byte: 1024\n", -EINVAL,
                "t.yaml:3:3: limits.header_byte: unknown key, did you mean \"header_bytes\"? "
                "(valid here: max_connections, header_bytes, uri_bytes)");
@@ -82,7 +82,7 @@ static void test_unknown_keys(void)
     expect_err("limits.uri_bytes: 100\n", -EINVAL,
                "t.yaml:1:1: limits.uri_bytes: unknown key (valid here: listen, workers, cpus, "
                "pin, control_cpus, numa, root, limits, timeouts, cors, cache_control, log, admin, stats, fd_cache, auth_cache, llhls, tls, "
-               "cache, origin, http2, send, features)");
+               "cache, origin, http2, send, ring, features)");
     /* Sections nest: an unknown key in cache.ttl names its full path and the
      * keys valid there, and a typo is caught one level down too. */
     expect_err("cache:\n  ttl:\n    medai: 1s\n", -EINVAL,
