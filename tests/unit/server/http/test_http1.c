@@ -229,6 +229,17 @@ static void test_framing(size_t step)
         {"GET / HTTP/1.1\r\n Host: a\r\n\r\n", 400},
         {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
         {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
+        /* the same inside runs of eight plain bytes and more, which the
+         * scan skips a word at a time: a bare CR or LF after the run, an
+         * obs-fold after a long line, a space in a long field name */
+        {"GET /0123456789abcdef HTTP/1.1\r\nHost: a\r\nX-Long: 0123456789\r012345\r\n\r\n", 400},
+        {"GET /0123456789abcdef HTTP/1.1\r\nHost: a\r\nX-Long: 0123456789abcdefghij\n\r\n", 400},
+        {"GET /0123456789abcdefghij\nHost: a\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nX: 0123456789abcdef\r\n 0123456789abcdef\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nX-Long-Name x: 1\r\n\r\n", 400},
+        {"GET /0123456789abcdefghijklmnop HTTP/1.1\r\nHost: a\r\n"
+         "User-Agent: Mozilla/5.0 (X11; Linux x86_64) hlsedge-test/1.0\r\n\r\n",
+         0},
         /* well framed: a value with spaces and tabs inside, CRLFs before
          * the request line, a chunked body read to its end */
         {"\r\nGET / HTTP/1.1\r\nHost: a\r\nX: a \t b\r\n\r\n", 0},
