@@ -389,12 +389,20 @@ def loadgen(seconds):
     return p, out
 
 
-def loadgen_result(p, out, what):
+def loadgen_result(p, out, what, cut_ok=0):
+    """cut_ok: responses that may end cut short ("closed"), for a box
+    killed under load: HAProxy retries what it has not begun to forward,
+    but a response the dead box was half-way through sending is lost for
+    the viewer (a player skips or refetches that segment). Any other
+    failure, or more cut responses, fails the test."""
     _, err = p.communicate(timeout=120)
     with open(out) as f:
         res = json.load(f)
     expect(res["requests"] > VIEWERS, "%s: loadgen made requests: %s" % (what, res["requests"]))
-    expect_eq(res["errors"], 0, "%s: no viewer saw a failed request: %s %s" % (what, res.get("error_kinds"), err))
+    cut = (res.get("error_kinds") or {}).get("closed", 0) if cut_ok else 0
+    expect(cut <= cut_ok, "%s: at most %d responses cut by the kill, not %d" % (what, cut_ok, cut))
+    expect_eq(res["errors"] - cut, 0,
+              "%s: no viewer saw a failed request: %s %s" % (what, res.get("error_kinds"), err))
     expect_eq(res["stalls"], 0, "%s: no viewer stalled" % what)
     return res
 
@@ -453,7 +461,12 @@ def test_cluster():
     time.sleep(7)
     kill("e2")
     wait_haproxy("edge2", False)
-    loadgen_result(p, out, "edge killed")
+    # SIGKILL cuts the transfers e2 had on the wire at that instant: with
+    # 300 real-time viewers over three edges, none or one in most runs (a
+    # slower sanitizer build: more); a failover that sent new requests to
+    # the dead edge would fail many
+    res = loadgen_result(p, out, "edge killed", cut_ok=3)
+    FIGURES["edge_kill_cut"] = (res.get("error_kinds") or {}).get("closed", 0)
     after = probe(keys, "p1")
     moved = [k for k in keys if before[k] != after[k]]
     wrongly = [k for k in moved if before[k] != "e2"]
