@@ -572,7 +572,7 @@ unsigned he__worker_batch_wait_us(const he_worker_t *w)
  *
  * Woken at the first completion, a busy worker takes a batch of a few
  * completions per sleep and pays a wake-up for each: on a playlist load,
- * about one in seven of its CPU-seconds went to going to sleep and waking
+ * about 6-7% of its CPU went to going to sleep and waking
  * (finish_task_switch and the scheduler's locks, docs/performance.md).
  * With the kernel's min timeout (6.12) it waits for ring.batch
  * completions or ring.batch_wait_us, whichever comes first, and then
