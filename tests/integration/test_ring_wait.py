@@ -31,16 +31,25 @@ def kernel_has_min_timeout():
 
 
 def waits_line(srv):
-    lines = [ln for ln in srv.read_log().splitlines() if "connection slots" in ln]
+    """The worker's start line. The server logs it after the worker is
+    ready, which can be after the listener answers a connect (slower still
+    under the sanitizers), so wait for it."""
+    deadline = time.time() + 10
+    while True:
+        lines = [ln for ln in srv.read_log().splitlines() if "connection slots" in ln]
+        if lines or time.time() > deadline:
+            break
+        time.sleep(0.05)
     expect(lines, "no worker start line in the log")
     return lines[0]
 
 
 def sequential(srv, n):
-    """n requests one after the other on one connection, with a second
-    connection open and idle: the worker has two connections, so it waits
-    for two completions where only one will come."""
-    idle = srv.conn()
+    """n requests one after the other on one connection, with two more
+    open and idle: the worker has three connections, so it waits for three
+    completions where two will come (the response's send and the next
+    request's recv), and each wait ends at batch_wait_us."""
+    idle = [srv.conn(), srv.conn()]
     c = srv.conn()
     t0 = time.time()
     for i in range(n):
@@ -49,7 +58,8 @@ def sequential(srv, n):
         expect_eq(r.body, PLAYLIST, "request %d body" % i)
     took = time.time() - t0
     c.close()
-    idle.close()
+    for i in idle:
+        i.close()
     return took
 
 
@@ -59,11 +69,12 @@ def test_batched_by_default():
         expect("min_timeout" in feat, "/stats lists min_timeout")
         if kernel_has_min_timeout():
             expect(feat["min_timeout"], "a 6.12+ kernel has the min timeout")
+        line = waits_line(srv)  # the features line is logged before it
         if feat["min_timeout"]:
-            expect("waits for up to 32 completions or 100 us" in waits_line(srv), waits_line(srv))
+            expect("waits for up to 32 completions or 100 us" in line, line)
             expect("min_timeout=1" in srv.read_log(), "the features line says min_timeout=1")
         else:
-            expect("waits for each completion (no min_timeout" in waits_line(srv), waits_line(srv))
+            expect("waits for each completion (no min_timeout" in line, line)
         # 300 waits that each end at batch_wait_us: well under a second in
         # all; had they waited for the outer timeout, 300 seconds
         took = sequential(srv, 300)
@@ -94,8 +105,9 @@ def test_many_connections_get_their_bytes():
             t.join(60)
         expect(not any(t.is_alive() for t in threads), "a client hung")
         expect(not errors, "; ".join(errors[:5]))
+        line = waits_line(srv)  # the features line is logged before it
         if "min_timeout=1" in srv.read_log():
-            expect("waits for up to 8 completions or 2000 us" in waits_line(srv), waits_line(srv))
+            expect("waits for up to 8 completions or 2000 us" in line, line)
         # a long batch wait with an idle neighbour still ends in time
         took = sequential(srv, 50)
         expect(took < 20, "50 sequential requests took %.1f s" % took)
@@ -103,16 +115,20 @@ def test_many_connections_get_their_bytes():
 
 def test_unbatched_when_off():
     with Server(ROOT, extra="ring:\n  batch_wait_us: 0\n") as srv:
+        line = waits_line(srv)  # the features line is logged before it
         if "min_timeout=1" in srv.read_log():
-            expect("waits for each completion (ring.batch_wait_us: 0)" in waits_line(srv), waits_line(srv))
+            expect("waits for each completion (ring.batch_wait_us: 0)" in line, line)
+        else:
+            expect("waits for each completion (no min_timeout)" in line, line)
         sequential(srv, 50)
 
 
 def test_unbatched_without_the_feature():
     with Server(ROOT, admin=True, extra="features:\n  disable: [min_timeout]\n") as srv:
         expect_eq(stats(srv)["features"]["io_uring"]["min_timeout"], False, "disabled min_timeout")
+        line = waits_line(srv)  # the features line is logged before it
         expect("min_timeout=0" in srv.read_log(), "the features line says min_timeout=0")
-        expect("waits for each completion (no min_timeout" in waits_line(srv), waits_line(srv))
+        expect("waits for each completion (no min_timeout" in line, line)
         sequential(srv, 50)
 
 
