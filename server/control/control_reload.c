@@ -58,6 +58,9 @@ static bool he_reload_needs_workers(const he_conf_t *a, const he_conf_t *b, char
     t->send_timeout_ms = a->send_timeout_ms;
     t->drain_timeout_ms = a->drain_timeout_ms;
     t->tls_handshake_timeout_ms = a->tls_handshake_timeout_ms;
+    /* he_worker_enter reads them from the worker's conf at every wait */
+    t->ring_batch = a->ring_batch;
+    t->ring_batch_wait_us = a->ring_batch_wait_us;
     memcpy(t->cors_allow_origin, a->cors_allow_origin, sizeof(t->cors_allow_origin));
     memcpy(t->cors_timing_allow_origin, a->cors_timing_allow_origin,
            sizeof(t->cors_timing_allow_origin));

@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, expect_eq, make_library, run_main  # noqa: E402
-from he_admin import stats  # noqa: E402
+from he_admin import reload_and_wait, stats  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-ring-")
 ROOT = make_library(os.path.join(TMP, "lib"), big_mb=1)
@@ -130,6 +130,30 @@ def test_unbatched_without_the_feature():
         expect("min_timeout=0" in srv.read_log(), "the features line says min_timeout=0")
         expect("waits for each completion (no min_timeout" in line, line)
         sequential(srv, 50)
+
+
+def test_live_reload():
+    """ring.* are live keys: a reload changes how the running workers wait,
+    without new workers. With a 10 ms batch wait, each request next to
+    idle connections waits it out at least once, which puts a floor under
+    100 sequential requests; with 0 they are not held."""
+    with Server(ROOT, admin=True, extra="ring:\n  batch_wait_us: 10000\n") as srv:
+        line = waits_line(srv)
+        if "min_timeout=1" not in srv.read_log():
+            print("skip: the kernel has no io_uring min timeout")
+            return
+        expect("waits for up to 32 completions or 10000 us" in line, line)
+        held = sequential(srv, 100)
+        expect(held >= 0.9, "100 requests with a 10 ms batch wait took %.2f s" % held)
+        with open(srv.conf) as f:
+            text = f.read()
+        with open(srv.conf, "w") as f:
+            f.write(text.replace("batch_wait_us: 10000", "batch_wait_us: 0"))
+        reload_and_wait(srv, 2)
+        expect("generation 2 applied (live, same workers)" in srv.read_log(), srv.read_log()[-1500:])
+        expect_eq(stats(srv)["config"]["server_generations"], 1, "no new workers")
+        free = sequential(srv, 100)
+        expect(free < held / 2, "after the reload 100 requests took %.2f s (%.2f before)" % (free, held))
 
 
 if __name__ == "__main__":
