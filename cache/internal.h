@@ -107,6 +107,7 @@ struct he_cache_obj {
     _Atomic uint64_t len;                  /* bytes written (final when COMPLETE) */
     char **chunks;
     uint32_t nchunks, chunk_cap;
+    uint32_t hint_chunks; /* chunks the size hint asks for; 0 = unknown */
 
     /* under the node lock */
     struct he_cache_obj *qprev, *qnext;
@@ -194,9 +195,14 @@ static inline he__cache_node_t *he__cache_ram_node(he_cache_ram_t *ram, int node
 /* ram.c (node lock held): evicts one object, as chosen by evict.c, and
  * drops it; false when nothing is left to evict. */
 bool he__cache_ram_evict_one(he__cache_node_t *n, he_cache_stats_t *st);
-/* ram.c: one more chunk of node n's memory (takes the lock): the free
- * list, else evicting, else malloc (counted as overflow). NULL on ENOMEM. */
-char *he__cache_ram_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st);
+/* ram.c: up to want more chunks of node n's memory into out (takes the
+ * lock once): the free list, else evicting, else one malloc'd chunk
+ * (counted as overflow). Returns how many; 0 on ENOMEM. */
+unsigned he__cache_ram_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st, char **out,
+                                   unsigned want);
+/* ram.c: chunks never written (allocated ahead of a fill that came up
+ * short of its size hint) back to the free list; takes the lock. */
+void he__cache_ram_chunk_return(he__cache_node_t *n, char *const *chunks, uint32_t count);
 
 /* ram.c: a fill of key begins in node's partition (p is the fill's). */
 void he__cache_ram_fill_add(he_cache_ram_t *ram, int node, he__cache_rfill_t *p,

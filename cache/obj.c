@@ -68,6 +68,7 @@ he_cache_obj_t *he_cache_obj_new(he_cache_ram_t *ram, int node, const he_cache_k
     o->chunks = chunks;
     o->nchunks = 0;
     o->chunk_cap = cap;
+    o->hint_chunks = (uint32_t)((size_hint + ram->chunk_size - 1) / ram->chunk_size);
     o->qprev = o->qnext = NULL;
     o->queue = HE__CACHE_Q_NONE;
     atomic_store_explicit(&o->freq, 0, memory_order_relaxed);
@@ -80,24 +81,38 @@ he_cache_obj_t *he_cache_obj_new(he_cache_ram_t *ram, int node, const he_cache_k
     return o;
 }
 
+/* Most chunks taken from the free list at once (4 MiB of 16 KiB chunks):
+ * a bound on how far ahead of its bytes a fill holds memory. */
+#define HE_CACHE_OBJ_RUN_MAX 256u
+
+/* More chunks at o's end: as many as its size hint says are still to come
+ * (at most HE_CACHE_OBJ_RUN_MAX), taken together so that they are adjacent
+ * and a hit's bytes leave in few sendfile ranges; one when the size is
+ * unknown or the hint is passed. Only the filling worker reads a FILLING
+ * object's table, so it may move. */
+static bool he_cache_obj_grow(he_cache_obj_t *o, he_cache_stats_t *st)
+{
+    unsigned want = o->hint_chunks > o->nchunks ? o->hint_chunks - o->nchunks : 1;
+    if (want > HE_CACHE_OBJ_RUN_MAX) want = HE_CACHE_OBJ_RUN_MAX;
+    if (o->nchunks + want > o->chunk_cap) {
+        uint32_t cap = o->chunk_cap ? o->chunk_cap : 4;
+        char **t;
+        while (cap < o->nchunks + want)
+            cap *= 2;
+        if (!(t = realloc(o->chunks, sizeof(char *) * cap))) return false;
+        o->chunks = t;
+        o->chunk_cap = cap;
+    }
+    unsigned got = he__cache_ram_chunk_alloc(o->node, st, o->chunks + o->nchunks, want);
+    o->nchunks += got;
+    return got > 0;
+}
+
 size_t he_cache_obj_space(he_cache_obj_t *o, void **p, he_cache_stats_t *st)
 {
     uint32_t cs = o->node->ram->chunk_size;
     uint64_t have = atomic_load_explicit(&o->len, memory_order_relaxed);
-    if (have % cs == 0 && have / cs == o->nchunks) {
-        char *c;
-        if (o->nchunks == o->chunk_cap) {
-            /* only the filling worker reads a FILLING object, so the
-             * table may move */
-            char **t = realloc(o->chunks, sizeof(char *) * o->chunk_cap * 2);
-            if (!t) return 0;
-            o->chunks = t;
-            o->chunk_cap *= 2;
-        }
-        c = he__cache_ram_chunk_alloc(o->node, st);
-        if (!c) return 0;
-        o->chunks[o->nchunks++] = c;
-    }
+    if (have / cs == o->nchunks && !he_cache_obj_grow(o, st)) return 0;
     *p = o->chunks[have / cs] + have % cs;
     return cs - have % cs;
 }
@@ -114,17 +129,7 @@ unsigned he_cache_obj_space_iov(he_cache_obj_t *o, struct iovec *iov, unsigned m
         uint64_t ci = pos / cs;
         size_t k;
         char *p;
-        if (ci == o->nchunks) {
-            char *c;
-            if (o->nchunks == o->chunk_cap) {
-                char **t = realloc(o->chunks, sizeof(char *) * o->chunk_cap * 2);
-                if (!t) break;
-                o->chunks = t;
-                o->chunk_cap *= 2;
-            }
-            if (!(c = he__cache_ram_chunk_alloc(o->node, st))) break;
-            o->chunks[o->nchunks++] = c;
-        }
+        if (ci == o->nchunks && !he_cache_obj_grow(o, st)) break;
         p = o->chunks[ci] + pos % cs;
         k = cs - pos % cs;
         if (k > end - pos) k = (size_t)(end - pos);
@@ -173,6 +178,14 @@ void he_cache_obj_set_meta(he_cache_obj_t *o, const he_cache_meta_t *m)
 
 void he_cache_obj_finish(he_cache_obj_t *o)
 {
+    /* chunks taken ahead for a size hint the body fell short of: readers
+     * never look past len, so they can go back */
+    uint32_t cs = o->node->ram->chunk_size;
+    uint32_t used = (uint32_t)((atomic_load_explicit(&o->len, memory_order_relaxed) + cs - 1) / cs);
+    if (o->nchunks > used) {
+        he__cache_ram_chunk_return(o->node, o->chunks + used, o->nchunks - used);
+        o->nchunks = used;
+    }
     atomic_store_explicit(&o->state, HE__CACHE_OBJ_COMPLETE, memory_order_release);
 }
 

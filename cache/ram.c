@@ -164,29 +164,41 @@ static void he_cache_arena_punch(he__cache_node_t *n, size_t off, size_t len)
         abort();
 }
 
+/* Chunks back on the free list (node lock held), last first: the list is
+ * a stack, so an object's run of adjacent chunks comes off it again in
+ * address order and makes one sendfile range for the next object. */
+static void he_cache_chunks_push(he__cache_node_t *n, char *const *chunks, uint32_t count)
+{
+    size_t cs = n->ram->chunk_size;
+    for (uint32_t i = count; i-- > 0;) {
+        char *c = chunks[i];
+        if (c >= n->arena && c < n->arena + n->arena_len)
+            n->free_chunks[n->nfree++] = (uint32_t)((size_t)(c - n->arena) / cs);
+        else
+            free(c); /* overflow */
+    }
+    atomic_fetch_sub_explicit(&n->used_chunks, count, memory_order_relaxed);
+}
+
 static void he_cache_obj_release_memory(he__cache_node_t *n, he_cache_obj_t *o)
 {
     size_t cs = n->ram->chunk_size, run_off = 0, run_len = 0;
-    for (uint32_t i = 0; i < o->nchunks; i++) {
+    for (uint32_t i = 0; n->arena_fd >= 0 && i < o->nchunks; i++) {
         char *c = o->chunks[i];
         if (c >= n->arena && c < n->arena + n->arena_len) {
             size_t off = (size_t)(c - n->arena);
-            if (n->arena_fd >= 0) { /* one punch per run of adjacent chunks */
-                if (run_len && run_off + run_len == off) {
-                    run_len += cs;
-                } else {
-                    he_cache_arena_punch(n, run_off, run_len);
-                    run_off = off;
-                    run_len = cs;
-                }
+            /* one punch per run of adjacent chunks */
+            if (run_len && run_off + run_len == off) {
+                run_len += cs;
+            } else {
+                he_cache_arena_punch(n, run_off, run_len);
+                run_off = off;
+                run_len = cs;
             }
-            n->free_chunks[n->nfree++] = (uint32_t)(off / cs);
-        } else {
-            free(c);
         }
     }
     if (n->arena_fd >= 0) he_cache_arena_punch(n, run_off, run_len);
-    atomic_fetch_sub_explicit(&n->used_chunks, o->nchunks, memory_order_relaxed);
+    he_cache_chunks_push(n, o->chunks, o->nchunks);
     free(o->chunks);
     o->chunks = NULL;
     o->nchunks = o->chunk_cap = 0;
@@ -439,22 +451,38 @@ bool he__cache_ram_evict_one(he__cache_node_t *n, he_cache_stats_t *st)
     return true;
 }
 
-/* One more chunk for o: the free list, else evict, else malloc (the arena
- * is full of objects still being sent: counted as overflow). */
-char *he__cache_ram_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st)
+/* Up to want more chunks for one object, under one lock: popped together,
+ * they are adjacent in the arena wherever the free list holds a run (a
+ * fresh arena, an evicted object's chunks), where one at a time they would
+ * interleave with the chunks of every other fill under way. Evicts as
+ * needed for all of them; with nothing left to evict, one malloc'd chunk
+ * (the arena is full of objects still being sent: counted as overflow). */
+unsigned he__cache_ram_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st, char **out,
+                                   unsigned want)
 {
-    char *c = NULL;
+    size_t cs = n->ram->chunk_size;
+    unsigned got = 0;
     pthread_mutex_lock(&n->lock);
-    while (n->nfree == 0 && he__cache_ram_evict_one(n, st))
+    while (n->nfree < want && he__cache_ram_evict_one(n, st))
         ;
-    if (n->nfree) c = n->arena + (size_t)n->free_chunks[--n->nfree] * n->ram->chunk_size;
+    while (got < want && n->nfree)
+        out[got++] = n->arena + (size_t)n->free_chunks[--n->nfree] * cs;
     pthread_mutex_unlock(&n->lock);
-    if (!c) {
-        c = malloc(n->ram->chunk_size);
-        if (c && st) st->ram_overflow++;
+    if (!got) {
+        if (!(out[0] = malloc(cs))) return 0;
+        if (st) st->ram_overflow++;
+        got = 1;
     }
-    if (c) atomic_fetch_add_explicit(&n->used_chunks, 1, memory_order_relaxed);
-    return c;
+    atomic_fetch_add_explicit(&n->used_chunks, got, memory_order_relaxed);
+    return got;
+}
+
+void he__cache_ram_chunk_return(he__cache_node_t *n, char *const *chunks, uint32_t count)
+{
+    if (!count) return;
+    pthread_mutex_lock(&n->lock);
+    he_cache_chunks_push(n, chunks, count);
+    pthread_mutex_unlock(&n->lock);
 }
 
 uint64_t he_cache_ram_object_max(const he_cache_ram_t *ram)

@@ -1,7 +1,8 @@
 /* cache/obj.c: filling an object (append, space/commit, space_iov with
  * adjacent chunks merged) and reading it back (peek by chunk with arena
  * offsets, flat with and without a copy), its meta, freshness, serial and
- * key. Eviction and lifetime are test_ram.c's. */
+ * key, and the runs of chunks a size hint takes. Eviction and lifetime are
+ * test_ram.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,77 @@ static void test_meta_fresh_serial(void)
     he_cache_ram_free(ram);
 }
 
+/* Where byte off of o lies in the arena. */
+static int64_t arena_at(const he_cache_obj_t *o, uint64_t off)
+{
+    const void *p;
+    int64_t fo = -1;
+    return he_cache_obj_peek(o, off, &p, &fo) ? fo : -1;
+}
+
+/* Each chunk follows the one before in the arena: the object is one range. */
+static bool contiguous(const he_cache_obj_t *o, uint64_t len)
+{
+    int64_t first = arena_at(o, 0);
+    for (uint64_t off = CS; off < len; off += CS)
+        if (first < 0 || arena_at(o, off) != first + (int64_t)off) return false;
+    return first >= 0;
+}
+
+static he_cache_obj_t *new_obj_hint(he_cache_ram_t *ram, const char *name, uint64_t hint)
+{
+    he_cache_key_t k;
+    he_cache_key_set(&k, name, strlen(name));
+    return he_cache_obj_new(ram, 0, &k, hint);
+}
+
+/* Fills under way at once take their chunks a run at a time, by their size
+ * hints: interleaved appends still leave each object one arena range (one
+ * sendfile for a hit), a freed object's run comes back whole, and chunks
+ * taken for a hint the body fell short of go back at finish. */
+static void test_size_hint_runs(void)
+{
+    he_cache_ram_t *ram = new_ram();
+    he_cache_stats_t st = {0};
+    he_cache_obj_t *a = new_obj_hint(ram, "a", 6 * CS), *b = new_obj_hint(ram, "b", 6 * CS), *c;
+    char buf[6 * CS];
+
+    pattern(buf, 0, sizeof(buf));
+    for (size_t off = 0; off < sizeof(buf); off += CS / 2) { /* turn by turn */
+        HE_CHECK_INT(he_cache_obj_append(a, buf + off, CS / 2, &st), 0);
+        HE_CHECK_INT(he_cache_obj_append(b, buf + off, CS / 2, &st), 0);
+    }
+    HE_CHECK(matches(a, sizeof(buf)) && matches(b, sizeof(buf)));
+    HE_CHECK(contiguous(a, sizeof(buf)));
+    HE_CHECK(contiguous(b, sizeof(buf)));
+    he_cache_obj_finish(a);
+    he_cache_obj_finish(b);
+    HE_CHECK_INT(he_cache_ram_used(ram, 0), 12 * CS);
+
+    /* a's run, freed, is the next object's, in order */
+    int64_t a_at = arena_at(a, 0);
+    he_cache_obj_unref(a);
+    c = new_obj_hint(ram, "c", 6 * CS);
+    HE_CHECK_INT(he_cache_obj_append(c, buf, sizeof(buf), &st), 0);
+    HE_CHECK(contiguous(c, sizeof(buf)));
+    HE_CHECK_INT(arena_at(c, 0), a_at);
+    he_cache_obj_finish(c);
+    he_cache_obj_unref(c);
+
+    /* promised 8 chunks, sent 3: the other 5 are free again */
+    c = new_obj_hint(ram, "short", 8 * CS);
+    HE_CHECK_INT(he_cache_obj_append(c, buf, 3 * CS - 5, &st), 0);
+    HE_CHECK_INT(he_cache_ram_used(ram, 0), 14 * CS);
+    he_cache_obj_finish(c);
+    HE_CHECK_INT(he_cache_ram_used(ram, 0), 9 * CS);
+    HE_CHECK(matches(c, 3 * CS - 5));
+    he_cache_obj_unref(c);
+    he_cache_obj_unref(b);
+    HE_CHECK_INT(he_cache_ram_used(ram, 0), 0);
+    HE_CHECK_INT(st.ram_overflow, 0);
+    he_cache_ram_free(ram);
+}
+
 int main(void)
 {
     test_append_peek();
@@ -208,5 +280,6 @@ int main(void)
     test_space_iov();
     test_flat();
     test_meta_fresh_serial();
+    test_size_hint_runs();
     HE_TEST_MAIN_END();
 }
