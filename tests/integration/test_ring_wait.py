@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, expect_eq, make_library, run_main  # noqa: E402
-from he_admin import reload_and_wait, stats  # noqa: E402
+from he_admin import reload_and_wait, stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-ring-")
 ROOT = make_library(os.path.join(TMP, "lib"), big_mb=1)
@@ -34,14 +34,8 @@ def waits_line(srv):
     """The worker's start line. The server logs it after the worker is
     ready, which can be after the listener answers a connect (slower still
     under the sanitizers), so wait for it."""
-    deadline = time.time() + 10
-    while True:
-        lines = [ln for ln in srv.read_log().splitlines() if "connection slots" in ln]
-        if lines or time.time() > deadline:
-            break
-        time.sleep(0.05)
-    expect(lines, "no worker start line in the log")
-    return lines[0]
+    return wait_for(lambda: [ln for ln in srv.read_log().splitlines() if "connection slots" in ln],
+                    10, "the worker's start line in the log")[0]
 
 
 def sequential(srv, n):
