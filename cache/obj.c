@@ -38,11 +38,11 @@ he_cache_obj_t *he_cache_obj_new(he_cache_ram_t *ram, int node, const he_cache_k
     he__cache_node_t *n = he__cache_ram_node(ram, node);
     size_t ksz = offsetof(he_cache_key_t, s) + key->len + 1;
     he_cache_key_t *k = malloc(ksz);
-    uint32_t cap = (uint32_t)((size_hint + ram->chunk_size - 1) / ram->chunk_size);
+    uint32_t hint_chunks = (uint32_t)((size_hint + ram->chunk_size - 1) / ram->chunk_size);
+    uint32_t cap = hint_chunks ? hint_chunks : 4;
     char **chunks;
     he_cache_obj_t *o;
 
-    if (cap == 0) cap = 4;
     chunks = malloc(sizeof(char *) * cap);
     if (!k || !chunks) {
         free(k);
@@ -68,7 +68,7 @@ he_cache_obj_t *he_cache_obj_new(he_cache_ram_t *ram, int node, const he_cache_k
     o->chunks = chunks;
     o->nchunks = 0;
     o->chunk_cap = cap;
-    o->hint_chunks = (uint32_t)((size_hint + ram->chunk_size - 1) / ram->chunk_size);
+    o->hint_chunks = hint_chunks;
     o->qprev = o->qnext = NULL;
     o->queue = HE__CACHE_Q_NONE;
     atomic_store_explicit(&o->freq, 0, memory_order_relaxed);
