@@ -21,6 +21,7 @@ Servers (--servers, comma-separated):
   hlsedge          scripts/build.sh's build/hlsedge on tests/bench/hlsedge.yaml.in
   hlsedge@K=V;K=V  the same with config keys set, e.g.
                    "hlsedge@send.sendfile_chunk=2m;send.cork=true" (a sweep)
+                   (hlsedge-cache@K=V and hlsedge-ssd@K=V likewise)
   nginx-video      Debian's nginx with the usual video settings: sendfile on,
                    tcp_nopush on, open_file_cache; sendfile_max_chunk left at
                    its default (2m in nginx 1.22)
@@ -169,22 +170,28 @@ def launch_hlsedge(name, port, args, tmp, conf):
     return s
 
 
-def start_hlsedge(name, port, args, tmp, root):
-    keys = {}
+def variant_sections(name):
+    """The config keys of a variant name ("hlsedge@send.cork=true;..."), by section."""
+    sections = {}
     if "@" in name:
         for kv in name.split("@", 1)[1].split(";"):
             k, v = kv.split("=", 1)
-            keys[k] = v
+            sec, leaf = k.split(".", 1)
+            sections.setdefault(sec, []).append((leaf, v))
+    return sections
+
+
+def base_name(name):
+    return name.split("@", 1)[0]
+
+
+def start_hlsedge(name, port, args, tmp, root):
     tpl = open(os.path.join(BENCH, "hlsedge.yaml.in")).read()
     plain = port + 1000 if args.tls_on else port
     conf = (tpl.replace("@CPU@", str(args.server_cpu)).replace("@PORT@", str(plain))
             .replace("@ROOT@", root).replace("@MAX_CONNS@", "8192")
             .replace("@CC_M3U8@", CC_M3U8).replace("@CC_TS@", CC_TS))
-    sections = {}
-    for k, v in keys.items():
-        sec, leaf = k.split(".", 1)
-        sections.setdefault(sec, []).append((leaf, v))
-    for sec, items in sections.items():
+    for sec, items in variant_sections(name).items():
         if ("\n%s:" % sec) in conf:
             die("%s: section %s is in hlsedge.yaml.in already" % (name, sec))
         conf += "%s:\n" % sec + "".join("  %s: %s\n" % kv for kv in items)
@@ -261,7 +268,8 @@ def start_hlsedge_cache(name, port, args, tmp, root):
     empty = os.path.join(tmp, "empty-root")
     os.makedirs(empty, exist_ok=True)
     tier = "  ram_size: 1g\n  ram_object_max: 64m\n"
-    if name == "hlsedge-ssd":  # no RAM tier: every hit from the SSD tier's files
+    sections = variant_sections(name)
+    if base_name(name) == "hlsedge-ssd":  # no RAM tier: every hit from the SSD tier's files
         ssd = os.path.join(tmp, "ssd-%d" % port)
         os.makedirs(ssd, exist_ok=True)
         tier = '  ram_size: 0\n  ssd: ["%s:2g"]\n' % ssd
@@ -270,7 +278,12 @@ def start_hlsedge_cache(name, port, args, tmp, root):
             "limits:\n  max_connections: 8192\n"
             "cache:\n%s  admission: false\n  prefetch: 0\n"
             'origin:\n  urls: ["http://127.0.0.1:%d"]\n  sources: origin-first\n' %
-            (port + 1000 if args.tls_on else port, args.server_cpu, empty, tier, args.origin_port))
+            (port + 1000 if args.tls_on else port, args.server_cpu, empty,
+             tier + "".join("  %s: %s\n" % kv for kv in sections.pop("cache", [])), args.origin_port))
+    for sec, items in sections.items():
+        if ("\n%s:" % sec) in conf:
+            die("%s: section %s is in the cache edge's config already" % (name, sec))
+        conf += "%s:\n" % sec + "".join("  %s: %s\n" % kv for kv in items)
     return launch_hlsedge(name, port, args, tmp, conf)
 
 
@@ -313,7 +326,7 @@ def start_nginx_proxy_cache(name, port, args, tmp, root):
 
 
 def start_server(name, port, args, tmp, root):
-    if name in ("hlsedge-cache", "hlsedge-ssd"):
+    if base_name(name) in ("hlsedge-cache", "hlsedge-ssd"):
         return start_hlsedge_cache(name, port, args, tmp, root)
     if name in ("varnish", "varnish-file"):
         return start_varnish(name, port, args, tmp, root)
@@ -463,7 +476,7 @@ def main():
             args.tls_on = tls == "1"
             running = []
             origin = None
-            if any(n in CACHES for n in servers):
+            if any(base_name(n) in CACHES for n in servers):
                 origin = start_origin(args, tmp, root)
             for i, name in enumerate(servers):
                 if name.startswith("varnish") and args.tls_on:
@@ -476,7 +489,7 @@ def main():
             for s in running:
                 s.wait_ready()
                 s.check(root, segs[0], pls[1])
-                if s.name in CACHES:  # every object a RAM hit
+                if base_name(s.name) in CACHES:  # every object a RAM hit
                     subprocess.run(["curl", "-sk", "--max-time", "60"] + sum(
                         (["-o", "/dev/null", "%s://127.0.0.1:%d%s" % (s.scheme(), s.port, p)] for p in pls + segs), []),
                         check=True)
