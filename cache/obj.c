@@ -261,7 +261,8 @@ size_t he_cache_obj_peek(const he_cache_obj_t *o, uint64_t off, const void **p, 
     return n;
 }
 
-size_t he_cache_obj_peek_file(const he_cache_obj_t *o, uint64_t off, int *fd, uint64_t *file_off)
+size_t he_cache_obj_peek_file(const he_cache_obj_t *o, uint64_t off, int *fd, uint64_t *file_off,
+                              const char **mem)
 {
     const he__cache_node_t *nd = o->node;
     uint32_t cs = nd->ram->chunk_size;
@@ -279,6 +280,7 @@ size_t he_cache_obj_peek_file(const he_cache_obj_t *o, uint64_t off, int *fd, ui
     if (n > len - off) n = (size_t)(len - off);
     *fd = nd->arena_fd;
     *file_off = (uint64_t)(c - nd->arena);
+    if (mem) *mem = c;
     return n;
 }
 

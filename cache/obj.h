@@ -112,9 +112,11 @@ int he_cache_obj_node(const he_cache_obj_t *o);
  * the byte offset inside the node arena, or -1 for an overflow chunk. */
 /* With a memfd arena (he_cache_ram_opts_t.memfd): the bytes at off as a
  * range of the arena's memfd, *fd and *file_off, running over adjacent
- * chunks; their length, 0 when none have arrived or the chunk at off is not
- * in the arena (memory only: he_cache_obj_peek). */
-size_t he_cache_obj_peek_file(const he_cache_obj_t *o, uint64_t off, int *fd, uint64_t *file_off);
+ * chunks, and as the same bytes of the arena's mapping, *mem (may be NULL);
+ * their length, 0 when none have arrived or the chunk at off is not in the
+ * arena (memory only: he_cache_obj_peek). */
+size_t he_cache_obj_peek_file(const he_cache_obj_t *o, uint64_t off, int *fd, uint64_t *file_off,
+                              const char **mem);
 size_t he_cache_obj_peek(const he_cache_obj_t *o, uint64_t off, const void **p, int64_t *fixed_off);
 /* The bytes written to o, contiguous (parsers want them so; playlists are
  * small): *p points into o when its first chunk holds them all, else to a

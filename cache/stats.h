@@ -70,6 +70,7 @@ typedef struct he_cache_stats {
      * scatter-gather/checksum offload), and cost more than a plain send */
     uint64_t zc_sends;
     uint64_t zc_copied;
+    uint64_t ram_vmsplice_bytes; /* RAM-tier bytes vmspliced from the arena's mapping */
     uint64_t promotions; /* SSD hits copied into the RAM tier */
     /* parent selection: per origin.urls index */
     uint64_t parent_requests[HE_CACHE_PARENTS_MAX];

@@ -224,6 +224,7 @@ typedef struct he_conf {
     uint64_t cache_zero_copy_min;
     bool cache_zero_copy_adapt; /* cache.zero_copy_adapt: plain sends once the kernel copied */
     bool cache_ram_sendfile;    /* cache.ram_sendfile: the RAM tier in a memfd, hits by sendfile */
+    bool cache_ram_splice;      /* cache.ram_splice: plain-TCP hits by vmsplice of its mapping */
     uint64_t send_sendfile_chunk; /* send.sendfile_chunk: most one sendfile moves; 0 = what the socket takes */
     bool send_cork;               /* send.cork: TCP_CORK while a file body goes out */
     uint64_t send_notsent_lowat;  /* send.notsent_lowat: TCP_NOTSENT_LOWAT; 0 = the kernel's */

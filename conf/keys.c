@@ -278,6 +278,9 @@ const he__conf_key_t he__conf_keys[] = {
                    "stop zero-copy on a connection once the kernel reports it copied"),
     HE_CONF_K_BOOL("cache.ram_sendfile", cache_ram_sendfile, "true",
                    "the RAM tier lives in a memfd and large hits leave by sendfile (else SEND_ZC)"),
+    HE_CONF_K_BOOL("cache.ram_splice", cache_ram_splice, "true",
+                   "with ram_sendfile, large hits over plain TCP leave by vmsplice of the memfd's "
+                   "mapping instead of sendfile"),
 
     HE_CONF_K_SECTION("origin", "where cache misses are fetched from"),
     HE_CONF_K_STRS("origin.urls", origin_urls, norigin_urls, HE__CONF_F_EMPTY_OK | HE__CONF_F_URL,

@@ -48,6 +48,8 @@ static const he_mc_counter_t he_mc_counters[] = {
     {"zc_sends", "RAM-tier bodies sent zero-copy (IORING_OP_SEND_ZC), notified.", HE_MC(zc_sends)},
     {"zc_copied", "Zero-copy sends the kernel reported as copied after all (loopback, no offload).",
      HE_MC(zc_copied)},
+    {"ram_vmsplice_bytes", "RAM-tier body bytes handed to TCP by vmsplice of the arena's mapping "
+                           "(cache.ram_splice).", HE_MC(ram_vmsplice_bytes)},
     {"promotions", "SSD hits copied into the RAM tier.", HE_MC(promotions)},
     {"parent_marked_down", "Origin failures that marked a parent down.",
      HE_MC(parent_marked_down)},

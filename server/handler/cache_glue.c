@@ -331,7 +331,10 @@ int he__cache_worker_setup(he_worker_t *w)
                         w->id, base ? strerror(-rc) : "no arena");
     }
     he_log_info("worker %u: cache: RAM partition %d, body sends %s", w->id, wc->node,
-                wc->arena_sendfile ? "sendfile from the arena's memfd for large bodies, send for small"
+                wc->arena_sendfile && wc->conf->cache_ram_splice
+                    ? "vmsplice of the arena's mapping for large bodies over plain TCP, sendfile "
+                      "from its memfd over kTLS, send for small"
+                : wc->arena_sendfile ? "sendfile from the arena's memfd for large bodies, send for small"
                 : wc->fixed_buf    ? "send_zc (fixed buffer) for large spans, send for small"
                                    : "send/sendmsg");
     return 0;

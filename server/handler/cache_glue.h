@@ -53,6 +53,7 @@ typedef struct he_cconn {
     bool failed;     /* the fill failed after the head: close when caught up */
     bool fixed_buf;  /* the object's chunks are in registered buffer 0 */
     bool sendfile;   /* the body leaves as ranges of the arena's memfd */
+    bool splice;     /* ... described as its mapping too (cache.ram_splice) */
     char ttl[48];    /* an LL-HLS Cache-Control line the head points to */
 } he_cconn_t;
 

@@ -38,6 +38,7 @@ static ssize_t he_rc_obj_peek(he_body_t *b, uint64_t off, he_body_span_t *s, boo
 {
     he_cconn_t *cc = b->ctx;
     uint64_t avail = he_cache_obj_len(cc->obj), file_off;
+    const char *mem;
     const void *p;
     int64_t fo;
     size_t n;
@@ -45,9 +46,12 @@ static ssize_t he_rc_obj_peek(he_body_t *b, uint64_t off, he_body_span_t *s, boo
 
     if (avail > b->end) avail = b->end;
     if (cc->sendfile && !need_mem && off < avail &&
-        (n = he_cache_obj_peek_file(cc->obj, off, &fd, &file_off))) {
+        (n = he_cache_obj_peek_file(cc->obj, off, &fd, &file_off, &mem))) {
         if (n > avail - off) n = (size_t)(avail - off);
-        s->p = NULL;
+        /* the arena punches a freed chunk out of its memfd before it is
+         * filled again, so its mapping may be vmspliced (net.h) */
+        s->p = cc->splice ? mem : NULL;
+        s->spliceable = s->file_too = cc->splice;
         s->len = n;
         s->fd = fd;
         s->file_off = file_off;
@@ -64,6 +68,7 @@ static ssize_t he_rc_obj_peek(he_body_t *b, uint64_t off, he_body_span_t *s, boo
     s->file_off = 0;
     s->fixed_off = cc->fixed_buf ? fo : -1;
     s->mapped = false;
+    s->spliceable = s->file_too = false; /* an overflow chunk goes back to malloc */
     return (ssize_t)n;
 }
 
@@ -228,6 +233,7 @@ void he__rc_send_obj(he_worker_t *w, he_req_t *r, const he_http_head_t *h, uint6
     /* a small body goes with its head in one send; a large one by sendfile
      * from the memfd (cache.zero_copy_min: where zero-copy starts to pay) */
     cc->sendfile = he__wcache(w)->arena_sendfile && end - off >= w->zc_min;
+    cc->splice = cc->sendfile && w->conf->cache_ram_splice;
     he_auth_respond(w, r, h, &body);
 }
 

@@ -51,10 +51,14 @@ typedef struct he_body_span {
     size_t len;
     int64_t fixed_off; /* offset in registered buffer 0 (send_zc), or -1 */
     bool mapped;       /* p is a mapping of a file that may shrink (SIGBUS guard) */
-    /* p stays unchanged while the source holds it and is then unmapped,
-     * never reused: the send path may vmsplice it, and the kernel's page
-     * references outlive the release (send.c, he_send_splice) */
+    /* p stays unchanged while the source holds it and is then unmapped or
+     * punched out of its memfd, never rewritten in place: the send path may
+     * vmsplice it, and the kernel's page references outlive the release
+     * (send.c, he_send_splice) */
     bool spliceable;
+    /* p (spliceable) is also the file range fd, file_off: the send path
+     * picks (send.c, he_send_pump) */
+    bool file_too;
 } he_body_span_t;
 
 typedef struct he_body he_body_t;

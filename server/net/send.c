@@ -328,6 +328,7 @@ static bool he_send_splice(he_worker_t *w, he_conn_t *c, const he_body_span_t *s
             return true;
         }
         c->splice_len = (uint32_t)n;
+        if (s->file_too) w->stats.cache.ram_vmsplice_bytes += (uint64_t)n;
     }
     n = splice(c->splice_pipe->rd, NULL, c->fd, NULL, c->splice_len,
                SPLICE_F_NONBLOCK | SPLICE_F_MORE);
@@ -470,12 +471,21 @@ static void he_send_pump(he_worker_t *w, he_conn_t *c)
         }
         n = 0;
     }
-    if (n > 0 && !s.p) {
+    /* Memory that is also a file range (the RAM tier's memfd arena) goes
+     * by vmsplice over plain TCP: the pages are mapped already, where
+     * sendfile looks each one up in the memfd's page cache (a shmem lookup
+     * per 4 KiB; docs/performance.md, "RAM hits by vmsplice"). A short one,
+     * and kTLS, whose proven path is sendfile, take the file. */
+    if (n > 0 && (!s.p || (s.file_too && (c->tls || s.len < HE_SEND_SPLICE_MIN)))) {
         he_send_file(w, c, &s);
         return;
     }
     if ((n > 0 && s.spliceable && s.len >= HE_SEND_SPLICE_MIN) || c->splice_len) {
         if (he_send_splice(w, c, &s)) return;
+        if (s.file_too) { /* no pipe to be had: the file, rather than a copy */
+            he_send_file(w, c, &s);
+            return;
+        }
     }
     if (n == 0 && c->hdr_sent == c->hdr_len) {
         if (he__body_left(b))

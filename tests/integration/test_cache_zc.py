@@ -1,11 +1,13 @@
 """Zero-copy sends of RAM-tier hits through the real binary.
 
 By default (cache.ram_sendfile: true) the RAM tier lives in a memfd and a
-large hit leaves by sendfile from it: checked here that no SEND_ZC is made,
-bodies are byte-identical, the log names the path, and that bytes a socket
-still holds when their object is evicted and its memory refilled with
-another object reach the viewer unchanged (the freed chunks are punched
-out of the memfd, so the queued skbs keep the old pages).
+large hit over plain TCP leaves by vmsplice of its mapping (cache.ram_splice,
+counted), or with cache.ram_splice: false by sendfile from it: checked here
+that no SEND_ZC is made, bodies are byte-identical, the log names the path,
+and, for both, that bytes a socket still holds when their object is evicted
+and its memory refilled with another object reach the viewer unchanged (the
+freed chunks are punched out of the memfd, so the queued skbs and pipes
+keep the old pages).
 
 The SEND_ZC path (cache.ram_sendfile: false):
 
@@ -159,8 +161,32 @@ def test_send_zc_disabled():
         expect_eq(zc(srv), (0, 0), "nothing sent zero-copy")
 
 
-def test_ram_sendfile():
+def vmspliced(srv):
+    return metric_sum(parse_metrics(metrics_text(srv)), "hlsedge_cache_ram_vmsplice_bytes_total")
+
+
+def test_ram_vmsplice():
+    """The default: large RAM hits over plain TCP by vmsplice of the memfd's
+    mapping; the counter shows every hit's body went that way."""
     with Origin(files=DATA) as o, server(o, cache_extra="") as srv:
+        warm(srv)
+        before = vmspliced(srv)
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
+        try:
+            for _ in range(3):
+                fetch(c, "/zc/a.ts")
+                fetch(c, "/zc/b.ts")
+        finally:
+            c.close()
+        expect_eq(zc(srv), (0, 0), "large RAM hits do not use SEND_ZC")
+        expect_eq(vmspliced(srv) - before, 3 * (len(DATA["/zc/a.ts"]) + len(DATA["/zc/b.ts"])),
+                  "every byte of the hits vmspliced")
+        log = srv.read_log()
+        expect("vmsplice of the arena's mapping" in log, "the log names the RAM send path")
+
+
+def test_ram_sendfile():
+    with Origin(files=DATA) as o, server(o, cache_extra="  ram_splice: false\n") as srv:
         warm(srv)
         c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
         try:
@@ -170,6 +196,7 @@ def test_ram_sendfile():
         finally:
             c.close()
         expect_eq(zc(srv), (0, 0), "large RAM hits leave by sendfile, not SEND_ZC")
+        expect_eq(vmspliced(srv), 0, "nothing vmspliced")
         log = srv.read_log()
         expect("sendfile from the arena's memfd" in log, "the log names the RAM send path")
 
@@ -178,13 +205,15 @@ def test_ram_sendfile():
 EVICT = {"/ev/%03d.ts" % i: blob(512 << 10, 100 + i) for i in range(80)}
 
 
-def test_ram_sendfile_evicted_while_queued():
+def evicted_while_queued(splice):
     """A response whose bytes all went to the socket but were not read yet:
     its object is evicted and the chunks reused by later fills. The viewer
     must still read the original bytes."""
     with Origin(files=EVICT) as o, Server(ROOT, extra=(
             "cache:\n  ram_size: 16m\n  prefetch: 0\n  admission: false\n  zero_copy_min: 64k\n"
-            'origin:\n  urls: ["%s"]\n  retries: 0\n' % o.url), workers=1, admin=True) as srv:
+            "  ram_splice: %s\n"
+            'origin:\n  urls: ["%s"]\n  retries: 0\n' % ("true" if splice else "false", o.url)),
+            workers=1, admin=True) as srv:
         first = "/ev/000.ts"
         c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
         c.request("GET", first)  # the fill: now in RAM
@@ -220,6 +249,15 @@ def test_ram_sendfile_evicted_while_queued():
         expect(body == EVICT[first], "the queued response is the original bytes after its memory was reused")
         ev = metric_sum(parse_metrics(metrics_text(srv)), "hlsedge_cache_evictions_total")
         expect(ev >= 30, "the first object's memory was evicted and reused (%d evictions)" % ev)
+        expect((vmspliced(srv) > 0) == splice, "sent by %s" % ("vmsplice" if splice else "sendfile"))
+
+
+def test_ram_sendfile_evicted_while_queued():
+    evicted_while_queued(False)
+
+
+def test_ram_vmsplice_evicted_while_queued():
+    evicted_while_queued(True)
 
 
 if __name__ == "__main__":
