@@ -227,6 +227,7 @@ typedef struct he_conf {
     bool cache_ram_splice;      /* cache.ram_splice: plain-TCP hits by vmsplice of its mapping */
     uint64_t send_sendfile_chunk; /* send.sendfile_chunk: most one sendfile moves; 0 = what the socket takes */
     bool send_cork;               /* send.cork: TCP_CORK while a file body goes out */
+    bool send_file_splice;        /* send.file_splice: file bodies by vmsplice of a mapping */
     uint64_t send_notsent_lowat;  /* send.notsent_lowat: TCP_NOTSENT_LOWAT; 0 = the kernel's */
     unsigned ring_batch;          /* ring.batch: completions a busy worker wakes for */
     unsigned ring_batch_wait_us;  /* ring.batch_wait_us: the most it waits for them; 0 = none */

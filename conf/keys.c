@@ -332,6 +332,8 @@ const he__conf_key_t he__conf_keys[] = {
                    "most bytes one sendfile moves before the worker serves others; 0 = what the socket takes"),
     HE_CONF_K_BOOL("send.cork", send_cork, "true",
                    "TCP_CORK while a file body is sent, so no chunk ends in a short segment"),
+    HE_CONF_K_BOOL("send.file_splice", send_file_splice, "true",
+                   "file bodies over plain TCP by vmsplice of the file's mapping instead of sendfile"),
     HE_CONF_K_SIZE("send.notsent_lowat", send_notsent_lowat, 0, (1024 * HE_CONF_MIB), "0",
                    "TCP_NOTSENT_LOWAT on viewer sockets (unsent bytes the kernel queues); 0 = the kernel's"),
 

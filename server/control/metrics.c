@@ -234,6 +234,10 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
                        HE_OFF(fcache_hits));
     he_prom_per_worker(b, s, "fd_cache_misses_total", "counter", "Open-file cache misses.",
                        HE_OFF(fcache_misses));
+    he_prom_per_worker(b, s, "file_vmsplice_bytes_total", "counter",
+                       "File body bytes handed to TCP by vmsplice of the file's mapping "
+                       "(send.file_splice).",
+                       HE_OFF(file_vmsplice_bytes));
     he_prom_per_worker(b, s, "llhls_held_total", "counter",
                        "LL-HLS blocking reloads and preload hints held from root.",
                        HE_OFF(llhls_held));
@@ -455,6 +459,8 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
     he_buf_printf(b, "\"fd_cache\":{");
     he_json_u64(b, "hits", t->fcache_hits, true);
     he_json_u64(b, "misses", t->fcache_misses, false);
+    he_buf_printf(b, "},\"send\":{");
+    he_json_u64(b, "file_vmsplice_bytes", t->file_vmsplice_bytes, false);
     he_buf_printf(b, "},\"llhls\":{");
     he_json_u64(b, "held", t->llhls_held, true);
     he_json_u64(b, "released", t->llhls_released, true);

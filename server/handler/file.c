@@ -24,6 +24,7 @@ static ssize_t he_file_body_peek(he_body_t *b, uint64_t off, he_body_span_t *s, 
     s->mapped = false;
     s->fd = -1;
     s->file_off = 0;
+    s->spliceable = s->file_too = false;
     if (f->body) {
         s->p = f->body + off;
     } else if (!need_mem) {
@@ -43,6 +44,28 @@ static ssize_t he_file_body_peek(he_body_t *b, uint64_t off, he_body_span_t *s, 
     return (ssize_t)s->len;
 }
 
+#define HE_FILE_SPLICE_MIN (64 * 1024)
+
+/* The file's bytes as its mapping and as a file range: the send path
+ * vmsplices the mapping over plain TCP (send.file_splice) and sends the
+ * file over kTLS. The pages are the page cache's, as sendfile's are. */
+static ssize_t he_file_splice_peek(he_body_t *b, uint64_t off, he_body_span_t *s, bool need_mem)
+{
+    he_file_t *f = b->ctx;
+    ssize_t n = he_file_body_peek(b, off, s, need_mem);
+    int err = 0;
+    const char *m;
+
+    /* a short span stays a file range: the send path would not splice it,
+     * and a copy from the mapping could fault on a file that shrank */
+    if (n < HE_FILE_SPLICE_MIN || f->body || need_mem) return n;
+    if (!(m = he_fcache_map(NULL, f, &err))) return n; /* no mapping: the file alone */
+    s->p = m + off;
+    s->mapped = true;
+    s->spliceable = s->file_too = true;
+    return n;
+}
+
 static void he_file_body_release(he_body_t *b)
 {
     he_fcache_put(NULL, b->ctx);
@@ -58,6 +81,12 @@ static void he_file_body_error(he_body_t *b, he_worker_t *w, int err)
 
 static const he_body_ops_t he_file_body_ops = {
     .peek = he_file_body_peek,
+    .release = he_file_body_release,
+    .error = he_file_body_error,
+};
+
+static const he_body_ops_t he_file_splice_ops = {
+    .peek = he_file_splice_peek,
     .release = he_file_body_release,
     .error = he_file_body_error,
 };
@@ -157,7 +186,7 @@ he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path
         h.extra = ttl;
     }
     memset(&body, 0, sizeof(body));
-    body.ops = &he_file_body_ops;
+    body.ops = w->conf->send_file_splice && !f->body ? &he_file_splice_ops : &he_file_body_ops;
     body.ctx = f;
     body.off = first;
     body.end = f->size ? last + 1 : 0;

@@ -85,9 +85,10 @@ int he__h2_send_data_cb(nghttp2_session *s, nghttp2_frame *frame, const uint8_t 
     }
     if (room < 9) return NGHTTP2_ERR_WOULDBLOCK; /* the next unit */
     memcpy(c->hdr + c->hdr_len, framehd, 9);
-    /* small and in memory: copied behind the frames, like HTTP/1.1's small bodies */
+    /* small and in memory: copied behind the frames, like HTTP/1.1's small
+     * bodies (not a file's mapping, which may shrink under the copy) */
     if (length && length <= room - 9 && st->body.ops->peek(&st->body, st->body.off, &sp, false) >=
-                                            (ssize_t)length && sp.p && sp.fixed_off < 0) {
+                                            (ssize_t)length && sp.p && sp.fixed_off < 0 && !sp.file_too) {
         memcpy(c->hdr + c->hdr_len + 9, sp.p, length);
         c->hdr_len += (uint32_t)(9 + length);
         he__body_advance(&st->body, length);

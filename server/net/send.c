@@ -323,12 +323,25 @@ static bool he_send_splice(he_worker_t *w, he_conn_t *c, const he_body_span_t *s
     if (!c->splice_len) {
         struct iovec v = {(void *)s->p, s->len < chunk ? s->len : chunk};
         n = vmsplice(c->splice_pipe->wr, &v, 1, SPLICE_F_NONBLOCK);
+        if (n <= 0 && s->mapped && (n == 0 || errno == EFAULT)) {
+            /* a file's mapping past its end: the file shrank under us, and
+             * the length we promised is a lie (the kernel's fault, not a
+             * SIGBUS, as the pages are taken for us) */
+            he_log_warn("worker %u: %s shrank while sending (its mapping faulted), closing", w->id,
+                        c->body.name ? c->body.name : "a file");
+            he_send_source_error(w, c, -EBADMSG);
+            he__conn_close(w, c);
+            return true;
+        }
         if (n <= 0) {
             he_send_fail(w, c, n < 0 ? -errno : -EIO); /* an empty pipe takes at least a page */
             return true;
         }
         c->splice_len = (uint32_t)n;
-        if (s->file_too) w->stats.cache.ram_vmsplice_bytes += (uint64_t)n;
+        if (s->mapped)
+            w->stats.file_vmsplice_bytes += (uint64_t)n;
+        else if (s->file_too)
+            w->stats.cache.ram_vmsplice_bytes += (uint64_t)n;
     }
     n = splice(c->splice_pipe->rd, NULL, c->fd, NULL, c->splice_len,
                SPLICE_F_NONBLOCK | SPLICE_F_MORE);

@@ -1,0 +1,139 @@
+"""File bodies from root by vmsplice of the file's mapping, through the real
+binary (server/handler/file.c he_file_splice_peek, server/net/send.c
+he_send_splice): send.file_splice (default on) sends a span of 64 KiB or
+more over plain TCP by vmsplice and splice, the rest by sendfile.
+
+Checked here: bodies byte-identical, whole and as ranges, the bytes counted
+on /stats and /metrics; none with the key off; HTTP/2 cleartext frames
+unchanged; and a file truncated in place mid-send ends that response (the
+mapping past the end faults inside vmsplice: no SIGBUS) and its fd-cache
+entry, so the next request sees the new size.
+"""
+import hashlib
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from he import Server, connect, expect, expect_eq, make_library, recv_until_close, run_tests  # noqa: E402
+from he_admin import stats, wait_for  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="he-fsplice-")
+ROOT = make_library(os.path.join(TMP, "lib"))
+BIG = os.path.join(ROOT, "misc", "big.ts")
+os.makedirs(os.path.dirname(BIG), exist_ok=True)
+DATA = os.urandom((3 << 20) + 12345)  # not a multiple of a page: a short tail
+with open(BIG, "wb") as f:
+    f.write(DATA)
+
+
+def spliced(srv):
+    return stats(srv)["send"]["file_vmsplice_bytes"]
+
+
+def metric(srv, name):
+    from he_admin import admin_get
+    total = 0
+    for line in admin_get(srv, "/metrics").body.decode().split("\n"):
+        if line.startswith(name + "{"):
+            total += int(float(line.rsplit(" ", 1)[1]))
+    return total
+
+
+def test_whole_and_ranges_by_vmsplice():
+    with Server(ROOT, admin=True) as srv:
+        for _ in range(3):
+            r = srv.get("/misc/big.ts")
+            expect_eq(r.status, 200)
+            expect(hashlib.sha256(r.body).digest() == hashlib.sha256(DATA).digest(), "whole body identical")
+        n = spliced(srv)
+        # each response's last span under 64 KiB goes by sendfile
+        expect(3 * (len(DATA) - (64 << 10)) <= n <= 3 * len(DATA), "vmspliced %d of %d" % (n, 3 * len(DATA)))
+        expect_eq(metric(srv, "hlsedge_file_vmsplice_bytes_total"), n, "/metrics agrees with /stats")
+        for first, last in ((1, 1 << 20), (4095, (2 << 20) + 7), (len(DATA) - 200000, len(DATA) - 1)):
+            r = srv.get("/misc/big.ts", headers={"Range": "bytes=%d-%d" % (first, last)})
+            expect_eq(r.status, 206)
+            expect(r.body == DATA[first:last + 1], "range %d-%d identical" % (first, last))
+        # a range under 64 KiB is a file range only
+        before = spliced(srv)
+        r = srv.get("/misc/big.ts", headers={"Range": "bytes=100-30000"})
+        expect(r.body == DATA[100:30001], "short range identical")
+        expect_eq(spliced(srv), before, "a short range goes by sendfile")
+
+
+def test_key_off_is_sendfile():
+    with Server(ROOT, admin=True, extra="send:\n  file_splice: false\n") as srv:
+        r = srv.get("/misc/big.ts")
+        expect(r.body == DATA, "body identical")
+        expect_eq(spliced(srv), 0, "nothing vmspliced with send.file_splice: false")
+
+
+def test_slow_reader_gets_every_byte():
+    """Small receive buffer: many short splices, bytes waiting in the pipe."""
+    with Server(ROOT, admin=True) as srv:
+        s = connect(srv.port, rcvbuf=16384)
+        s.sendall(b"GET /misc/big.ts HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got = b""
+        s.settimeout(20)
+        while True:
+            if len(got) < (512 << 10):
+                time.sleep(0.001)  # the first half MiB slowly: the socket fills
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+        s.close()
+        body = got[got.index(b"\r\n\r\n") + 4:]
+        expect(body == DATA, "slow reader's body identical (%d of %d bytes)" % (len(body), len(DATA)))
+        expect(spliced(srv) > 0, "sent by vmsplice")
+
+
+def test_h2c_frames_unchanged():
+    """HTTP/2 DATA frames are units of 16 KiB: file ranges, not spliced."""
+    from he_h2 import H2
+    with Server(ROOT, admin=True, extra="http2:\n  h2c: true\n") as srv:
+        cl = H2(srv.port)
+        try:
+            hdrs, body = cl.response(cl.request("/misc/big.ts"), wait=30)
+        finally:
+            cl.close()
+        expect_eq(hdrs.get(":status"), "200")
+        expect(body == DATA, "h2c body identical (%d of %d bytes)" % (len(body), len(DATA)))
+        expect_eq(spliced(srv), 0, "frames go by sendfile")
+
+
+def test_file_truncated_mid_send():
+    p = os.path.join(ROOT, "misc", "trunc.ts")
+    data = os.urandom(8 << 20)
+    with open(p, "wb") as f:
+        f.write(data)
+    with Server(ROOT, admin=True) as srv:
+        s = connect(srv.port, rcvbuf=16384)
+        s.sendall(b"GET /misc/trunc.ts HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = s.recv(65536)
+        time.sleep(0.3)
+        with open(p, "r+b") as f:
+            f.truncate(100000)
+        s.settimeout(10)
+        got = recv_until_close(s, got, (ConnectionResetError, socket.timeout))
+        s.close()
+        expect(len(got) < len(data), "the response was cut (%d bytes)" % len(got))
+        expect_eq(srv.get("/master.m3u8").status, 200, "server alive")
+        expect(spliced(srv) > 0, "the body was going by vmsplice")
+        wait_for(lambda: "trunc.ts shrank while sending (its mapping faulted)" in srv.read_log(), what="the shrink logged")
+        # the entry went with the error: the new size at once, no revalidation wait
+        r = srv.get("/misc/trunc.ts")
+        expect_eq(len(r.body), 100000, "the truncated file is served at its new size")
+        expect(r.body == data[:100000], "and its bytes")
+    os.unlink(p)
+
+
+if __name__ == "__main__":
+    try:
+        rc = run_tests(globals(), only=sys.argv[1:] or None)
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    sys.exit(rc)
