@@ -484,12 +484,13 @@ static void he_send_pump(he_worker_t *w, he_conn_t *c)
         }
         n = 0;
     }
-    /* Memory that is also a file range (the RAM tier's memfd arena) goes
-     * by vmsplice over plain TCP: the pages are mapped already, where
-     * sendfile looks each one up in the memfd's page cache (a shmem lookup
-     * per 4 KiB; docs/performance.md, "RAM hits by vmsplice"). A short one,
-     * and kTLS, whose proven path is sendfile, take the file. */
-    if (n > 0 && (!s.p || (s.file_too && (c->tls || s.len < HE_SEND_SPLICE_MIN)))) {
+    /* Memory that is also a file range (a file's mapping, the RAM tier's
+     * memfd arena) goes by vmsplice over plain TCP: the pages are mapped
+     * already, where sendfile looks each one up in the page cache
+     * (docs/performance.md, "vmsplice of mappings"). A short one, and kTLS,
+     * whose proven path is sendfile, take the file; but never while the
+     * pipe holds bytes: they are the body's next, and go first. */
+    if (n > 0 && !c->splice_len && (!s.p || (s.file_too && (c->tls || s.len < HE_SEND_SPLICE_MIN)))) {
         he_send_file(w, c, &s);
         return;
     }

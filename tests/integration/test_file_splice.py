@@ -4,7 +4,10 @@ he_send_splice): send.file_splice (default on) sends a span of 64 KiB or
 more over plain TCP by vmsplice and splice, the rest by sendfile.
 
 Checked here: bodies byte-identical, whole and as ranges, the bytes counted
-on /stats and /metrics; none with the key off; HTTP/2 cleartext frames
+on /stats and /metrics; none with the key off; a slow reader; bytes a short
+splice left in the pipe sent before anything else, also when the rest of
+the body is under 64 KiB (they once went again by sendfile, and the pipe's
+copy opened the next response on the connection); HTTP/2 cleartext frames
 unchanged; and a file truncated in place mid-send ends that response (the
 mapping past the end faults inside vmsplice: no SIGBUS) and its fd-cache
 entry, so the next request sees the new size.
@@ -89,6 +92,47 @@ def test_slow_reader_gets_every_byte():
         body = got[got.index(b"\r\n\r\n") + 4:]
         expect(body == DATA, "slow reader's body identical (%d of %d bytes)" % (len(body), len(DATA)))
         expect(spliced(srv) > 0, "sent by vmsplice")
+
+
+def test_tail_in_the_pipe_is_sent_once():
+    """A splice the socket took only part of leaves bytes in the pipe; when
+    what is left of the body is then under 64 KiB, it must still come from
+    the pipe, not again from the file by sendfile. Readers that stall and
+    then drain, over sizes whose last vmsplice (256 KiB steps from the
+    start) takes the whole rest of the body: 64 KiB to 256 KiB past a
+    step."""
+    names = []
+    for i, tail in enumerate((65537, 100000, 150000, 262143)):
+        data = os.urandom((4 << 18) + tail)
+        name = "misc/tail%d.ts" % i
+        with open(os.path.join(ROOT, name), "wb") as f:
+            f.write(data)
+        names.append((name, data))
+    # a low TCP_NOTSENT_LOWAT: the socket takes a little at a time, so
+    # splices come up short all the way through
+    with Server(ROOT, admin=True, extra="send:\n  notsent_lowat: 16k\n") as srv:
+        # one keep-alive connection for all: bytes a response left in the
+        # pipe would open the next one
+        s = connect(srv.port, rcvbuf=16384)
+        s.settimeout(20)
+        buf = b""
+        for name, data in names:
+            s.sendall(b"GET /%s HTTP/1.1\r\nHost: x\r\n\r\n" % name.encode())
+            time.sleep(0.02)  # the socket and the pipe fill
+            while b"\r\n\r\n" not in buf:
+                buf += s.recv(65536)
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            expect(head.startswith(b"HTTP/1.1 200"), "%s: %r" % (name, head[:40]))
+            while len(buf) < len(data):
+                b = s.recv(1 << 20)
+                expect(b, "%s: connection open" % name)
+                buf += b
+            body, buf = buf[:len(data)], buf[len(data):]
+            expect(body == data, "%s: bytes" % name)
+        s.close()
+        expect(spliced(srv) > 0, "sent by vmsplice")
+    for name, _ in names:
+        os.unlink(os.path.join(ROOT, name))
 
 
 def test_h2c_frames_unchanged():
