@@ -73,6 +73,17 @@ def fetch(conn, path):
     expect(body == DATA[path], "body of %s is byte-identical (%d bytes)" % (path, len(body)))
 
 
+def hits(srv, rounds):
+    """Both objects, rounds times, on one keep-alive connection."""
+    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
+    try:
+        for _ in range(rounds):
+            fetch(c, "/zc/a.ts")
+            fetch(c, "/zc/b.ts")
+    finally:
+        c.close()
+
+
 def warm(srv):
     c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
     try:
@@ -151,13 +162,7 @@ def test_send_zc_disabled():
         expect(not features(srv).get("send_zc"), "send_zc reported off")
         expect(not features(srv).get("zc_report_usage"), "zc_report_usage off with send_zc")
         warm(srv)
-        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
-        try:
-            for _ in range(2):
-                fetch(c, "/zc/a.ts")
-                fetch(c, "/zc/b.ts")
-        finally:
-            c.close()
+        hits(srv, 2)
         expect_eq(zc(srv), (0, 0), "nothing sent zero-copy")
 
 
@@ -171,13 +176,7 @@ def test_ram_vmsplice():
     with Origin(files=DATA) as o, server(o, cache_extra="") as srv:
         warm(srv)
         before = vmspliced(srv)
-        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
-        try:
-            for _ in range(3):
-                fetch(c, "/zc/a.ts")
-                fetch(c, "/zc/b.ts")
-        finally:
-            c.close()
+        hits(srv, 3)
         expect_eq(zc(srv), (0, 0), "large RAM hits do not use SEND_ZC")
         expect_eq(vmspliced(srv) - before, 3 * (len(DATA["/zc/a.ts"]) + len(DATA["/zc/b.ts"])),
                   "every byte of the hits vmspliced")
@@ -188,13 +187,7 @@ def test_ram_vmsplice():
 def test_ram_sendfile():
     with Origin(files=DATA) as o, server(o, cache_extra="  ram_splice: false\n") as srv:
         warm(srv)
-        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
-        try:
-            for _ in range(3):
-                fetch(c, "/zc/a.ts")
-                fetch(c, "/zc/b.ts")
-        finally:
-            c.close()
+        hits(srv, 3)
         expect_eq(zc(srv), (0, 0), "large RAM hits leave by sendfile, not SEND_ZC")
         expect_eq(vmspliced(srv), 0, "nothing vmspliced")
         log = srv.read_log()
