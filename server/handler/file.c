@@ -44,8 +44,6 @@ static ssize_t he_file_body_peek(he_body_t *b, uint64_t off, he_body_span_t *s, 
     return (ssize_t)s->len;
 }
 
-#define HE_FILE_SPLICE_MIN (64 * 1024)
-
 /* The file's bytes as its mapping and as a file range: the send path
  * vmsplices the mapping over plain TCP (send.file_splice) and sends the
  * file over kTLS. The pages are the page cache's, as sendfile's are. */
@@ -58,7 +56,7 @@ static ssize_t he_file_splice_peek(he_body_t *b, uint64_t off, he_body_span_t *s
 
     /* a short span stays a file range: the send path would not splice it,
      * and a copy from the mapping could fault on a file that shrank */
-    if (n < HE_FILE_SPLICE_MIN || f->body || need_mem) return n;
+    if (n < (ssize_t)HE_SEND_SPLICE_MIN || f->body || need_mem) return n;
     if (!(m = he_fcache_map(NULL, f, &err))) return n; /* no mapping: the file alone */
     s->p = m + off;
     s->mapped = true;

@@ -61,6 +61,10 @@ typedef struct he_body_span {
     bool file_too;
 } he_body_span_t;
 
+/* A spliceable span at least this long goes by vmsplice; a shorter one is
+ * cheaper copied along with the head in one send, or sent from its file. */
+#define HE_SEND_SPLICE_MIN (64u * 1024)
+
 typedef struct he_body he_body_t;
 
 /* What a body is made of. The send path knows bodies only through these. */

@@ -152,6 +152,16 @@ static void he_send_source_error(he_worker_t *w, he_conn_t *c, int err)
     if (c->body.ops && c->body.ops->error) c->body.ops->error(&c->body, w, err);
 }
 
+/* The file shrank under us: the length we promised is a lie. how: the
+ * way it showed, for the log ("" for a short sendfile). */
+static void he_send_shrank(he_worker_t *w, he_conn_t *c, const char *how)
+{
+    he_log_warn("worker %u: %s shrank while sending%s, closing", w->id,
+                c->body.name ? c->body.name : "a file", how);
+    he_send_source_error(w, c, -EBADMSG);
+    he__conn_close(w, c);
+}
+
 /* The head of a body sent by reference (sendfile, splice), directly and
  * corked: it is small and the socket has room in all but pipelined cases;
  * MSG_MORE holds it for the body's first bytes. False when it did not all
@@ -211,11 +221,8 @@ static void he_send_file(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
         he_send_arm_pollout(w, c);
         return;
     }
-    if (n == 0) { /* the file shrank under us: the length we promised is a lie */
-        he_log_warn("worker %u: %s shrank while sending, closing", w->id,
-                    c->body.name ? c->body.name : "a file");
-        he_send_source_error(w, c, -EBADMSG);
-        he__conn_close(w, c);
+    if (n == 0) {
+        he_send_shrank(w, c, "");
         return;
     }
     err = -errno; /* before anything that may clobber it (malloc, logging) */
@@ -230,9 +237,6 @@ static void he_send_file(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
 
 /* ---------------------------------------------------------------- vmsplice */
 
-/* A spliceable span at least this long goes by vmsplice; a shorter one is
- * cheaper copied along with the head in one send. */
-#define HE_SEND_SPLICE_MIN (64u * 1024)
 #define HE_SEND_PIPES_MAX 16
 /* Pipes held by connections whose splice came up short: two descriptors
  * each, so a crowd of slow readers could otherwise take the descriptors
@@ -324,13 +328,9 @@ static bool he_send_splice(he_worker_t *w, he_conn_t *c, const he_body_span_t *s
         struct iovec v = {(void *)s->p, s->len < chunk ? s->len : chunk};
         n = vmsplice(c->splice_pipe->wr, &v, 1, SPLICE_F_NONBLOCK);
         if (n <= 0 && s->mapped && (n == 0 || errno == EFAULT)) {
-            /* a file's mapping past its end: the file shrank under us, and
-             * the length we promised is a lie (the kernel's fault, not a
+            /* a file's mapping past its end (the kernel's fault, not a
              * SIGBUS, as the pages are taken for us) */
-            he_log_warn("worker %u: %s shrank while sending (its mapping faulted), closing", w->id,
-                        c->body.name ? c->body.name : "a file");
-            he_send_source_error(w, c, -EBADMSG);
-            he__conn_close(w, c);
+            he_send_shrank(w, c, " (its mapping faulted)");
             return true;
         }
         if (n <= 0) {
