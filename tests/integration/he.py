@@ -142,6 +142,22 @@ def recv_until_close(sock, got=b"", errors=(ConnectionError, socket.timeout)):
     return got
 
 
+def get_while_truncated(port, path, file, keep, errors, tls=None):
+    """GET path on a connection with a small receive buffer, and once the
+    response has begun, file truncated in place to keep bytes: what the
+    client read until the server closed (or one of errors ended it)."""
+    s = connect(port, tls=tls, rcvbuf=16384)
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path.encode())
+    got = s.recv(65536)
+    time.sleep(0.3)
+    with open(file, "r+b") as f:
+        f.truncate(keep)
+    s.settimeout(10)
+    got = recv_until_close(s, got, errors)
+    s.close()
+    return got
+
+
 def raise_nofile():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:

@@ -32,14 +32,13 @@ Skips (77) when the kernel lacks SEND_ZC or REPORT_USAGE."""
 
 import http.client
 import os
-import shutil
 import socket
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from he import Server, blob, expect, expect_eq, run_tests  # noqa: E402
+from he import Server, blob, expect, expect_eq, run_main  # noqa: E402
 from he_admin import metric_sum, metrics_text, parse_metrics, stats  # noqa: E402
 from origin import Origin  # noqa: E402
 
@@ -254,8 +253,4 @@ def test_ram_vmsplice_evicted_while_queued():
 
 
 if __name__ == "__main__":
-    try:
-        rc = run_tests(globals(), only=sys.argv[1:] or None)
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    sys.exit(rc)
+    sys.exit(run_main(globals(), TMP, only=sys.argv[1:] or None))

@@ -13,14 +13,13 @@ mapping past the end faults inside vmsplice: no SIGBUS) and its fd-cache
 entry, so the next request sees the new size.
 """
 import os
-import shutil
 import socket
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from he import Server, connect, expect, expect_eq, make_library, recv_until_close, run_tests  # noqa: E402
+from he import Server, connect, expect, expect_eq, get_while_truncated, make_library, run_main  # noqa: E402
 from he_admin import admin_get, stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-fsplice-")
@@ -153,15 +152,8 @@ def test_file_truncated_mid_send():
     with open(p, "wb") as f:
         f.write(data)
     with Server(ROOT, admin=True) as srv:
-        s = connect(srv.port, rcvbuf=16384)
-        s.sendall(b"GET /misc/trunc.ts HTTP/1.1\r\nHost: x\r\n\r\n")
-        got = s.recv(65536)
-        time.sleep(0.3)
-        with open(p, "r+b") as f:
-            f.truncate(100000)
-        s.settimeout(10)
-        got = recv_until_close(s, got, (ConnectionResetError, socket.timeout))
-        s.close()
+        got = get_while_truncated(srv.port, "/misc/trunc.ts", p, 100000,
+                                  (ConnectionResetError, socket.timeout))
         expect(len(got) < len(data), "the response was cut (%d bytes)" % len(got))
         expect_eq(srv.get("/master.m3u8").status, 200, "server alive")
         expect(spliced(srv) > 0, "the body was going by vmsplice")
@@ -174,8 +166,4 @@ def test_file_truncated_mid_send():
 
 
 if __name__ == "__main__":
-    try:
-        rc = run_tests(globals(), only=sys.argv[1:] or None)
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    sys.exit(rc)
+    sys.exit(run_main(globals(), TMP, only=sys.argv[1:] or None))

@@ -20,8 +20,8 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from he import (Server, client_context, connect, expect, expect_eq, make_certs, make_library,  # noqa: E402
-                recv_until_close, run_main)
+from he import (Server, client_context, connect, expect, expect_eq, get_while_truncated,  # noqa: E402
+                make_certs, make_library, run_main)
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)  # TLS 1.0/1.1 clients, on purpose
 TMP = tempfile.mkdtemp(prefix="he-tls-")
@@ -455,15 +455,8 @@ def test_file_truncated_during_userspace_send():
     with open(p, "wb") as f:
         f.write(data)
     with Server(ROOT, tls=True, tls_extra="  ktls: false\n") as srv:
-        s = connect(srv.port, tls=True, rcvbuf=16384)
-        s.sendall(b"GET /misc/trunc.ts HTTP/1.1\r\nHost: x\r\n\r\n")
-        got = s.recv(65536)
-        time.sleep(0.3)
-        with open(p, "r+b") as f:
-            f.truncate(100000)
-        s.settimeout(10)
-        got = recv_until_close(s, got, (ConnectionResetError, ssl.SSLError, socket.timeout))
-        s.close()
+        got = get_while_truncated(srv.port, "/misc/trunc.ts", p, 100000,
+                                  (ConnectionResetError, ssl.SSLError, socket.timeout), tls=True)
         expect(len(got) < len(data), "the response was cut (%d bytes)" % len(got))
         expect_eq(srv.get("/master.m3u8").status, 200, "server alive")
         r = srv.get("/misc/trunc.ts")
