@@ -181,6 +181,16 @@ def variant_sections(name):
     return sections
 
 
+def with_sections(name, conf, sections, where):
+    """conf (YAML text) with a variant's sections appended; one the base
+    config (where) has already is refused, not merged."""
+    for sec, items in sections.items():
+        if ("\n%s:" % sec) in conf:
+            die("%s: section %s is in %s already" % (name, sec, where))
+        conf += "%s:\n" % sec + "".join("  %s: %s\n" % kv for kv in items)
+    return conf
+
+
 def base_name(name):
     return name.split("@", 1)[0]
 
@@ -191,10 +201,7 @@ def start_hlsedge(name, port, args, tmp, root):
     conf = (tpl.replace("@CPU@", str(args.server_cpu)).replace("@PORT@", str(plain))
             .replace("@ROOT@", root).replace("@MAX_CONNS@", "8192")
             .replace("@CC_M3U8@", CC_M3U8).replace("@CC_TS@", CC_TS))
-    for sec, items in variant_sections(name).items():
-        if ("\n%s:" % sec) in conf:
-            die("%s: section %s is in hlsedge.yaml.in already" % (name, sec))
-        conf += "%s:\n" % sec + "".join("  %s: %s\n" % kv for kv in items)
+    conf = with_sections(name, conf, variant_sections(name), "hlsedge.yaml.in")
     return launch_hlsedge(name, port, args, tmp, conf)
 
 
@@ -280,10 +287,7 @@ def start_hlsedge_cache(name, port, args, tmp, root):
             'origin:\n  urls: ["http://127.0.0.1:%d"]\n  sources: origin-first\n' %
             (port + 1000 if args.tls_on else port, args.server_cpu, empty,
              tier + "".join("  %s: %s\n" % kv for kv in sections.pop("cache", [])), args.origin_port))
-    for sec, items in sections.items():
-        if ("\n%s:" % sec) in conf:
-            die("%s: section %s is in the cache edge's config already" % (name, sec))
-        conf += "%s:\n" % sec + "".join("  %s: %s\n" % kv for kv in items)
+    conf = with_sections(name, conf, sections, "the cache edge's config")
     return launch_hlsedge(name, port, args, tmp, conf)
 
 
