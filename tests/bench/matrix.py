@@ -16,6 +16,10 @@ processes from /proc, nginx master + worker), the client's p99, and the
 busy share of the server's CPU (/proc/stat, so softirq work the kernel did
 not charge to the process shows too). Each cell reports the median of the
 runs with the min-max spread, and hlsedge's ratio to the best peer.
+With --perf, both CPUs are recorded during each run for
+tests/bench/cpu_split.py, which counts each server's work wherever it ran
+(over loopback part of it runs on the client's CPU); perf's cost lowers
+every figure of such a run.
 
 Servers (--servers, comma-separated):
   hlsedge          scripts/build.sh's build/hlsedge on tests/bench/hlsedge.yaml.in
@@ -390,12 +394,29 @@ def run_client(client, content, server, args, files, duration):
             "p99_ms": (hist or {}).get("p99_ms", float("nan")), "errors": j["errors"]}
 
 
-def measure(client, content, server, args, files):
+def perf_path(args, client, content, server, run):
+    return os.path.join(args.out, "perf", "%s-%s-%s-%s-%d" % (
+        client, content, "https" if args.tls_on else "http", server.name.replace(";", "+").replace("/", "_"), run))
+
+
+def measure(client, content, server, args, files, run=0):
     pids = server.pids()
     t0 = proc_ticks(pids)
     b0, w0 = cpu_busy(args.server_cpu)
     cb0, cw0 = cpu_busy(args.client_cpu)
+    rec = None
+    if args.perf:
+        # both CPUs: over loopback each does part of the other's TCP work
+        # (tests/bench/cpu_split.py reads these)
+        rec = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-g", "-C",
+                                "%d,%d" % (args.server_cpu, args.client_cpu),
+                                "-o", perf_path(args, client, content, server, run) + ".data"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.3)
     r = run_client(client, content, server, args, files, args.duration)
+    if rec:
+        rec.send_signal(signal.SIGINT)
+        rec.wait(60)
     t1 = proc_ticks(pids)
     b1, w1 = cpu_busy(args.server_cpu)
     cb1, cw1 = cpu_busy(args.client_cpu)
@@ -441,6 +462,8 @@ def main():
     ap.add_argument("--rt", action="store_true",
                     help="servers and clients under chrt -r 10 (SCHED_RR), so other jobs on the "
                          "machine cannot take the measured CPUs")
+    ap.add_argument("--perf", action="store_true",
+                    help="perf record both CPUs during each measured run, into OUT/perf/")
     ap.add_argument("--out", default=os.path.join(REPO, "var", "bench", "matrix-" + time.strftime("%Y%m%d-%H%M%S")))
     args = ap.parse_args()
     args.rt = ["chrt", "-r", "10"] if args.rt else []
@@ -451,7 +474,11 @@ def main():
     for tool in ("wrk", "nginx", "h2o", "curl", "taskset", "openssl"):
         if not shutil.which(tool):
             die("%s not found (scripts/setup.sh --bench)" % tool)
+    if args.perf and not shutil.which("perf"):
+        die("perf not found (scripts/setup.sh --bench)")
     os.makedirs(args.out, exist_ok=True)
+    if args.perf:
+        os.makedirs(os.path.join(args.out, "perf"), exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="he-matrix-")
     args.crt, args.key, args.pem = (os.path.join(tmp, n) for n in ("tls.crt", "tls.key", "tls.pem"))
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
@@ -520,8 +547,12 @@ def main():
                         for run in range(args.runs):
                             order = running[run % len(running):] + running[:run % len(running)]
                             for s in order:
-                                r = measure(client, content, s, args, files)
+                                r = measure(client, content, s, args, files, run)
                                 r.update(cell=cell, server=s.name, run=run)
+                                if args.perf:
+                                    json.dump(dict(r, server_pids=s.pids(), server_cpu=args.server_cpu,
+                                                   client_cpu=args.client_cpu),
+                                              open(perf_path(args, client, content, s, run) + ".json", "w"))
                                 raw.write(json.dumps(r) + "\n")
                                 raw.flush()
                                 per[s.name].append(r)
