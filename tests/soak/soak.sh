@@ -17,8 +17,9 @@
 #   - RSS and open fds flat within 5% after warm-up: the mean of the last
 #     third of the samples is within TOL_PCT of the mean of the first third
 #     after warm-up (samples of /proc/PID/status and /proc/PID/fd every
-#     10 s); after the kill -9 the new process is compared with its own
-#     warm-up. RSS here is VmRSS less RssShmem: the RAM tier lives in a
+#     10 s; pipes apart: the send path's pool of them grows to its peak
+#     use, so they are held to its bound instead); after the kill -9 the
+#     new process is compared with its own warm-up. RSS here is VmRSS less RssShmem: the RAM tier lives in a
 #     memfd whose pages count in RSS as the tier first fills them, which
 #     takes longer than any warm-up with a live stream adding segments;
 #     that part is judged apart, against cache.ram_size;
@@ -168,7 +169,7 @@ FAULTS=(cut fail stall slow diskfill)
 FAULT_PHASES=0
 KILL_AT=$(( DURATION * 60 / 100 ))
 KILLED=0
-SAMPLES="$W/samples.txt"   # t pid rss_kb fds age_s anon_kb shmem_kb
+SAMPLES="$W/samples.txt"   # t pid rss_kb fds_but_pipes age_s anon_kb shmem_kb pipes
 : > "$SAMPLES"
 ALIVE_FAIL=0
 last_hup=0 last_sample=-$SAMPLE_S phase_no=-1
@@ -232,8 +233,11 @@ while :; do
         if kill -0 "$EDGE" 2>/dev/null; then
             read -r rss anon shmem < <(awk '/^VmRSS:/ {r=$2} /^RssAnon:/ {a=$2}
                 /^RssShmem:/ {s=$2} END {print r+0, a+0, s+0}' "/proc/$EDGE/status")
-            fds=$(ls "/proc/$EDGE/fd" | wc -l)
-            echo "$t $EDGE $rss $fds $(( now - EDGE_START )) $anon $shmem" >> "$SAMPLES"
+            # pipes apart: the send path's pool of them grows to the peak of
+            # concurrent vmsplice sends, which is no leak
+            pipes=$(find "/proc/$EDGE/fd" -lname 'pipe:*' 2>/dev/null | wc -l)
+            fds=$(( $(ls "/proc/$EDGE/fd" | wc -l) - pipes ))
+            echo "$t $EDGE $rss $fds $(( now - EDGE_START )) $anon $shmem $pipes" >> "$SAMPLES"
         else
             ALIVE_FAIL=1
             log "the edge died"
@@ -279,6 +283,7 @@ import glob, json, os, sys
 w, dur, warm, tol, nobj, ttl, nfault, phase, sweep_n, sweep_bad, alive_fail, edge_rc, killed, mounted, viewers, ram = sys.argv[1:]
 ram_kib = int(ram[:-1]) * {"k": 1, "m": 1024, "g": 1 << 20}[ram[-1].lower()] if ram[-1].isalpha() else int(ram) // 1024
 dur, warm, tol, nobj, ttl, nfault, phase = int(dur), int(warm), float(tol), int(nobj), int(ttl), int(nfault), int(phase)
+PIPE_FD_BOUND = 2 * 2 * (16 + 256)  # workers: 2 above; two fds a pipe
 fails = []
 def lg(name):
     try:
@@ -317,8 +322,8 @@ if edge_rc != "0":
 rows = [l.split() for l in open(os.path.join(w, "samples.txt")) if l.strip()]
 for pid in sorted({r[1] for r in rows}, key=lambda p: [r[1] for r in rows].index(p)):
     # (t, the process's own memory: VmRSS less the RAM tier's memfd pages,
-    #  fds, age, RssAnon, RssShmem, VmRSS)
-    mine = [(int(r[0]), int(r[2]) - int(r[6]), int(r[3]), int(r[4]), int(r[5]), int(r[6]), int(r[2]))
+    #  fds but pipes, age, RssAnon, RssShmem, VmRSS, pipes)
+    mine = [(int(r[0]), int(r[2]) - int(r[6]), int(r[3]), int(r[4]), int(r[5]), int(r[6]), int(r[2]), int(r[7]))
             for r in rows if r[1] == pid]
     life = mine[-1][3] if mine else 0
     post = [m for m in mine if m[3] >= life * warm / 100]
@@ -330,12 +335,19 @@ for pid in sorted({r[1] for r in rows}, key=lambda p: [r[1] for r in rows].index
         first = sum(m[i] for m in post[:k]) / k
         last = sum(m[i] for m in post[-k:]) / k
         return first, last, (last - first) * 100.0 / first if first else 0
-    for i, what in ((1, "RSS-shm KiB"), (2, "open fds")):
+    for i, what in ((1, "RSS-shm KiB"), (2, "open fds but pipes")):
         first, last, grow = thirds(i)
         print("  pid %s %-8s after warm-up: first third %.0f, last third %.0f (%+.1f%%), min %d, max %d, %d samples"
               % (pid, what, first, last, grow, min(m[i] for m in post), max(m[i] for m in post), len(post)))
         if grow > tol:
             fails.append("pid %s: %s grew %.1f%% after warm-up (limit %.0f%%)" % (pid, what, grow, tol))
+    # pipes: each worker keeps at most 16 idle and 256 busy ones
+    # (server/net/send.c), two descriptors each
+    pipe_max = max(m[7] for m in post)
+    print("  pid %s pipe fds after warm-up: min %d, max %d (bound %d)"
+          % (pid, min(m[7] for m in post), pipe_max, PIPE_FD_BOUND))
+    if pipe_max > PIPE_FD_BOUND:
+        fails.append("pid %s: %d pipe fds, over the send path's bound %d" % (pid, pipe_max, PIPE_FD_BOUND))
     # what RSS is made of: the heap, and the RAM tier's memfd, which
     # cache.ram_size bounds (with 1 MiB of slack)
     shm_max = max(m[5] for m in post)
