@@ -19,10 +19,11 @@
 #     after warm-up (samples of /proc/PID/status and /proc/PID/fd every
 #     10 s; pipes apart: the send path's pool of them grows to its peak
 #     use, so they are held to its bound instead); after the kill -9 the
-#     new process is compared with its own warm-up. RSS here is VmRSS less RssShmem: the RAM tier lives in a
-#     memfd whose pages count in RSS as the tier first fills them, which
-#     takes longer than any warm-up with a live stream adding segments;
-#     that part is judged apart, against cache.ram_size;
+#     new process is compared with its own warm-up. RSS here is VmRSS
+#     less RssShmem: the RAM tier lives in a memfd whose pages count in
+#     RSS as the tier first fills them, which takes longer than any
+#     warm-up with a live stream adding segments; that part is judged
+#     apart, against cache.ram_size;
 #   - origin requests bounded by the objects and the faults: at most
 #     OBJ_BOUND per object per freshness period, plus the fault phases'.
 # It prints the figures at the end.
