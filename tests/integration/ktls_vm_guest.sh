@@ -77,6 +77,12 @@ curl -sS --cacert ca.crt --resolve "hlsedge.test:$P:127.0.0.1" -r 100000-1099999
     "https://hlsedge.test:$P/seg.ts" || rc=1
 tail -c +100001 lib/seg.ts | head -c 1000000 >/tmp/rg.want
 check curl range /tmp/rg "$(sha256sum /tmp/rg.want | cut -d' ' -f1)"
+# HTTP/1.1 (the fetches above are HTTP/2) from an offset off the page,
+# over several sendfile chunks
+curl -sS --http1.1 --cacert ca.crt --resolve "hlsedge.test:$P:127.0.0.1" -r 5000-3004999 -o /tmp/rg1 \
+    "https://hlsedge.test:$P/big.ts" || rc=1
+tail -c +5001 lib/big.ts | head -c 3000000 >/tmp/rg1.want
+check curl-h1 range /tmp/rg1 "$(sha256sum /tmp/rg1.want | cut -d' ' -f1)"
 
 for s in TLS_AES_128_GCM_SHA256 TLS_AES_256_GCM_SHA384 TLS_CHACHA20_POLY1305_SHA256; do
     fetch_curl "tls1.3/$s" hlsedge.test --tlsv1.3 --tls13-ciphers "$s"
