@@ -187,6 +187,8 @@ plain:
     c->protocol->open(w, c);
     if (tls) { /* the handshake comes first; requests arrive through SSL_read */
         he__tls_conn_start(w, c);
+        if (c->closing || !c->in_use) return NULL;
+        he__conn_arm_recv(w, c); /* the ring's recv brings ciphertext too */
         return c->in_use && !c->closing ? c : NULL;
     }
     he__conn_arm_recv(w, c);
@@ -205,10 +207,7 @@ void he__conn_arm_recv(he_worker_t *w, he_conn_t *c)
     struct io_uring_sqe *sqe;
     /* full input: he__conn_request_done reads on */
     if (he__conn_in_full(c)) return;
-    if (c->tls) { /* never a ring recv: it would take ciphertext from OpenSSL */
-        he__tls_arm_read(w, c);
-        return;
-    }
+    if (c->tls && !he__tls_want_recv(w, c)) return;
     if (c->recv_armed || c->closing || c->peer_eof) return;
     if (!(sqe = he__worker_sqe(w))) {
         he__conn_close(w, c);
@@ -256,7 +255,7 @@ static void he_conn_recv_pause(he_worker_t *w, he_conn_t *c)
  * pipelining client), at most the worker's provided buffers, which return
  * only after the batch. A single recv brings at most 16 KiB (a TLS record).
  * More than that means the pause failed: close rather than grow. */
-static size_t he_conn_in_hard_max(const he_worker_t *w)
+size_t he__conn_in_hard_max(const he_worker_t *w)
 {
     return HE_CONN_IN_MAX + (w->br ? (size_t)w->nbufs * w->buf_size : HE_CONN_IN_MAX);
 }
@@ -265,7 +264,7 @@ static size_t he_conn_in_hard_max(const he_worker_t *w)
 static int he_conn_buffer(he_worker_t *w, he_conn_t *c, const char *data, size_t len)
 {
     if (c->in_off && c->in_off == c->in_len) c->in_off = c->in_len = 0;
-    if (c->in_len - c->in_off + len > he_conn_in_hard_max(w)) return -ENOBUFS;
+    if (c->in_len - c->in_off + len > he__conn_in_hard_max(w)) return -ENOBUFS;
     if (c->in_len + len > c->in_cap) {
         uint32_t cap = c->in_cap ? c->in_cap : 4096;
         char *n;

@@ -432,6 +432,9 @@ void he__conn_close(he_worker_t *w, he_conn_t *c);
 void he__conn_close_graceful(he_worker_t *w, he_conn_t *c);
 void he__conn_op_done(he_worker_t *w, he_conn_t *c);
 void he__conn_arm_recv(he_worker_t *w, he_conn_t *c);
+/* The most unparsed input a connection may hold before it is closed (see
+ * conn.c); TLS holds its ciphertext to the same bound. */
+size_t he__conn_in_hard_max(const he_worker_t *w);
 void he__conn_on_data(he_worker_t *w, he_conn_t *c, const char *data, size_t len);
 /* The peer sent EOF: requests already received are answered, then it closes. */
 void he__conn_peer_eof(he_worker_t *w, he_conn_t *c);

@@ -89,11 +89,13 @@ enum he_tls_state { HE_TLS_PEEK = 0, HE_TLS_HANDSHAKE, HE_TLS_OPEN };
 
 typedef struct he_tls_conn {
     SSL *ssl;
+    BIO *rbio; /* memory: what the ring's recv brought, for SSL_read (owned by ssl) */
     he_tls_set_t *set;
     uint8_t state;         /* enum he_tls_state */
     bool poll_armed;       /* a HE_OP_TLS_POLL is in flight */
     bool ktls_tx;          /* the kernel encrypts sends: send.c's plain path */
-    bool ktls_rx;          /* the kernel decrypts (TLS 1.2); SSL_read still reads */
+    bool reading;          /* the SSL_read loop is under way (a response may call back) */
+    bool eof;              /* the ring's recv saw the client's FIN */
     bool write_wants_read; /* SSL_write said WANT_READ: resume from the read side */
     bool read_wants_write; /* SSL_read said WANT_WRITE: the poll waits for POLLOUT */
     bool fatal;            /* no close_notify: the session is broken */
@@ -105,10 +107,18 @@ enum { HE_TLS_DONE = 0, HE_TLS_AGAIN = 1, HE_TLS_AGAIN_READ = 2, HE_TLS_WAIT = 3
 /* On accept from a TLS listener: creates the SSL and starts the handshake
  * (under the TLS handshake timer). The connection may be closed on return. */
 void he__tls_conn_start(he_worker_t *w, he_conn_t *c);
-/* Readiness for the handshake or for reading (HE_OP_TLS_POLL). */
+/* The socket writable again for the handshake or a read (HE_OP_TLS_POLL). */
 void he__tls_on_poll(he_worker_t *w, he_conn_t *c, int res);
-/* he__conn_arm_recv for TLS connections: a poll for input once open. */
-void he__tls_arm_read(he_worker_t *w, he_conn_t *c);
+/* Bytes the ring's recv brought: the first byte's check, the handshake,
+ * then records read into he__conn_on_data. The connection may be closed
+ * on return. */
+void he__tls_on_input(he_worker_t *w, he_conn_t *c, const char *data, size_t len);
+/* The ring's recv saw EOF: what is buffered is read first. */
+void he__tls_on_eof(he_worker_t *w, he_conn_t *c);
+/* he__conn_arm_recv for TLS connections: reads records left buffered
+ * while input was full, then says whether the ring should receive more
+ * (false after EOF, or when the connection went). */
+bool he__tls_want_recv(he_worker_t *w, he_conn_t *c);
 /* Sends what is left of the response (head, then body) with SSL_write.
  * HE_TLS_DONE: all sent; HE_TLS_AGAIN: wait for POLLOUT and call again;
  * HE_TLS_AGAIN_READ: the read side resumes it; HE_TLS_WAIT: the body

@@ -1,20 +1,26 @@
 /* One TLS connection on a worker: first-byte check, handshake, reading
  * requests and, without kTLS, writing responses.
  *
- * The SSL reads and writes the non-blocking socket itself (a socket BIO),
- * which is what lets OpenSSL switch the socket to kTLS at the end of the
- * handshake. Whenever OpenSSL wants the socket readable or writable, a
- * poll on the worker's ring (HE_OP_TLS_POLL) waits for it; nothing blocks
- * the worker.
+ * Input comes as it does for plain connections, by the ring's multishot
+ * recv, and goes into a memory BIO that the SSL reads; the SSL writes the
+ * non-blocking socket itself (a socket BIO), which is what lets OpenSSL
+ * switch sending to kTLS at the end of the handshake. So a request costs
+ * no read(2) and no poll of its own (docs/performance.md, "TLS input by
+ * the ring"); the price is kTLS receive, which OpenSSL only sets up on a
+ * socket BIO and which TLS 1.2 alone would use: requests are small, and
+ * the kernel's work for them is the same either way. Whenever OpenSSL
+ * wants the socket writable, a poll on the worker's ring (HE_OP_TLS_POLL)
+ * waits for it; nothing blocks the worker.
  *
- *   accept -> PEEK: recv(MSG_PEEK) of one byte. 0x16 starts a TLS record;
- *             a letter is plain HTTP (answered 400 in plain text); anything
+ *   accept -> PEEK: the first byte received. 0x16 starts a TLS record; a
+ *             letter is plain HTTP (answered 400 in plain text); anything
  *             else is garbage. Both close at once, counted by cause.
- *          -> HANDSHAKE: SSL_do_handshake until done, under the TLS
+ *          -> HANDSHAKE: SSL_do_handshake as input comes, under the TLS
  *             handshake timer.
- *          -> OPEN: SSL_read into he__conn_on_data until WANT_READ, then a
- *             poll for input; responses leave through send.c, which
- *             calls he__tls_send when the kernel does not encrypt.
+ *          -> OPEN: SSL_read into he__conn_on_data until the BIO is empty
+ *             (or the connection's input is full); responses leave through
+ *             send.c, which calls he__tls_send when the kernel does not
+ *             encrypt.
  */
 #include <errno.h>
 #include <openssl/err.h>
@@ -205,10 +211,7 @@ static void he_tls_established(he_worker_t *w, he_conn_t *c)
     w->stats.tls_handshakes++;
     if (reused) w->stats.tls_resumed++;
 #ifndef OPENSSL_NO_KTLS
-    if (ktls) {
-        t->ktls_tx = BIO_get_ktls_send(SSL_get_wbio(t->ssl));
-        t->ktls_rx = BIO_get_ktls_recv(SSL_get_rbio(t->ssl));
-    }
+    if (ktls) t->ktls_tx = BIO_get_ktls_send(SSL_get_wbio(t->ssl));
 #endif
     if (t->ktls_tx) {
         w->stats.tls_conn_ktls++;
@@ -216,12 +219,11 @@ static void he_tls_established(he_worker_t *w, he_conn_t *c)
         w->stats.tls_conn_userspace++;
         if (ktls) w->stats.tls_conn_ktls_fallback++;
     }
-    he_log_debug("worker %u: fd %d: %s %s%s, send %s, receive %s", w->id, c->fd,
+    he_log_debug("worker %u: fd %d: %s %s%s, send %s, receive SSL_read", w->id, c->fd,
                  SSL_get_version(t->ssl), SSL_get_cipher_name(t->ssl), reused ? " resumed" : "",
                  t->ktls_tx ? "kTLS"
                  : ktls     ? "SSL_write (suite not offloaded)"
-                            : "SSL_write",
-                 t->ktls_rx ? "kTLS" : "SSL_read");
+                            : "SSL_write");
     he__conn_timer_set(w, c, HE_TIMER_HEADER);
     {
         const unsigned char *alpn;
@@ -237,19 +239,18 @@ static void he_tls_established(he_worker_t *w, he_conn_t *c)
 static void he_tls_handshake(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = c->tls;
-    int rc = SSL_do_handshake(t->ssl), e;
     unsigned long err;
     char why[200];
+    int rc, e;
 
+    errno = 0; /* a socket error on the write side is the only errno that counts */
+    rc = SSL_do_handshake(t->ssl);
     if (rc == 1) {
         he_tls_established(w, c);
         return;
     }
     e = SSL_get_error(t->ssl, rc);
-    if (e == SSL_ERROR_WANT_READ) {
-        he_tls_arm_poll(w, c, POLLIN);
-        return;
-    }
+    if (e == SSL_ERROR_WANT_READ) return; /* the ring's recv brings more */
     if (e == SSL_ERROR_WANT_WRITE) {
         he_tls_arm_poll(w, c, POLLOUT);
         return;
@@ -265,25 +266,16 @@ static void he_tls_handshake(he_worker_t *w, he_conn_t *c)
 
 static void he_tls_peek(he_worker_t *w, he_conn_t *c)
 {
-    unsigned char b;
-    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-            he_tls_arm_poll(w, c, POLLIN);
-            return;
-        }
-        if (errno == ECONNRESET) w->stats.errors[HE_STATS_ERR_RESET]++;
-        c->tls->fatal = true;
+    char *p;
+    long n = BIO_get_mem_data(c->tls->rbio, &p);
+    if (n <= 0) {
+        if (!c->tls->eof) return; /* the ring's recv brings the first bytes */
+        c->tls->fatal = true; /* connected and left without a byte: no handshake to count */
         he__conn_close(w, c);
         return;
     }
-    if (n == 0) { /* connected and left without a byte: no handshake to count */
-        c->tls->fatal = true;
-        he__conn_close(w, c);
-        return;
-    }
-    if (b != 0x16) {
-        he_tls_not_tls(w, c, b);
+    if ((unsigned char)p[0] != 0x16) {
+        he_tls_not_tls(w, c, (unsigned char)p[0]);
         return;
     }
     c->tls->state = HE_TLS_HANDSHAKE;
@@ -291,8 +283,11 @@ static void he_tls_peek(he_worker_t *w, he_conn_t *c)
 }
 
 /* Reads every complete record, handing plaintext to the HTTP side, until
- * OpenSSL needs the socket again. */
-static void he_tls_read(he_worker_t *w, he_conn_t *c)
+ * the BIO holds no whole record (or the connection's input is full: then
+ * he__tls_want_recv reads on once a response made room). A response
+ * answered inside the loop calls back in through he__tls_want_recv; the
+ * loop under way goes on reading instead of a nested one. */
+static void he_tls_read_records(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = c->tls;
     uint32_t gen = c->gen;
@@ -302,24 +297,19 @@ static void he_tls_read(he_worker_t *w, he_conn_t *c)
         int n, e;
         /* full input: he__conn_request_done reads on */
         if (c->closing || c->peer_eof || he__conn_in_full(c)) return;
+        /* nothing buffered: an SSL_read would only say WANT_READ */
+        if (!t->eof && !BIO_ctrl_pending(t->rbio) && !SSL_has_pending(t->ssl)) return;
+        errno = 0;
         n = SSL_read(t->ssl, buf, sizeof(buf));
         if (n > 0) {
             he__conn_on_data(w, c, buf, (size_t)n);
             if (!c->in_use || c->gen != gen) return;
-            /* Nothing buffered: a poll, not another read that would only
-             * say EAGAIN (a syscall per request); it completes at once if
-             * more has arrived. */
-            if (!SSL_has_pending(t->ssl) && !c->closing && !c->peer_eof && !he__conn_in_full(c)) {
-                he_tls_arm_poll(w, c, POLLIN);
-                return;
-            }
             continue;
         }
         e = SSL_get_error(t->ssl, n);
         switch (e) {
         case SSL_ERROR_WANT_READ:
-            he_tls_arm_poll(w, c, POLLIN);
-            return;
+            return; /* the ring's recv brings more */
         case SSL_ERROR_WANT_WRITE:
             t->read_wants_write = true;
             he_tls_arm_poll(w, c, POLLOUT);
@@ -343,46 +333,24 @@ static void he_tls_read(he_worker_t *w, he_conn_t *c)
     }
 }
 
-/* ---------------------------------------------------------------- API */
-
-void he__tls_conn_start(he_worker_t *w, he_conn_t *c)
-{
-    he_tls_conn_t *t = calloc(1, sizeof(*t));
-    BIO *bio;
-
-    c->tls = t;
-    if (!t) goto fail;
-    t->ssl = he__tls_ssl_new(w->server->tls, w->id, &t->set);
-    if (!t->ssl) goto fail;
-    bio = BIO_new_socket(c->fd, BIO_NOCLOSE);
-    if (!bio) goto fail;
-    SSL_set_bio(t->ssl, bio, bio);
-    SSL_set_accept_state(t->ssl);
-    he__conn_timer_set(w, c, HE_TIMER_TLS);
-    he_tls_peek(w, c); /* the ClientHello is often there already */
-    return;
-fail:
-    he_log_error("worker %u: cannot set up TLS for a new connection (out of memory)", w->id);
-    w->stats.tls_handshake_errors++;
-    w->stats.tls_errors[HE_STATS_TLS_ERR_OTHER]++;
-    if (t) t->fatal = true;
-    ERR_clear_error();
-    he__conn_close(w, c);
-}
-
-void he__tls_on_poll(he_worker_t *w, he_conn_t *c, int res)
+static void he_tls_read(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = c->tls;
     uint32_t gen = c->gen;
 
-    if (!t) return;
-    t->poll_armed = false;
-    if (res == -ECANCELED) return;
-    if (res < 0) {
-        t->fatal = true;
-        he__conn_close(w, c);
-        return;
-    }
+    if (t->reading) return;
+    t->reading = true;
+    he_tls_read_records(w, c);
+    if (c->in_use && c->gen == gen) t->reading = false;
+}
+
+/* Whatever the connection waits for next: the first byte, more of the
+ * handshake, records; and a response's SSL_write that needed input. */
+static void he_tls_advance(he_worker_t *w, he_conn_t *c)
+{
+    he_tls_conn_t *t = c->tls;
+    uint32_t gen = c->gen;
+
     switch (t->state) {
     case HE_TLS_PEEK:
         he_tls_peek(w, c);
@@ -404,10 +372,90 @@ void he__tls_on_poll(he_worker_t *w, he_conn_t *c, int res)
     }
 }
 
-void he__tls_arm_read(he_worker_t *w, he_conn_t *c)
+/* ---------------------------------------------------------------- API */
+
+void he__tls_conn_start(he_worker_t *w, he_conn_t *c)
 {
-    if (c->tls->state != HE_TLS_OPEN || c->peer_eof) return;
-    he_tls_arm_poll(w, c, POLLIN);
+    he_tls_conn_t *t = calloc(1, sizeof(*t));
+    BIO *wbio;
+
+    c->tls = t;
+    if (!t) goto fail;
+    t->ssl = he__tls_ssl_new(w->server->tls, w->id, &t->set);
+    if (!t->ssl) goto fail;
+    t->rbio = BIO_new(BIO_s_mem());
+    if (!t->rbio) goto fail;
+    wbio = BIO_new_socket(c->fd, BIO_NOCLOSE);
+    if (!wbio) {
+        BIO_free(t->rbio);
+        t->rbio = NULL;
+        goto fail;
+    }
+    BIO_set_mem_eof_return(t->rbio, -1); /* empty: "retry", until the ring sees EOF */
+    SSL_set_bio(t->ssl, t->rbio, wbio); /* the SSL owns both now */
+    SSL_set_accept_state(t->ssl);
+    he__conn_timer_set(w, c, HE_TIMER_TLS);
+    return;
+fail:
+    he_log_error("worker %u: cannot set up TLS for a new connection (out of memory)", w->id);
+    w->stats.tls_handshake_errors++;
+    w->stats.tls_errors[HE_STATS_TLS_ERR_OTHER]++;
+    if (t) t->fatal = true;
+    ERR_clear_error();
+    he__conn_close(w, c);
+}
+
+void he__tls_on_poll(he_worker_t *w, he_conn_t *c, int res)
+{
+    he_tls_conn_t *t = c->tls;
+
+    if (!t) return;
+    t->poll_armed = false;
+    if (res == -ECANCELED) return;
+    if (res < 0) {
+        t->fatal = true;
+        he__conn_close(w, c);
+        return;
+    }
+    he_tls_advance(w, c);
+}
+
+void he__tls_on_input(he_worker_t *w, he_conn_t *c, const char *data, size_t len)
+{
+    he_tls_conn_t *t = c->tls;
+
+    if (!t || t->fatal) return;
+    /* bounded as plain input is: the pause of the recv failed otherwise */
+    if (BIO_ctrl_pending(t->rbio) + len > he__conn_in_hard_max(w) ||
+        BIO_write(t->rbio, data, (int)len) != (int)len) {
+        t->fatal = true;
+        he__conn_close(w, c);
+        return;
+    }
+    he_tls_advance(w, c);
+}
+
+void he__tls_on_eof(he_worker_t *w, he_conn_t *c)
+{
+    he_tls_conn_t *t = c->tls;
+
+    if (!t || t->eof) return;
+    t->eof = true;
+    BIO_set_mem_eof_return(t->rbio, 0); /* what is buffered reads first, then EOF */
+    he_tls_advance(w, c);
+}
+
+bool he__tls_want_recv(he_worker_t *w, he_conn_t *c)
+{
+    he_tls_conn_t *t = c->tls;
+    uint32_t gen = c->gen;
+
+    /* records left in the BIO while input was full are read first */
+    if (t->state == HE_TLS_OPEN && !c->peer_eof && !t->reading &&
+        (t->eof || BIO_ctrl_pending(t->rbio) || SSL_has_pending(t->ssl)))
+        he_tls_read(w, c);
+    if (!c->in_use || c->gen != gen || c->closing) return false;
+    return !t->eof && !t->fatal;
 }
 
 int he__tls_send(he_worker_t *w, he_conn_t *c)

@@ -345,19 +345,25 @@ static void he_worker_on_recv(he_worker_t *w, he_conn_t *c, struct io_uring_cqe 
     bool rearm = false;
 
     if (res > 0) {
-        if (cqe->flags & IORING_CQE_F_BUFFER) {
-            unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
-            if (!c->closing)
-                he__conn_on_data(w, c, w->bufs + (size_t)bid * w->buf_size, (size_t)res);
-            he_worker_recycle_buf(w, bid);
-        } else if (!c->closing) {
-            he__conn_on_data(w, c, c->rbuf, (size_t)res);
+        const char *data = c->rbuf;
+        unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+        if (cqe->flags & IORING_CQE_F_BUFFER) data = w->bufs + (size_t)bid * w->buf_size;
+        if (c->closing) {
+            /* nothing more is read: the close cancelled this recv */
+        } else if (c->tls) { /* ciphertext, for OpenSSL */
+            he__tls_on_input(w, c, data, (size_t)res);
+        } else {
+            he__conn_on_data(w, c, data, (size_t)res);
         }
+        if (cqe->flags & IORING_CQE_F_BUFFER) he_worker_recycle_buf(w, bid);
         rearm = true;
     } else if (res == 0) {
         /* A client may half-close after sending its requests: they are
          * answered first. */
-        he__conn_peer_eof(w, c);
+        if (c->tls)
+            he__tls_on_eof(w, c);
+        else
+            he__conn_peer_eof(w, c);
     } else if (res == -ENOBUFS) {
         rearm = true; /* buffers come back at the end of this batch */
     } else if (res == -EBADF && c->fixed) {

@@ -3,8 +3,9 @@ over TLS (HE_TLS=1), then what is TLS's own: SNI, ALPN, versions and
 suites, session resumption across workers (tickets and the session cache,
 TLS 1.2 and 1.3), OCSP stapling, certificate reload on SIGHUP, hostile
 input (plain HTTP, garbage, truncated ClientHello, handshake timeout) with
-its counters, a file truncated under a userspace-TLS send, and how the
-server reports its send path (kTLS or SSL_write)."""
+its counters, pipelined input past the connection's bound with a
+half-close behind it, a file truncated under a userspace-TLS send, and
+how the server reports its send path (kTLS or SSL_write)."""
 
 import os
 import re
@@ -21,7 +22,7 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from he import (Server, client_context, connect, expect, expect_eq, get_while_truncated,  # noqa: E402
-                make_certs, make_library, run_main)
+                half_close, make_certs, make_library, run_main)
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)  # TLS 1.0/1.1 clients, on purpose
 TMP = tempfile.mkdtemp(prefix="he-tls-")
@@ -419,6 +420,65 @@ def test_protocol_errors_counted():
             pass
     t = totals(srv.log_text)
     expect_eq(t["protocol"], 3, "protocol errors (TLS 1.0, TLS 1.1, no shared suite)")
+
+
+# ---------------------------------------------------------------- input by the ring
+
+def read_responses(sock, n, timeout=30):
+    """n HTTP/1.1 responses with Content-Length from sock: [(head, body)]."""
+    buf, out, deadline = b"", [], time.time() + timeout
+    while len(out) < n and time.time() < deadline:
+        while b"\r\n\r\n" in buf:
+            head, rest = buf.split(b"\r\n\r\n", 1)
+            clen = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+            if len(rest) < clen:
+                break
+            out.append((head, rest[:clen]))
+            buf = rest[clen:]
+            if len(out) == n:
+                return out
+        d = sock.recv(1 << 20)
+        if not d:
+            break
+        buf += d
+    return out
+
+
+def test_pipelined_past_the_input_bound_then_eof():
+    """TLS input comes by the ring's recv into OpenSSL's memory BIO. A
+    client that pipelines more than the connection's input bound (64 KiB)
+    behind a response it does not read yet, then half-closes: reading
+    pauses with the ciphertext held, every request is answered in order
+    once there is room, and only then does the server close."""
+    big, pl = "/misc/big.ts", "/288p/index.m3u8"
+    n = 2500  # about 110 KB of requests
+    reqs = ("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % big + "GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % pl * n).encode()
+    with Server(ROOT, tls=True) as srv:
+        s = connect(srv.port, tls=True, timeout=30)
+        import threading
+        sent = []
+
+        def send():
+            s.sendall(reqs)  # may block until the server reads on
+            half_close(s)
+            sent.append(True)
+        t = threading.Thread(target=send)
+        t.start()
+        time.sleep(0.5)  # the big body fills the sockets; the requests wait
+        got = read_responses(s, n + 1)
+        t.join(30)
+        expect(sent, "all requests sent")
+        expect_eq(len(got), n + 1, "responses")
+        expect_eq(got[0][1], lib(big[1:]), "the big body first")
+        want = lib(pl[1:])
+        expect(all(b == want and h.startswith(b"HTTP/1.1 200") for h, b in got[1:]), "every playlist, in order")
+        try:
+            tail = s.recv(100)
+        except (ConnectionResetError, ssl.SSLError):
+            tail = b""
+        expect_eq(tail, b"", "closed after the last answer")
+        s.close()
+        expect_eq(srv.get("/master.m3u8").status, 200, "server alive")
 
 
 # ---------------------------------------------------------------- send path
