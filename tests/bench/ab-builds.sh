@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Two hlsedge binaries side by side on the data-path benchmark
 # (tests/bench/vs-nginx.sh with SERVERS=hlsedge): A and B alternate, round
-# after round, in one run, and the medians per phase with their spread and
-# the B/A ratio are printed. For "does this change cost anything": build the
-# old commit somewhere, then
+# after round, each first in every other round, in one run, and the
+# medians per phase with their spread and the B/A ratio are printed. For
+# "does this change cost anything": build the old commit somewhere, then
 #
 #   A=/tmp/old/hlsedge B=build/hlsedge ROUNDS=5 bash tests/bench/ab-builds.sh
 #
 # Environment: A, B (binaries), ROUNDS=5, and whatever vs-nginx.sh takes
-# (DURATION, WARMUP, CONNS, TLS, SERVER_CPU, CLIENT_CPU ...). Figures per
+# (DURATION, WARMUP, CONNS, TLS, PHASES, SERVER_CPU, CLIENT_CPU ...). Figures per
 # phase: requests and bytes per server CPU-second (process CPU from /proc),
 # p99 latency. Loopback only; every wrk run is bounded.
 set -euo pipefail
@@ -22,7 +22,12 @@ mkdir -p "$OUT"
 [ -x "$A" ] && [ -x "$B" ] || { echo "ab-builds: A and B must be executables" >&2; exit 2; }
 
 for r in $(seq 1 "$ROUNDS"); do
-    for side in A B; do
+    # the second of a round ran slower than the first: two builds whose
+    # playlist path is the same read 0.92 with one first and 0.98 with the
+    # other. A goes first in odd rounds, B in even ones.
+    order="A B"
+    [ $((r % 2)) = 0 ] && order="B A"
+    for side in $order; do
         bin=$A
         [ "$side" = B ] && bin=$B
         echo "ab-builds: round $r/$ROUNDS: $side ($bin)" >&2

@@ -21,6 +21,7 @@
 #   DURATION=10s             wrk -d per measured phase
 #   WARMUP=2s                unmeasured wrk run before each phase ("0" = none)
 #   CONNS=50 THREADS=1       wrk -c / -t
+#   PHASES="segments playlists"  which phases, in order
 #   PORTS="18080 18081"      hlsedge port, nginx port (127.0.0.1)
 #   SERVER_CPU=0 CLIENT_CPU=1
 #   LIBRARY=demo/library     made with scripts/make-demo.sh when missing
@@ -56,6 +57,7 @@ SERVERS=${SERVERS:-"hlsedge nginx"}
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
 CONNS=${CONNS:-50}
+PHASES=${PHASES:-"segments playlists"}
 THREADS=${THREADS:-1}
 PORTS=${PORTS:-"18080 18081"}
 SERVER_CPU=${SERVER_CPU:-0}
@@ -319,7 +321,7 @@ for server in $SERVERS; do
     log "starting $server"
     "start_$server"
     check_responses "$server" "$PORT"
-    for phase in segments playlists; do
+    for phase in $PHASES; do
         measure "$server" "$phase"
     done
     stop_server "$server"
