@@ -459,7 +459,7 @@ static void he_send_tls(he_worker_t *w, he_conn_t *c)
         he_send_wait(c);
     else if (rc < 0)
         he_send_fail(w, c, rc);
-    /* HE_TLS_AGAIN_READ: the connection's read poll resumes it */
+    /* HE_TLS_AGAIN_READ: the next input the ring brings resumes it */
 }
 
 static void he_send_pump(he_worker_t *w, he_conn_t *c)
