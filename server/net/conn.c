@@ -185,15 +185,13 @@ he_conn_t *he__conn_new(he_worker_t *w, int fd, const struct sockaddr_storage *p
     }
 plain:
     c->protocol->open(w, c);
-    if (tls) { /* the handshake comes first; requests arrive through SSL_read */
+    if (tls) { /* the handshake comes first, under its own timer */
         he__tls_conn_start(w, c);
         if (c->closing || !c->in_use) return NULL;
-        he__conn_arm_recv(w, c); /* the ring's recv brings ciphertext too */
-        return c->in_use && !c->closing ? c : NULL;
     }
-    he__conn_arm_recv(w, c);
+    he__conn_arm_recv(w, c); /* under TLS it brings ciphertext for OpenSSL */
     if (c->closing || !c->in_use) return NULL; /* no SQE for the recv */
-    he__conn_timer_set(w, c, HE_TIMER_HEADER);
+    if (!tls) he__conn_timer_set(w, c, HE_TIMER_HEADER);
     return c;
 }
 

@@ -451,9 +451,9 @@ bool he__tls_want_recv(he_worker_t *w, he_conn_t *c)
     uint32_t gen = c->gen;
 
     /* records left in the BIO while input was full are read first */
-    if (t->state == HE_TLS_OPEN && !c->peer_eof && !t->reading &&
+    if (t->state == HE_TLS_OPEN && !c->peer_eof &&
         (t->eof || BIO_ctrl_pending(t->rbio) || SSL_has_pending(t->ssl)))
-        he_tls_read(w, c);
+        he_tls_read(w, c); /* returns at once inside the loop under way */
     if (!c->in_use || c->gen != gen || c->closing) return false;
     return !t->eof && !t->fatal;
 }

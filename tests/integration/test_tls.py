@@ -16,6 +16,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 
@@ -424,26 +425,6 @@ def test_protocol_errors_counted():
 
 # ---------------------------------------------------------------- input by the ring
 
-def read_responses(sock, n, timeout=30):
-    """n HTTP/1.1 responses with Content-Length from sock: [(head, body)]."""
-    buf, out, deadline = b"", [], time.time() + timeout
-    while len(out) < n and time.time() < deadline:
-        while b"\r\n\r\n" in buf:
-            head, rest = buf.split(b"\r\n\r\n", 1)
-            clen = int(re.search(rb"Content-Length: (\d+)", head).group(1))
-            if len(rest) < clen:
-                break
-            out.append((head, rest[:clen]))
-            buf = rest[clen:]
-            if len(out) == n:
-                return out
-        d = sock.recv(1 << 20)
-        if not d:
-            break
-        buf += d
-    return out
-
-
 def test_pipelined_past_the_input_bound_then_eof():
     """TLS input comes by the ring's recv into OpenSSL's memory BIO. A
     client that pipelines more than the connection's input bound (64 KiB)
@@ -454,30 +435,24 @@ def test_pipelined_past_the_input_bound_then_eof():
     n = 2500  # about 110 KB of requests
     reqs = ("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % big + "GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % pl * n).encode()
     with Server(ROOT, tls=True) as srv:
-        s = connect(srv.port, tls=True, timeout=30)
-        import threading
+        c = srv.conn(tls=True, timeout=30)
         sent = []
 
         def send():
-            s.sendall(reqs)  # may block until the server reads on
-            half_close(s)
+            c.send(reqs)  # may block until the server reads on
+            half_close(c.sock)
             sent.append(True)
         t = threading.Thread(target=send)
         t.start()
         time.sleep(0.5)  # the big body fills the sockets; the requests wait
-        got = read_responses(s, n + 1)
+        got = [c.read_response() for _ in range(n + 1)]
         t.join(30)
         expect(sent, "all requests sent")
-        expect_eq(len(got), n + 1, "responses")
-        expect_eq(got[0][1], lib(big[1:]), "the big body first")
+        expect_eq(got[0].body, lib(big[1:]), "the big body first")
         want = lib(pl[1:])
-        expect(all(b == want and h.startswith(b"HTTP/1.1 200") for h, b in got[1:]), "every playlist, in order")
-        try:
-            tail = s.recv(100)
-        except (ConnectionResetError, ssl.SSLError):
-            tail = b""
-        expect_eq(tail, b"", "closed after the last answer")
-        s.close()
+        expect(all(r.status == 200 and r.body == want for r in got[1:]), "every playlist, in order")
+        expect(c.closed_by_peer(), "closed after the last answer")
+        c.close()
         expect_eq(srv.get("/master.m3u8").status, 200, "server alive")
 
 
