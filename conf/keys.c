@@ -338,9 +338,9 @@ const he__conf_key_t he__conf_keys[] = {
                    "TCP_NOTSENT_LOWAT on viewer sockets (unsent bytes the kernel queues); 0 = the kernel's"),
 
     HE_CONF_K_SECTION("ring", "how a worker waits for its io_uring's completions"),
-    HE_CONF_K_UINT("ring.batch", ring_batch, 1, 1024, "32",
+    HE_CONF_K_UINT("ring.batch", ring_batch, 1, 1024, "64",
                    "completions a busy worker waits for before it wakes (never more than its connections)"),
-    HE_CONF_K_UINT("ring.batch_wait_us", ring_batch_wait_us, 0, 10000, "100",
+    HE_CONF_K_UINT("ring.batch_wait_us", ring_batch_wait_us, 0, 10000, "200",
                    "the most microseconds it waits for them, then wakes for what is ready; 0 = wake at the first"),
 
     HE_CONF_K_SECTION("features", "kernel features the server probes for at start"),

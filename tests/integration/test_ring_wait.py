@@ -65,7 +65,7 @@ def test_batched_by_default():
             expect(feat["min_timeout"], "a 6.12+ kernel has the min timeout")
         line = waits_line(srv)  # the features line is logged before it
         if feat["min_timeout"]:
-            expect("waits for up to 32 completions or 100 us" in line, line)
+            expect("waits for up to 64 completions or 200 us" in line, line)
             expect("min_timeout=1" in srv.read_log(), "the features line says min_timeout=1")
         else:
             expect("waits for each completion (no min_timeout" in line, line)
@@ -136,7 +136,7 @@ def test_live_reload():
         if "min_timeout=1" not in srv.read_log():
             print("skip: the kernel has no io_uring min timeout")
             return
-        expect("waits for up to 32 completions or 10000 us" in line, line)
+        expect("waits for up to 64 completions or 10000 us" in line, line)
         held = sequential(srv, 100)
         expect(held >= 0.9, "100 requests with a 10 ms batch wait took %.2f s" % held)
         with open(srv.conf) as f:
