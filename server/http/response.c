@@ -167,7 +167,7 @@ static void he_http1_status_line(he_buf_t *b, int status)
 
 /* The status line and the lead fields of the statuses a file or a cache
  * hit answers with, spelled once a second rather than field by field for
- * every response (a tenth of the user time of a playlist request went to
+ * every response (a fifth of the user time of a playlist request went to
  * spelling heads). Per worker thread, like the parser's state; the
  * configuration's address and generation say when a reload changed it. */
 #define HE_HTTP1_LEAD_CAP 512

@@ -29,7 +29,7 @@
  * it was 3.3 % of a playlist worker's profile; 0.8 % with 128); 64 keep
  * them warm. A batch that needs more ends a multishot recv with ENOBUFS,
  * and the connection re-arms after the batch, its bytes waiting in the
- * socket (docs/performance.md, "Provided buffers"). */
+ * socket (docs/performance.md, "Per-request costs"). */
 #define HE_BUF_COUNT 64
 #define HE_BUF_SIZE 4096
 struct io_uring_sqe *he__worker_sqe(he_worker_t *w)

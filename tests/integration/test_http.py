@@ -4,11 +4,13 @@ byte-identical bodies. HE_TEST_DISABLE_FEATURES in the environment
 (features.disable, see he.py) reruns the same tests on the fallback paths
 (see test_fallback.py)."""
 
+import email.utils
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Conn, Server, expect, expect_eq, make_library, run_with_server, sha256  # noqa: E402
@@ -90,6 +92,39 @@ def test_cache_control_cors_date_server():
     expect_eq(SRV.get("/360p/seg_00000.ts").h("cache-control"), "public, max-age=31536000, immutable")
     expect_eq(SRV.get("/misc/aes.key").h("cache-control"), "private, no-store")
     expect_eq(SRV.get("/misc/subs.vtt").h("cache-control"), "public, max-age=86400", "vtt default")
+
+
+def test_heads_follow_the_clock():
+    """A 200, 206 or 304 head starts with lines a worker spells once a
+    second and copies (server/http/response.c): across a turn of the clock
+    on one connection, each head's Date is the clock's, and what follows
+    the copied lines is the response's own."""
+    body = lib("master.m3u8")
+    dates = []
+    c = SRV.conn()
+    try:
+        for _ in range(2):
+            r200 = c.request("GET", "/master.m3u8")
+            r206 = c.request("GET", "/master.m3u8", {"Range": "bytes=0-9"})
+            r304 = c.request("GET", "/master.m3u8", {"If-None-Match": r200.h("etag")})
+            for r, status in ((r200, 200), (r206, 206), (r304, 304)):
+                expect_eq(r.status, status)
+                expect_eq(r.h("server"), "hlsedge")
+                expect_eq(r.h("access-control-allow-origin"), "https://player.example")
+                sent = email.utils.parsedate_to_datetime(r.h("date")).timestamp()
+                expect(abs(sent - time.time()) < 2, "%d: Date %s is not now" % (status, r.h("date")))
+            expect_eq(r200.body, body)
+            expect_eq(r200.h("content-length"), str(len(body)))
+            expect_eq(r206.body, body[:10])
+            expect_eq(r206.h("content-range"), "bytes 0-9/%d" % len(body))
+            expect_eq(r304.body, b"")
+            for r in (r200, r206):
+                expect_eq(r.h("access-control-expose-headers"), "Content-Length, Content-Range, ETag")
+            dates.append(r200.h("date"))
+            time.sleep(1.2)
+        expect(dates[0] != dates[1], "the Date of a head a second later: %r" % dates)
+    finally:
+        c.close()
 
 
 def test_options_preflight():
