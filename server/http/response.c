@@ -175,8 +175,7 @@ typedef struct he_http1_lead {
     const he_conf_t *conf;
     unsigned generation;
     time_t date_sec;
-    bool fits;
-    uint16_t len;
+    uint16_t len; /* 0: it did not fit (a long CORS value): spelled each time */
     char text[HE_HTTP1_LEAD_CAP];
 } he_http1_lead_t;
 static __thread he_http1_lead_t he_http1_leads[2][3]; /* [expose_headers][200, 206, 304] */
@@ -196,10 +195,9 @@ static const he_http1_lead_t *he_http1_lead(const he_worker_t *w, const he_http_
         he_buf_fixed(&b, l->text, sizeof(l->text));
         he_http1_status_line(&b, h->status);
         he_http_head_lead(w, h, he_http1_field, &b);
-        l->fits = he_buf_ok(&b); /* a long CORS value: spelled each time */
-        l->len = l->fits ? (uint16_t)b.len : 0;
+        l->len = he_buf_ok(&b) ? (uint16_t)b.len : 0;
     }
-    return l->fits ? l : NULL;
+    return l->len ? l : NULL;
 }
 
 /* HTTP/1.1's spelling of h into c->hdr; false when it does not fit. */
