@@ -362,10 +362,9 @@ static void he_cache_ram_hit(he_cache_obj_t *o, he_cache_stats_t *st)
     if (atomic_load_explicit(&o->pf_pending, memory_order_relaxed) &&
         atomic_exchange_explicit(&o->pf_pending, 0, memory_order_relaxed) && st)
         st->prefetch_used++;
-    if (st) {
-        st->hits[HE_CACHE_TIER_RAM]++;
-        if (o->meta.status == 404) st->negative_hits++;
-    }
+    /* negative_hits counts at the serve (he__rc_serve_obj), which knows
+     * the answer went out */
+    if (st) st->hits[HE_CACHE_TIER_RAM]++;
 }
 
 he_cache_obj_t *he_cache_ram_lookup(he_cache_ram_t *ram, int node, const he_cache_key_t *key,

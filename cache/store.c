@@ -511,12 +511,10 @@ int he_cache_store_lookup(he_cache_store_t *s, const he_cache_key_t *key, he_cac
     }
     pthread_mutex_unlock(&d->lock);
     if (st) {
-        if (e) {
-            st->hits[HE_CACHE_TIER_SSD]++;
-            if (hit->meta.status == 404) st->negative_hits++;
-        } else {
+        if (e)
+            st->hits[HE_CACHE_TIER_SSD]++; /* negative_hits: at the serve */
+        else
             st->misses[HE_CACHE_TIER_SSD]++;
-        }
     }
     return e ? 0 : -ENOENT;
 }

@@ -253,6 +253,16 @@ static void he_rc_playlist_seen(he_worker_t *w, he_req_t *r, he_cache_obj_t *o)
     he_cache_prefetch_playlist_obj(he__wcache(w)->pf, o, have ? t : NULL);
 }
 
+/* A cached 404 went out: a copy the cache kept answered, not a fill's
+ * fresh one (counted once here, not at the tiers' lookups, whose hit may
+ * still turn into a fill). */
+static void he_rc_count_negative(he_worker_t *w, uint16_t status, uint8_t cst)
+{
+    if (status == 404 && cst != HE_ALOG_CACHE_MISS && cst != HE_ALOG_CACHE_COALESCED &&
+        cst != HE_ALOG_CACHE_NONE)
+        he__wcache(w)->st->negative_hits++;
+}
+
 /* A complete object (a hit, a stale copy, a fill that ended): answers r.
  * Takes over the caller's reference. */
 void he__rc_serve_obj(he_worker_t *w, he_req_t *r, he_cache_obj_t *o, uint8_t cst)
@@ -266,7 +276,7 @@ void he__rc_serve_obj(he_worker_t *w, he_req_t *r, he_cache_obj_t *o, uint8_t cs
     int status;
 
     r->cache_st = cst;
-    if (m->status == 404) he__wcache(w)->st->negative_hits++;
+    he_rc_count_negative(w, m->status, cst);
     status = he_rc_head_complete(w, r, key, &h, m, size, type, &first, &last);
     {
         he_cache_fresh_t fr;
@@ -321,7 +331,7 @@ bool he__rc_serve_ssd(he_worker_t *w, he_req_t *r, const he_cache_key_t *key,
     }
     r->cache_st = cst;
     r->kind = hit->meta.kind;
-    if (hit->meta.status == 404) wc->st->negative_hits++;
+    he_rc_count_negative(w, hit->meta.status, cst);
     status = he_rc_head_complete(w, r, key, &h, &hit->meta, hit->body_len, type, &first, &last);
     he__rc_age(&h, hit->meta.fresh.stored_ms, he__cache_wall_ms(w));
     if (status == 412) {

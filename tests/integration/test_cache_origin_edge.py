@@ -10,7 +10,8 @@ bytes written by the test, so it can send what origin.py never would:
     buffer is a protocol error (502, nothing cached), never skipped; a
     Cache-Control split over two lines is read whole (private wins);
   - a 404 with no-cache is not negative-cached, one with max-age=1 lives
-    1 s, not cache.negative_ttl;
+    1 s, not cache.negative_ttl, and a cached 404 counts once in
+    negative_hits;
   - a live playlist revalidated with 304 max-age=30 is still capped at
     half its target duration;
   - a gzip body (Content-Encoding: gzip) is served with its
@@ -28,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from he import Server, expect, expect_eq, run_main  # noqa: E402
+from he_admin import stats  # noqa: E402
 from he_rawo import RawOrigin, cache_conf, response  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-cache-edge-")
@@ -35,8 +37,8 @@ ROOT = os.path.join(TMP, "lib")  # empty: everything comes from the origin
 os.makedirs(ROOT, exist_ok=True)
 
 
-def server(origin, ssd=None, prefetch=0, extra=""):
-    return Server(ROOT, extra=cache_conf(origin, ssd, prefetch, extra, total_timeout="10s"))
+def server(origin, ssd=None, prefetch=0, extra="", admin=False):
+    return Server(ROOT, extra=cache_conf(origin, ssd, prefetch, extra, total_timeout="10s"), admin=admin)
 
 
 def get(srv, target, headers=None, method="GET"):
@@ -139,13 +141,16 @@ def test_404_no_cache_not_stored():
         t: lambda r: response(404, b"not yet\n", [("Cache-Control", "no-cache")]),
         t1: lambda r: response(404, b"not yet\n", [("Cache-Control", "max-age=1")]),
     }
-    with RawOrigin(routes) as o, server(o, extra="  negative_ttl: 30s\n") as srv:
+    with RawOrigin(routes) as o, server(o, extra="  negative_ttl: 30s\n", admin=True) as srv:
         expect_eq(get(srv, t).status, 404, "first 404")
         expect_eq(get(srv, t).status, 404, "second 404")
         expect_eq(o.count(t), 2, "origin requests for a no-cache 404")
         expect_eq(get(srv, t1).status, 404, "max-age=1 404")
         expect_eq(get(srv, t1).status, 404, "max-age=1 404, cached")
         expect_eq(o.count(t1), 1, "origin requests within max-age")
+        # one cached 404 went out; the fills' 404s are misses (the lookup
+        # and the serve both counted it once)
+        expect_eq(stats(srv)["cache"]["negative_hits"], 1, "negative_hits")
         time.sleep(1.3)
         expect_eq(get(srv, t1).status, 404, "max-age=1 404, expired")
         expect_eq(o.count(t1), 2, "origin requests after max-age (not negative_ttl)")
