@@ -166,13 +166,7 @@ int he_server_start(he_server_t *s, char *err, size_t errlen)
             return w->startup_err;
         }
         char waits[96];
-        if (he__worker_batch_wait_us(w))
-            snprintf(waits, sizeof(waits), "for up to %u completions or %u us", w->conf->ring_batch,
-                     he__worker_batch_wait_us(w));
-        else
-            snprintf(waits, sizeof(waits), "for each completion (%s)",
-                     s->features.min_timeout ? "ring.batch_wait_us: 0"
-                                             : "no min_timeout");
+        he_server_describe_waits(s, w->conf, waits, sizeof(waits));
         he_log_info("worker %u: cpu %d, NUMA node %d, %u connection slots, recv %s, files %s, "
                     "waits %s",
                     i, w->cpu, w->node, w->conn_cap,
@@ -182,6 +176,17 @@ int he_server_start(he_server_t *s, char *err, size_t errlen)
                     w->fixed_files ? "registered" : "plain", waits);
     }
     return 0;
+}
+
+void he_server_describe_waits(const he_server_t *s, const he_conf_t *conf, char *buf, size_t len)
+{
+    /* as he__worker_batch_wait_us decides it */
+    if (s->features.min_timeout && conf->ring_batch_wait_us)
+        snprintf(buf, len, "for up to %u completions or %u us", conf->ring_batch,
+                 conf->ring_batch_wait_us);
+    else
+        snprintf(buf, len, "for each completion (%s)",
+                 s->features.min_timeout ? "ring.batch_wait_us: 0" : "no min_timeout");
 }
 
 void he_server_drain(he_server_t *s)

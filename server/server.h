@@ -69,6 +69,9 @@ int he_server_listener_fd(const he_server_t *s, unsigned li, unsigned k);
 void he_server_set_retiring(he_server_t *s);
 
 const he_features_t *he_server_features(const he_server_t *s);
+/* How s's workers wait for completions under conf's ring.* ("for up to 64
+ * completions or 200 us"), as the start-up and reload logs say it. */
+void he_server_describe_waits(const he_server_t *s, const he_conf_t *conf, char *buf, size_t len);
 
 /* The TLS configuration and counters as JSON ({"enabled":false} without
  * TLS), with totals (NULL: the generation's own). Its length, or

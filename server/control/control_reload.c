@@ -523,6 +523,13 @@ void he__control_reload(he_control_t *ctl)
     ctl->reloads_ok++;
     he_log_info("reload: configuration generation %u applied (%s)", n->generation,
                 needs ? "new workers; the previous ones drain" : "live, same workers");
+    /* new workers log it as they start; running ones take ring.* live */
+    if (!needs && (old->ring_batch != n->ring_batch ||
+                   old->ring_batch_wait_us != n->ring_batch_wait_us)) {
+        char waits[96];
+        he_server_describe_waits(he__control_serving(ctl)->server, n, waits, sizeof(waits));
+        he_log_info("reload: workers now wait %s", waits);
+    }
     return;
 
 fail:

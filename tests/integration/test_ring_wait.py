@@ -145,6 +145,8 @@ def test_live_reload():
             f.write(text.replace("batch_wait_us: 10000", "batch_wait_us: 0"))
         reload_and_wait(srv, 2)
         expect("generation 2 applied (live, same workers)" in srv.read_log(), srv.read_log()[-1500:])
+        expect("reload: workers now wait for each completion (ring.batch_wait_us: 0)" in srv.read_log(),
+               "the reload logs the new wait: " + srv.read_log()[-1500:])
         expect_eq(stats(srv)["config"]["server_generations"], 1, "no new workers")
         free = sequential(srv, 100)
         expect(free < held / 2, "after the reload 100 requests took %.2f s (%.2f before)" % (free, held))
