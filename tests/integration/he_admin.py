@@ -11,7 +11,7 @@ from he import Conn
 
 
 def admin_get(srv, path, method="GET"):
-    c = Conn(srv.admin_port)
+    c = Conn(srv.admin_port, tls=False)  # the admin listener is plain HTTP under HE_TLS too
     try:
         return c.request(method, path)
     finally:
