@@ -339,9 +339,11 @@ void he__http_response_end(he_worker_t *w, he_conn_t *c, he_req_t *r)
     if (!w->stats_off || he_alog_ring_on(w->alog)) {
         /* The batch's clock, like t_start_ns and t_first_byte_ns: one clock
          * read per batch of completions, not per request. */
-        uint64_t now = he__batch_ns, t0 = r->t_start_ns;
-        uint64_t fb = c->t_first_byte_ns && c->t_first_byte_ns < now ? c->t_first_byte_ns : now;
-        uint64_t ttfb_us = 0, total_us = 0;
+        uint64_t now = he__batch_ns, t0 = r->t_start_ns, fb, ttfb_us = 0, total_us = 0;
+        /* answered in the batch that brought the request (userspace TLS
+         * writes at once): that clock has not moved, and would read 0 */
+        if (now <= t0) now = he__now_ns();
+        fb = c->t_first_byte_ns && c->t_first_byte_ns < now ? c->t_first_byte_ns : now;
         if (t0 && now >= t0) {
             total_us = (now - t0) / 1000;
             ttfb_us = fb >= t0 ? (fb - t0) / 1000 : 0;

@@ -1,5 +1,5 @@
-"""HTTPS through the real binary: the HTTP, bad-input and connection suites
-over TLS (HE_TLS=1), then what is TLS's own: SNI, ALPN, versions and
+"""HTTPS through the real binary: the HTTP, bad-input, connection,
+signed-URL and statistics suites over TLS (HE_TLS=1), then what is TLS's own: SNI, ALPN, versions and
 suites, session resumption across workers (tickets and the session cache,
 TLS 1.2 and 1.3), OCSP stapling, certificate reload on SIGHUP, hostile
 input (plain HTTP, garbage, truncated ClientHello, handshake timeout) with
@@ -76,7 +76,7 @@ def get(sock, path="/master.m3u8", close=False):
 def test_http_suites_over_tls():
     env = dict(os.environ, HE_TLS="1")
     failed = []
-    for suite in ("test_http.py", "test_badinput.py", "test_conns.py"):
+    for suite in ("test_http.py", "test_badinput.py", "test_conns.py", "test_auth.py", "test_stats.py"):
         print("  == %s over TLS" % suite, flush=True)
         r = subprocess.run([sys.executable, os.path.join(HERE, suite)], env=env, timeout=600,
                            capture_output=True, text=True)
