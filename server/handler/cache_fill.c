@@ -121,6 +121,7 @@ static void he_rc_on_headers(he_worker_t *w, he_req_t *r)
     h.has_age = resp->age_s >= 0;
     h.age_s = resp->age_s > 0 ? (uint64_t)resp->age_s : 0;
     if (h.status == 200 && type != HE_SEG_TYPE_M3U8) he__oio_prefetch(w, key);
+    r->kind = he_seg_kind_of(type, NULL, 0); /* a playlist is taken for media until DONE */
     he__rc_send_obj(w, r, &h, 0, r->method == HTTP_HEAD || resp->no_body ? 0 : h.clen);
 }
 
@@ -152,6 +153,9 @@ static void he_rc_notify(he_cache_waiter_t *wt, he_cache_fill_ev_t ev)
             cc->await_done = false;
             he__rc_serve_obj(w, r, o, r->cache_st);
         } else {
+            /* the body is whole: a playlist's kind (master or media) is
+             * known now, for the counters at the response's end */
+            if (cc->obj) r->kind = he_cache_obj_meta(cc->obj)->kind;
             he_http_resume(w, r);
         }
         break;

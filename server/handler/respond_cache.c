@@ -276,6 +276,7 @@ void he__rc_serve_obj(he_worker_t *w, he_req_t *r, he_cache_obj_t *o, uint8_t cs
     int status;
 
     r->cache_st = cst;
+    r->kind = m->kind;
     he_rc_count_negative(w, m->status, cst);
     status = he_rc_head_complete(w, r, key, &h, m, size, type, &first, &last);
     {

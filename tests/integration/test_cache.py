@@ -26,7 +26,8 @@ origin (origin.py):
     published the object), a Range, conditional or HEAD request pipelined
     behind the miss that fills the object is answered as a hit: 206, 304,
     416, not a full 200;
-  - responses to requests that never parse count as kind "other".
+  - responses to requests that never parse count as kind "other";
+  - misses and RAM hits count under their kinds (master, media, segment).
 
 Written against the intended behaviour before the server's data path uses
 the cache: when a path absent from root is not fetched from origin.urls,
@@ -568,6 +569,27 @@ def test_parse_errors_count_as_other():
             stats(srv)["kinds"]), 5, "both responses counted")
         expect_eq(after["master"] - before["master"], 1, "the master playlist counts as master")
         expect_eq(after["other"] - before["other"], 1, "the 400 counts as other")
+
+
+def test_kinds_of_misses_and_hits():
+    """A master, a media playlist and a segment from the origin count under
+    their kinds on /stats, as misses and again as RAM hits (they counted
+    as "other" before)."""
+    files = {"/kd/master.m3u8": b"#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000\nv/index.m3u8\n",
+             "/kd/v/index.m3u8": b"#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\ns.ts\n#EXT-X-ENDLIST\n",
+             "/kd/v/s.ts": blob(30000, seed=7)}
+    with Origin(files=files) as o, server(o, admin=True) as srv:
+        before = stats(srv)["kinds"]
+        for _ in range(2):  # a miss, then a RAM hit
+            for path in files:
+                st, _, body, _ = get(srv.port, path)
+                expect_eq((st, body), (200, files[path]), path)
+        after = wait_for(lambda: (lambda k: k if sum(k.values()) == sum(before.values()) + 6 else None)(
+            stats(srv)["kinds"]), 5, "six responses counted")
+        for kind in ("master", "media", "segment"):
+            expect_eq(after[kind] - before[kind], 2, "kind " + kind)
+        expect_eq(after["other"] - before["other"], 0, "kind other")
+        expect_eq(o.count("/kd/v/s.ts"), 1, "the second round were hits")
 
 if __name__ == "__main__":
     try:
