@@ -284,13 +284,17 @@ def start_hlsedge_cache(name, port, args, tmp, root):
         ssd = os.path.join(tmp, "ssd-%d" % port)
         os.makedirs(ssd, exist_ok=True)
         tier = '  ram_size: 0\n  ssd: ["%s:2g"]\n' % ssd
+    cache_kv = sections.pop("cache", [])
+    # a variant's own tier size (hlsedge-cache@cache.ram_size=48m: a tier
+    # smaller than the library, so hits and evictions mix) replaces ours
+    tier = "".join(l + "\n" for l in tier.splitlines() if l.split(":")[0].strip() not in dict(cache_kv))
     conf = ('listen: ["127.0.0.1:%d"]\nworkers: 1\ncpus: [%d]\nroot: "%s"\nadmin:\n  listen: "off"\n'
             "log:\n  access: \"\"\ncors:\n  allow_origin: \"*\"\ntimeouts:\n  keepalive: 65s\n"
             "limits:\n  max_connections: 8192\n"
             "cache:\n%s  admission: false\n  prefetch: 0\n"
             'origin:\n  urls: ["http://127.0.0.1:%d"]\n  sources: origin-first\n' %
             (port + 1000 if args.tls_on else port, args.server_cpu, empty,
-             tier + "".join("  %s: %s\n" % kv for kv in sections.pop("cache", [])), args.origin_port))
+             tier + "".join("  %s: %s\n" % kv for kv in cache_kv), args.origin_port))
     conf = with_sections(name, conf, sections, "the cache edge's config")
     return launch_hlsedge(name, port, args, tmp, conf)
 
