@@ -153,6 +153,7 @@ struct he__cache_node {
     size_t arena_len;
     bool arena_numa;
     int arena_fd; /* the memfd behind the arena (opts.memfd), else -1 */
+    bool arena_huge; /* anonymous huge pages (opts.huge): freed runs dropped by MADV_DONTNEED */
     uint32_t *free_chunks; /* stack of chunk indexes */
     uint32_t nfree, nchunks;
     atomic_uint_fast64_t used_chunks; /* arena + overflow, for stats */

@@ -270,7 +270,7 @@ size_t he_cache_obj_peek_file(const he_cache_obj_t *o, uint64_t off, int *fd, ui
     const char *c;
     size_t n;
 
-    if (nd->arena_fd < 0 || off >= len) return 0;
+    if ((nd->arena_fd < 0 && !nd->arena_huge) || off >= len) return 0;
     c = o->chunks[off / cs] + off % cs;
     if (c < nd->arena || c >= nd->arena + nd->arena_len) return 0; /* overflow: memory */
     /* adjacent chunks are one range of the memfd: one sendfile */

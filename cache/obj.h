@@ -33,6 +33,9 @@ typedef struct he_cache_ram_opts {
     bool numa;           /* one partition per NUMA node (else one) */
     bool admission;      /* S3-FIFO small queue + ghost (else CLOCK only) */
     bool memfd;          /* arenas in a memfd: hits can leave by sendfile */
+    /* arenas in anonymous transparent huge pages (over memfd): hits
+     * leave by vmsplice of 2 MiB pages */
+    bool huge;
 } he_cache_ram_opts_t;
 
 he_cache_ram_t *he_cache_ram_new(const he_cache_ram_opts_t *o);
@@ -45,6 +48,8 @@ void he_cache_ram_arena(const he_cache_ram_t *ram, int node, void **base, size_t
 uint64_t he_cache_ram_used(const he_cache_ram_t *ram, int node); /* bytes in chunks */
 /* The memfd behind a node's arena (opts.memfd), else -1. */
 int he_cache_ram_arena_fd(const he_cache_ram_t *ram, int node);
+/* Whether a node's arena is anonymous huge pages (opts.huge). */
+bool he_cache_ram_arena_huge(const he_cache_ram_t *ram, int node);
 
 /* A hit returns the complete object with a reference held (release with
  * he_cache_obj_unref); no lock, one CAS on the refcount, one relaxed store
@@ -114,7 +119,8 @@ int he_cache_obj_node(const he_cache_obj_t *o);
  * range of the arena's memfd, *fd and *file_off, running over adjacent
  * chunks, and as the same bytes of the arena's mapping, *mem (may be NULL);
  * their length, 0 when none have arrived or the chunk at off is not in the
- * arena (memory only: he_cache_obj_peek). */
+ * arena (memory only: he_cache_obj_peek). A huge-page arena (opts.huge)
+ * gives the run with *fd -1. */
 size_t he_cache_obj_peek_file(const he_cache_obj_t *o, uint64_t off, int *fd, uint64_t *file_off,
                               const char **mem);
 size_t he_cache_obj_peek(const he_cache_obj_t *o, uint64_t off, const void **p, int64_t *fixed_off);

@@ -11,6 +11,14 @@
  * into fresh ones. (The arena is then never registered as a fixed buffer:
  * a registration pins the old pages and would stop aliasing the mapping.)
  *
+ * With opts.huge the arena is private anonymous memory on huge-page
+ * boundaries with MADV_HUGEPAGE instead: hits leave by vmsplice of it,
+ * and the kernel takes (and later frees) a 2 MiB page's references in one
+ * step where a memfd's base pages cost a lookup and a reference each.
+ * Freed chunks are dropped with MADV_DONTNEED for the same reason as the
+ * punch; that splits the huge page around them, so a tier under heavy
+ * eviction drifts toward base pages (docs/performance.md).
+ *
  * Concurrency. Hits take no lock: a lookup walks the bucket chain with
  * acquire loads, takes a reference with a CAS that refuses a zero count
  * (a free header), then re-checks hash, key, state and "indexed" on the
@@ -40,6 +48,7 @@
 #include "cache/stats.h"
 
 #define HE__CACHE_CHAIN_MAX 256
+#define HE__CACHE_HUGE_ALIGN ((size_t)2 << 20) /* x86-64's and arm64's (4 KiB pages) PMD size */
 #define HE__CACHE_LOOKUP_TRIES 4
 
 /* False when shmem huge pages are forced (shmem_enabled "force", global
@@ -77,7 +86,22 @@ static int he_cache_ram_node_init(he_cache_ram_t *ram, he__cache_node_t *n, int 
     if (n->nchunks == 0) n->nchunks = 1;
     n->arena_len = (size_t)n->nchunks * ram->chunk_size;
     n->arena_fd = -1;
-    if (ram->opts.memfd && he_cache_shmem_small_pages()) {
+    if (ram->opts.huge) {
+        /* on a huge-page boundary, so the arena is whole huge pages */
+        size_t a = HE__CACHE_HUGE_ALIGN;
+        char *p = mmap(NULL, n->arena_len + a, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        char *q;
+        if (p == MAP_FAILED) return -ENOMEM;
+        q = (char *)(((uintptr_t)p + a - 1) & ~(uintptr_t)(a - 1));
+        if (q > p) munmap(p, (size_t)(q - p));
+        munmap(q + n->arena_len, a - (size_t)(q - p));
+        n->arena = q;
+        n->arena_huge = true;
+        madvise(q, n->arena_len, MADV_HUGEPAGE);
+        if (numa) numa_tonode_memory(q, n->arena_len, id);
+    }
+    if (!n->arena && ram->opts.memfd && he_cache_shmem_small_pages()) {
         char name[32];
         void *p;
         snprintf(name, sizeof(name), "hlsedge-ram-%d", id);
@@ -152,11 +176,17 @@ he_cache_ram_t *he_cache_ram_new(const he_cache_ram_opts_t *o)
     return ram;
 }
 
-/* Takes [off, off + len) of the arena's memfd out of the page cache (see
- * the top of the file); the range reads as zeros, and a write faults in a
- * new page. */
+/* Takes [off, off + len) of the arena's memfd out of the page cache, or
+ * out of a huge-page arena's mapping (see the top of the file); the range
+ * reads as zeros, and a write faults in a new page. */
 static void he_cache_arena_punch(he__cache_node_t *n, size_t off, size_t len)
 {
+    if (len && n->arena_huge) {
+        /* private anonymous: the range maps fresh zero pages, and pages a
+         * pipe or an skb holds stay theirs */
+        if (madvise(n->arena + off, len, MADV_DONTNEED) < 0) abort();
+        return;
+    }
     if (len && fallocate(n->arena_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
                          (off_t)len) < 0)
         /* cannot happen on a memfd; reusing the chunk could change bytes
@@ -183,7 +213,8 @@ static void he_cache_chunks_push(he__cache_node_t *n, char *const *chunks, uint3
 static void he_cache_obj_release_memory(he__cache_node_t *n, he_cache_obj_t *o)
 {
     size_t cs = n->ram->chunk_size, run_off = 0, run_len = 0;
-    for (uint32_t i = 0; n->arena_fd >= 0 && i < o->nchunks; i++) {
+    bool drop = n->arena_fd >= 0 || n->arena_huge;
+    for (uint32_t i = 0; drop && i < o->nchunks; i++) {
         char *c = o->chunks[i];
         if (c >= n->arena && c < n->arena + n->arena_len) {
             size_t off = (size_t)(c - n->arena);
@@ -197,7 +228,7 @@ static void he_cache_obj_release_memory(he__cache_node_t *n, he_cache_obj_t *o)
             }
         }
     }
-    if (n->arena_fd >= 0) he_cache_arena_punch(n, run_off, run_len);
+    if (drop) he_cache_arena_punch(n, run_off, run_len);
     he_cache_chunks_push(n, o->chunks, o->nchunks);
     free(o->chunks);
     o->chunks = NULL;
@@ -256,6 +287,11 @@ void he_cache_ram_arena(const he_cache_ram_t *ram, int node, void **base, size_t
 int he_cache_ram_arena_fd(const he_cache_ram_t *ram, int node)
 {
     return he__cache_ram_node((he_cache_ram_t *)ram, node)->arena_fd;
+}
+
+bool he_cache_ram_arena_huge(const he_cache_ram_t *ram, int node)
+{
+    return he__cache_ram_node((he_cache_ram_t *)ram, node)->arena_huge;
 }
 
 uint64_t he_cache_ram_used(const he_cache_ram_t *ram, int node)

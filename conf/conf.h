@@ -25,6 +25,13 @@ typedef enum he_conf_origin_select {
     HE_CONF_SELECT_HASH         /* consistent hashing of the key's path */
 } he_conf_origin_select_t;
 
+/* cache.ram_huge_pages: what the RAM tier's arena is made of. */
+typedef enum he_conf_ram_huge {
+    HE_CONF_RAM_HUGE_AUTO = 0, /* huge pages unless kTLS listeners want the memfd's sendfile */
+    HE_CONF_RAM_HUGE_ON,       /* anonymous transparent huge pages */
+    HE_CONF_RAM_HUGE_OFF       /* the memfd (cache.ram_sendfile) or plain anonymous memory */
+} he_conf_ram_huge_t;
+
 /* An origin.urls entry is "URL" or "URL weight=N" (N in 1..HE_CONF_WEIGHT_MAX).
  * Splits it: *url_len is the URL's length, *weight its weight (1 when not
  * given). 0, or -EINVAL with *what saying what was expected. */
@@ -225,6 +232,7 @@ typedef struct he_conf {
     bool cache_zero_copy_adapt; /* cache.zero_copy_adapt: plain sends once the kernel copied */
     bool cache_ram_sendfile;    /* cache.ram_sendfile: the RAM tier in a memfd, hits by sendfile */
     bool cache_ram_splice;      /* cache.ram_splice: plain-TCP hits by vmsplice of its mapping */
+    he_conf_ram_huge_t cache_ram_huge_pages; /* cache.ram_huge_pages */
     uint64_t send_sendfile_chunk; /* send.sendfile_chunk: most one sendfile moves; 0 = what the socket takes */
     bool send_cork;               /* send.cork: TCP_CORK while a file body goes out */
     bool send_file_splice;        /* send.file_splice: file bodies by vmsplice of a mapping */

@@ -36,6 +36,11 @@ static const char *const he_conf_sources_names[] = {"root-first", "origin-first"
 static const char *const he_conf_select_names[] = {[HE_CONF_SELECT_ORDERED] = "ordered",
                                                    [HE_CONF_SELECT_HASH] = "hash", NULL};
 _Static_assert(sizeof(he_conf_origin_select_t) == sizeof(unsigned), "origin.select size");
+static const char *const he_conf_ram_huge_names[] = {[HE_CONF_RAM_HUGE_AUTO] = "auto",
+                                                     [HE_CONF_RAM_HUGE_ON] = "true",
+                                                     [HE_CONF_RAM_HUGE_OFF] = "false",
+                                                     NULL};
+_Static_assert(sizeof(he_conf_ram_huge_t) == sizeof(unsigned), "cache.ram_huge_pages size");
 const char *const he_conf_feature_names[] = {
     [HE_CONF_FEATURE_SINGLE_ISSUER] = "single_issuer",
     [HE_CONF_FEATURE_DEFER_TASKRUN] = "defer_taskrun",
@@ -279,8 +284,12 @@ const he__conf_key_t he__conf_keys[] = {
     HE_CONF_K_BOOL("cache.ram_sendfile", cache_ram_sendfile, "true",
                    "the RAM tier lives in a memfd and large hits leave by sendfile (else SEND_ZC)"),
     HE_CONF_K_BOOL("cache.ram_splice", cache_ram_splice, "true",
-                   "with ram_sendfile, large hits over plain TCP leave by vmsplice of the memfd's "
-                   "mapping instead of sendfile"),
+                   "large hits over plain TCP leave by vmsplice of the arena's mapping (memfd or "
+                   "huge pages) instead of sendfile or copying sends"),
+    HE_CONF_K_ENUM("cache.ram_huge_pages", cache_ram_huge_pages, he_conf_ram_huge_names, "auto",
+                   "the RAM tier lives in anonymous transparent huge pages, not a memfd, and large "
+                   "hits over plain TCP leave by vmsplice of them; auto: unless kTLS serves "
+                   "tls.listen (which sends from the memfd) or the kernel gives no huge pages"),
 
     HE_CONF_K_SECTION("origin", "where cache misses are fetched from"),
     HE_CONF_K_STRS("origin.urls", origin_urls, norigin_urls, HE__CONF_F_EMPTY_OK | HE__CONF_F_URL,

@@ -89,6 +89,7 @@ typedef struct he_wcache {
     int node;             /* RAM tier partition of this worker */
     bool fixed_buf;       /* the node arena is registered as fixed buffer 0 */
     bool arena_sendfile;  /* the node arena is a memfd: hits by sendfile */
+    bool arena_huge;      /* the node arena is anonymous huge pages: hits by vmsplice */
     int64_t wall_off_ms;  /* wall clock - monotonic clock, refreshed per tick */
     he_cconn_t *cc;       /* per connection slot: HTTP/1.x requests' */
     size_t cc_bytes;

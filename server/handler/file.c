@@ -24,7 +24,7 @@ static ssize_t he_file_body_peek(he_body_t *b, uint64_t off, he_body_span_t *s, 
     s->mapped = false;
     s->fd = -1;
     s->file_off = 0;
-    s->spliceable = s->file_too = false;
+    s->spliceable = s->file_too = s->cache_ram = false;
     if (f->body) {
         s->p = f->body + off;
     } else if (!need_mem) {
@@ -61,6 +61,7 @@ static ssize_t he_file_splice_peek(he_body_t *b, uint64_t off, he_body_span_t *s
     s->p = m + off;
     s->mapped = true;
     s->spliceable = s->file_too = true;
+    s->cache_ram = false;
     return n;
 }
 

@@ -51,7 +51,9 @@ static ssize_t he_rc_obj_peek(he_body_t *b, uint64_t off, he_body_span_t *s, boo
         /* the arena punches a freed chunk out of its memfd before it is
          * filled again, so its mapping may be vmspliced (net.h) */
         s->p = cc->splice ? mem : NULL;
-        s->spliceable = s->file_too = cc->splice;
+        s->spliceable = cc->splice;
+        s->file_too = cc->splice && fd >= 0;
+        s->cache_ram = true;
         s->len = n;
         s->fd = fd;
         s->file_off = file_off;
@@ -68,7 +70,7 @@ static ssize_t he_rc_obj_peek(he_body_t *b, uint64_t off, he_body_span_t *s, boo
     s->file_off = 0;
     s->fixed_off = cc->fixed_buf ? fo : -1;
     s->mapped = false;
-    s->spliceable = s->file_too = false; /* an overflow chunk goes back to malloc */
+    s->spliceable = s->file_too = s->cache_ram = false; /* an overflow chunk goes back to malloc */
     return (ssize_t)n;
 }
 
@@ -221,6 +223,7 @@ void he__rc_send_obj(he_worker_t *w, he_req_t *r, const he_http_head_t *h, uint6
                      uint64_t end)
 {
     he_cconn_t *cc = he__rc_cc(w, r);
+    he_wcache_t *wc = he__wcache(w);
     he_body_t body;
     memset(&body, 0, sizeof(body));
     body.ops = &he_rc_obj_ops;
@@ -229,10 +232,14 @@ void he__rc_send_obj(he_worker_t *w, he_req_t *r, const he_http_head_t *h, uint6
     body.end = end;
     cc->active = true;
     cc->req = r;
-    cc->fixed_buf = he__wcache(w)->fixed_buf;
-    /* a small body goes with its head in one send; a large one by sendfile
-     * from the memfd (cache.zero_copy_min: where zero-copy starts to pay) */
-    cc->sendfile = he__wcache(w)->arena_sendfile && end - off >= w->zc_min;
+    cc->fixed_buf = wc->fixed_buf;
+    /* a small body goes with its head in one send; a large one as runs of
+     * the arena (cache.zero_copy_min: where zero-copy starts to pay): by
+     * sendfile from the memfd or vmsplice of its mapping, or by vmsplice of
+     * the huge-page arena, which has no file (TLS reads that as memory) */
+    cc->sendfile =
+        end - off >= w->zc_min &&
+        (wc->arena_sendfile || (wc->arena_huge && w->conf->cache_ram_splice && !r->conn->tls));
     cc->splice = cc->sendfile && w->conf->cache_ram_splice;
     he_auth_respond(w, r, h, &body);
 }

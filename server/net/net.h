@@ -59,6 +59,7 @@ typedef struct he_body_span {
     /* p (spliceable) is also the file range fd, file_off: the send path
      * picks (send.c, he_send_pump) */
     bool file_too;
+    bool cache_ram; /* p is the RAM tier's arena: its vmsplice is counted as such */
 } he_body_span_t;
 
 /* A spliceable span at least this long goes by vmsplice; a shorter one is

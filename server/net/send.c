@@ -340,7 +340,7 @@ static bool he_send_splice(he_worker_t *w, he_conn_t *c, const he_body_span_t *s
         c->splice_len = (uint32_t)n;
         if (s->mapped)
             w->stats.file_vmsplice_bytes += (uint64_t)n;
-        else if (s->file_too)
+        else if (s->cache_ram)
             w->stats.cache.ram_vmsplice_bytes += (uint64_t)n;
     }
     n = splice(c->splice_pipe->rd, NULL, c->fd, NULL, c->splice_len,

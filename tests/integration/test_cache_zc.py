@@ -1,13 +1,16 @@
 """Zero-copy sends of RAM-tier hits through the real binary.
 
-By default (cache.ram_sendfile: true) the RAM tier lives in a memfd and a
-large hit over plain TCP leaves by vmsplice of its mapping (cache.ram_splice,
-counted), or with cache.ram_splice: false by sendfile from it: checked here
+By default (cache.ram_huge_pages: auto) the RAM tier lives in anonymous
+transparent huge pages and a large hit over plain TCP leaves by vmsplice
+of them (counted). With cache.ram_huge_pages: false and cache.ram_sendfile
+(the default) it lives in a memfd and a large hit over plain TCP leaves by
+vmsplice of its mapping (cache.ram_splice, counted), or with
+cache.ram_splice: false by sendfile from it: checked here
 that no SEND_ZC is made, bodies are byte-identical, the log names the path,
 and, for both, that bytes a socket still holds when their object is evicted
 and its memory refilled with another object reach the viewer unchanged (the
 freed chunks are punched out of the memfd, so the queued skbs and pipes
-keep the old pages).
+keep the old pages; the huge-page arena drops them with MADV_DONTNEED).
 
 The SEND_ZC path (cache.ram_sendfile: false):
 
@@ -52,7 +55,10 @@ DATA = {"/zc/a.ts": blob(SIZE, 1), "/zc/b.ts": blob(SIZE, 2)}
 
 
 def server(origin, cache_extra="  ram_sendfile: false\n", disable_features=None):
-    """cache_extra: more lines for the cache: section (default: the SEND_ZC path)."""
+    """cache_extra: more lines for the cache: section (default: the SEND_ZC path).
+    The memfd and SEND_ZC paths are the ones without huge pages."""
+    if "ram_huge_pages" not in cache_extra:
+        cache_extra += "  ram_huge_pages: false\n"
     extra = ("cache:\n  ram_size: 64m\n  prefetch: 0\n  admission: false\n" + cache_extra +
              'origin:\n  urls: ["%s"]\n  retries: 0\n' % origin.url)
     return Server(ROOT, extra=extra, workers=1, admin=True, disable_features=disable_features)
@@ -183,6 +189,30 @@ def test_ram_vmsplice():
         expect("vmsplice of the arena's mapping" in log, "the log names the RAM send path")
 
 
+def test_ram_huge_pages():
+    """cache.ram_huge_pages: auto (the default) with no TLS listener: the
+    arena is anonymous huge pages (when the kernel gives them), large hits
+    over plain TCP leave by vmsplice of it, counted like the memfd's."""
+    thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read() if os.path.exists(
+        "/sys/kernel/mm/transparent_hugepage/enabled") else "[never]"
+    if "[never]" in thp:
+        print("skip: transparent huge pages are off in this kernel")
+        return
+    with Origin(files=DATA) as o, server(o, cache_extra="  ram_huge_pages: auto\n") as srv:
+        warm(srv)
+        before = vmspliced(srv)
+        hits(srv, 3)
+        expect_eq(zc(srv), (0, 0), "large RAM hits do not use SEND_ZC")
+        expect_eq(vmspliced(srv) - before, 3 * (len(DATA["/zc/a.ts"]) + len(DATA["/zc/b.ts"])),
+                  "every byte of the hits vmspliced")
+        log = srv.read_log()
+        expect("RAM tier of 64 MiB in anonymous huge pages (auto)" in log, "the log names the arena")
+        expect("vmsplice of the arena's huge pages" in log, "the log names the RAM send path")
+        with open("/proc/%d/smaps_rollup" % srv.proc.pid) as f:
+            huge = [int(l.split()[1]) for l in f if l.startswith("AnonHugePages:")]
+        expect(huge and huge[0] >= 2048, "the arena's filled part is in huge pages: %r kB" % huge)
+
+
 def test_ram_sendfile():
     with Origin(files=DATA) as o, server(o, cache_extra="  ram_splice: false\n") as srv:
         warm(srv)
@@ -197,14 +227,15 @@ def test_ram_sendfile():
 EVICT = {"/ev/%03d.ts" % i: blob(512 << 10, 100 + i) for i in range(80)}
 
 
-def evicted_while_queued(splice):
+def evicted_while_queued(splice, huge=False):
     """A response whose bytes all went to the socket but were not read yet:
     its object is evicted and the chunks reused by later fills. The viewer
     must still read the original bytes."""
     with Origin(files=EVICT) as o, Server(ROOT, extra=(
             "cache:\n  ram_size: 16m\n  prefetch: 0\n  admission: false\n  zero_copy_min: 64k\n"
-            "  ram_splice: %s\n"
-            'origin:\n  urls: ["%s"]\n  retries: 0\n' % ("true" if splice else "false", o.url)),
+            "  ram_splice: %s\n  ram_huge_pages: %s\n"
+            'origin:\n  urls: ["%s"]\n  retries: 0\n' % ("true" if splice else "false",
+                                                          "true" if huge else "false", o.url)),
             workers=1, admin=True) as srv:
         first = "/ev/000.ts"
         c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
@@ -250,6 +281,12 @@ def test_ram_sendfile_evicted_while_queued():
 
 def test_ram_vmsplice_evicted_while_queued():
     evicted_while_queued(True)
+
+
+def test_ram_huge_pages_evicted_while_queued():
+    """The huge-page arena drops a freed run with MADV_DONTNEED: the pipe
+    and the queued skbs keep the old pages."""
+    evicted_while_queued(True, huge=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 /* cache/obj.c: filling an object (append, space/commit, space_iov with
  * adjacent chunks merged) and reading it back (peek by chunk with arena
  * offsets, flat with and without a copy), its meta, freshness, serial and
- * key, and the runs of chunks a size hint takes. Eviction and lifetime are
- * test_ram.c's. */
+ * key, the runs of chunks a size hint takes, and a huge-page arena's runs
+ * and drops. Eviction and lifetime are test_ram.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +273,50 @@ static void test_size_hint_runs(void)
     he_cache_ram_free(ram);
 }
 
+/* opts.huge: the arena starts on a huge-page boundary, a run of chunks
+ * peeks as memory with no file, and a freed object's run is dropped
+ * (reads as zeros) before its chunks are handed out again. */
+static void test_huge_arena(void)
+{
+    enum { HCS = 16384 };
+    he_cache_ram_opts_t opts = {
+        .bytes = 4u << 20, .chunk_size = HCS, .object_max = 1 << 20, .huge = true};
+    he_cache_ram_t *ram = he_cache_ram_new(&opts);
+    he_cache_stats_t st = {0};
+    he_cache_key_t k;
+    he_cache_obj_t *o;
+    static char buf[4 * HCS];
+    const char *mem = NULL;
+    uint64_t file_off;
+    void *base;
+    size_t len;
+    int fd = 0;
+
+    HE_CHECK(ram != NULL);
+    HE_CHECK(he_cache_ram_arena_huge(ram, 0));
+    HE_CHECK_INT(he_cache_ram_arena_fd(ram, 0), -1);
+    he_cache_ram_arena(ram, 0, &base, &len);
+    HE_CHECK_INT((uintptr_t)base % (2u << 20), 0);
+    HE_CHECK_INT(len, 4u << 20);
+
+    he_cache_key_set(&k, "h", 1);
+    o = he_cache_obj_new(ram, 0, &k, sizeof(buf));
+    memset(buf, 0x5a, sizeof(buf));
+    HE_CHECK_INT(he_cache_obj_append(o, buf, sizeof(buf), &st), 0);
+    he_cache_obj_finish(o);
+    HE_CHECK_INT(he_cache_obj_peek_file(o, 0, &fd, &file_off, &mem), sizeof(buf));
+    HE_CHECK_INT(fd, -1);
+    HE_CHECK(mem != NULL && memcmp(mem, buf, sizeof(buf)) == 0);
+
+    he_cache_obj_unref(o); /* the last reference: the run is dropped */
+    for (size_t i = 0; i < sizeof(buf); i++)
+        if (mem[i] != 0) {
+            HE_CHECK(!"a freed run reads as zeros");
+            break;
+        }
+    he_cache_ram_free(ram);
+}
+
 int main(void)
 {
     test_append_peek();
@@ -281,5 +325,6 @@ int main(void)
     test_flat();
     test_meta_fresh_serial();
     test_size_hint_runs();
+    test_huge_arena();
     HE_TEST_MAIN_END();
 }

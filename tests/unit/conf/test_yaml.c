@@ -91,7 +91,7 @@ static void test_unknown_keys(void)
     expect_err("cache:\n  ram: 1g\n", -EINVAL,
                "t.yaml:2:3: cache.ram: unknown key (valid here: ram_size, ram_object_max, ssd, "
                "admission, negative_ttl, stale_while_revalidate, stale_if_error, live_fraction, "
-               "ttl, key_params, prefetch, zero_copy_min, zero_copy_adapt, ram_sendfile, ram_splice)");
+               "ttl, key_params, prefetch, zero_copy_min, zero_copy_adapt, ram_sendfile, ram_splice, ram_huge_pages)");
     expect_err("tls:\n  certificate: a.pem\n", -EINVAL,
                "t.yaml:2:3: tls.certificate: unknown key, did you mean \"certificates\"? (valid "
                "here: listen, certificates, ktls, session_tickets, ticket_rotate, session_cache, "
@@ -103,7 +103,7 @@ static void test_unknown_keys(void)
     expect_err("cache:\n  media: 1s\n", -EINVAL,
                "t.yaml:2:3: cache.media: unknown key (valid here: ram_size, ram_object_max, ssd, "
                "admission, negative_ttl, stale_while_revalidate, stale_if_error, live_fraction, "
-               "ttl, key_params, prefetch, zero_copy_min, zero_copy_adapt, ram_sendfile, ram_splice)");
+               "ttl, key_params, prefetch, zero_copy_min, zero_copy_adapt, ram_sendfile, ram_splice, ram_huge_pages)");
     /* Keys are case-sensitive; a section's key at the top level is unknown. */
     HE_CHECK_INT(load("Workers: 4\n"), -EINVAL);
     HE_CHECK(strstr(err, "t.yaml:1:1: Workers: unknown key, did you mean \"workers\"?") == err);
@@ -143,7 +143,7 @@ static void test_wrong_shapes(void)
     expect_err("cache: [ram_size]\n", -EINVAL,
                "t.yaml:1:8: cache: expected a mapping with keys ram_size, ram_object_max, ssd, "
                "admission, negative_ttl, stale_while_revalidate, stale_if_error, live_fraction, "
-               "ttl, key_params, prefetch, zero_copy_min, zero_copy_adapt, ram_sendfile, ram_splice, got a list");
+               "ttl, key_params, prefetch, zero_copy_min, zero_copy_adapt, ram_sendfile, ram_splice, ram_huge_pages, got a list");
     expect_err("cache:\n  ttl:\n    master:\n      x: 1\n", -EINVAL,
                "t.yaml:4:7: cache.ttl.master: expected a duration in 0s..30d such as \"250ms\", "
                "\"10s\" or \"2m\", got a mapping");
