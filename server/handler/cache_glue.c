@@ -138,9 +138,10 @@ static bool he_cache_thp_available(void)
 }
 
 /* cache.ram_huge_pages: auto takes huge pages (docs/performance.md, "The
- * RAM tier in huge pages": 3-14 % more bytes per CPU-second for hits over
- * plain TCP) unless kTLS serves the TLS listeners, which send hits by
- * sendfile from the memfd, or the kernel has no huge pages to give. */
+ * RAM tier in huge pages": 7 % more bytes per CPU-second for hits over
+ * plain TCP at line rate) unless kTLS serves the TLS listeners, which send
+ * hits by sendfile from the memfd, or the kernel has no huge pages to
+ * give. */
 static bool he_cache_ram_huge(const he_conf_t *conf, const he_features_t *features,
                               const char **why)
 {
@@ -160,7 +161,7 @@ static bool he_cache_ram_huge(const he_conf_t *conf, const he_features_t *featur
         *why = "auto: transparent huge pages are off in the kernel";
         return false;
     }
-    if (conf->ntls_listen && features->ktls && conf->cache_ram_sendfile) {
+    if (conf->ntls_listen && conf->tls_ktls && features->ktls && conf->cache_ram_sendfile) {
         *why = "auto: kTLS serves tls.listen and sends hits from the memfd";
         return false;
     }
