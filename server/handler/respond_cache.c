@@ -48,8 +48,9 @@ static ssize_t he_rc_obj_peek(he_body_t *b, uint64_t off, he_body_span_t *s, boo
     if (cc->sendfile && !need_mem && off < avail &&
         (n = he_cache_obj_peek_file(cc->obj, off, &fd, &file_off, &mem))) {
         if (n > avail - off) n = (size_t)(avail - off);
-        /* the arena punches a freed chunk out of its memfd before it is
-         * filled again, so its mapping may be vmspliced (net.h) */
+        /* the arena punches a freed chunk out of its memfd (or drops it
+         * from its huge pages) before it is filled again, so its mapping
+         * may be vmspliced (net.h); a huge-page arena has no file (fd -1) */
         s->p = cc->splice ? mem : NULL;
         s->spliceable = cc->splice;
         s->file_too = cc->splice && fd >= 0;
