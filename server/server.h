@@ -83,6 +83,9 @@ int he_server_tls_reload(he_server_t *s, const he_conf_t *conf, char *err, size_
 
 /* Whether the process has an edge cache (origin.urls). */
 bool he_server_cache_enabled(void);
+/* What the RAM tier's arena is made of: "huge_pages" (cache.ram_huge_pages),
+ * "memfd" or "anonymous"; NULL without a cache. */
+const char *he_server_cache_ram_arena(void);
 /* Removes target's entries from both cache tiers, its key made as s's
  * workers make it: how many went, -ENODEV when s has no cache, -EINVAL
  * for a target that makes no key, -ENOMEM. */

@@ -132,6 +132,11 @@ bool he_server_cache_enabled(void)
     return he__cache_enabled();
 }
 
+const char *he_server_cache_ram_arena(void)
+{
+    return he__cache_ram_arena();
+}
+
 int he_server_purge(he_server_t *s, const char *target, size_t len)
 {
     if (!s->cache) return -ENODEV;

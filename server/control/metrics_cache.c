@@ -67,7 +67,7 @@ static void he_mc_parents_prom(const he_metrics_snap_t *s, he_buf_t *b);
 
 void he__metrics_cache_prom(const he_metrics_snap_t *s, he_buf_t *b)
 {
-    const char *oerr[HE_CACHE_OERR_COUNT], *derr[HE_CACHE_DERR_COUNT];
+    const char *oerr[HE_CACHE_OERR_COUNT], *derr[HE_CACHE_DERR_COUNT], *arena;
 
     if (!he_server_cache_enabled()) return;
     for (int e = 0; e < HE_CACHE_OERR_COUNT; e++)
@@ -95,6 +95,11 @@ void he__metrics_cache_prom(const he_metrics_snap_t *s, he_buf_t *b)
                           (unsigned long long)he_mc_get(&s->workers[i].st.cache, m->off));
     }
     he_mc_parents_prom(s, b);
+    if ((arena = he_server_cache_ram_arena()))
+        he_buf_printf(b, "# HELP hlsedge_cache_ram_arena_info What the RAM tier's arena is made "
+                         "of (cache.ram_huge_pages).\n# TYPE hlsedge_cache_ram_arena_info gauge\n"
+                         "hlsedge_cache_ram_arena_info{arena=\"%s\"} 1\n",
+                      arena);
 }
 
 /* Every parent's state, and its requests and errors per worker. */
@@ -145,6 +150,7 @@ static void he_mc_parents_json(const he_metrics_snap_t *s, he_buf_t *b)
 void he__metrics_cache_json(const he_metrics_snap_t *s, he_buf_t *b)
 {
     const he_cache_stats_t *c = &s->total.cache;
+    const char *arena;
     if (!he_server_cache_enabled()) return;
     he_buf_printf(b, "\"cache\":{\"tiers\":{");
     for (int t = 0; t < HE_CACHE_TIER_COUNT; t++) {
@@ -167,6 +173,7 @@ void he__metrics_cache_json(const he_metrics_snap_t *s, he_buf_t *b)
         he_buf_printf(b, "%s\"%s\":%llu", e ? "," : "", he_cache_derr_name((he_cache_derr_t)e),
                       (unsigned long long)c->disk_errors[e]);
     he_buf_printf(b, "}");
+    if ((arena = he_server_cache_ram_arena())) he_buf_printf(b, ",\"ram_arena\":\"%s\"", arena);
     he_mc_parents_json(s, b);
     he_buf_printf(b, "},");
 }

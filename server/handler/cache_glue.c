@@ -51,6 +51,22 @@ static struct {
     unsigned nservers;
 } he_cache_g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
+const char *he__cache_ram_arena(void)
+{
+    const char *kind = NULL;
+    pthread_mutex_lock(&he_cache_g.mu);
+    if (he_cache_g.ram) {
+        if (he_cache_ram_arena_huge(he_cache_g.ram, 0))
+            kind = "huge_pages";
+        else if (he_cache_ram_arena_fd(he_cache_g.ram, 0) >= 0)
+            kind = "memfd";
+        else
+            kind = "anonymous";
+    }
+    pthread_mutex_unlock(&he_cache_g.mu);
+    return kind;
+}
+
 bool he__cache_enabled(void)
 {
     bool on;

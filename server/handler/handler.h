@@ -82,6 +82,9 @@ extern const he_worker_hooks_t he_cache_worker_hooks;
 int he__cache_server_init(he_server_t *s, char *err, size_t errlen);
 void he__cache_server_free(he_server_t *s);
 bool he__cache_enabled(void);
+/* What the RAM tier's arena is made of ("huge_pages", "memfd" or
+ * "anonymous"), NULL without a cache. */
+const char *he__cache_ram_arena(void);
 /* Removes target's key from both tiers; how many entries went. */
 int he__cache_purge(const he_conf_t *conf, const char *target, size_t len);
 

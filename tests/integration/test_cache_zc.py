@@ -187,6 +187,7 @@ def test_ram_vmsplice():
                   "every byte of the hits vmspliced")
         log = srv.read_log()
         expect("vmsplice of the arena's mapping" in log, "the log names the RAM send path")
+        expect_eq(stats(srv)["cache"]["ram_arena"], "memfd", "/stats names the arena")
 
 
 def test_ram_huge_pages():
@@ -207,6 +208,9 @@ def test_ram_huge_pages():
                   "every byte of the hits vmspliced")
         log = srv.read_log()
         expect("RAM tier of 64 MiB in anonymous huge pages (auto)" in log, "the log names the arena")
+        expect_eq(stats(srv)["cache"]["ram_arena"], "huge_pages", "/stats names the arena")
+        expect_eq(metric_sum(parse_metrics(metrics_text(srv)), "hlsedge_cache_ram_arena_info",
+                             arena="huge_pages"), 1, "/metrics names the arena")
         expect("vmsplice of the arena's huge pages" in log, "the log names the RAM send path")
         with open("/proc/%d/smaps_rollup" % srv.proc.pid) as f:
             huge = [int(l.split()[1]) for l in f if l.startswith("AnonHugePages:")]
