@@ -591,6 +591,7 @@ def test_kinds_of_misses_and_hits():
         expect_eq(after["other"] - before["other"], 0, "kind other")
         expect_eq(o.count("/kd/v/s.ts"), 1, "the second round were hits")
 
+
 if __name__ == "__main__":
     try:
         if not probe():

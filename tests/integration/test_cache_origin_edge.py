@@ -148,8 +148,9 @@ def test_404_no_cache_not_stored():
         expect_eq(get(srv, t1).status, 404, "max-age=1 404")
         expect_eq(get(srv, t1).status, 404, "max-age=1 404, cached")
         expect_eq(o.count(t1), 1, "origin requests within max-age")
-        # one cached 404 went out; the fills' 404s are misses (the lookup
-        # and the serve both counted it once)
+        # one cached 404 went out (the max-age=1 one, asked again); the
+        # other three were fills. It used to count twice: at the tier's
+        # lookup and again at the serve.
         expect_eq(stats(srv)["cache"]["negative_hits"], 1, "negative_hits")
         time.sleep(1.3)
         expect_eq(get(srv, t1).status, 404, "max-age=1 404, expired")

@@ -1,11 +1,12 @@
 """HTTPS through the real binary: the HTTP, bad-input, connection,
-signed-URL and statistics suites over TLS (HE_TLS=1), then what is TLS's own: SNI, ALPN, versions and
-suites, session resumption across workers (tickets and the session cache,
-TLS 1.2 and 1.3), OCSP stapling, certificate reload on SIGHUP, hostile
-input (plain HTTP, garbage, truncated ClientHello, handshake timeout) with
-its counters, pipelined input past the connection's bound with a
-half-close behind it, a file truncated under a userspace-TLS send, and
-how the server reports its send path (kTLS or SSL_write)."""
+signed-URL and statistics suites over TLS (HE_TLS=1), then what is TLS's
+own: SNI, ALPN, versions and suites, session resumption across workers
+(tickets and the session cache, TLS 1.2 and 1.3), OCSP stapling,
+certificate reload on SIGHUP, hostile input (plain HTTP, garbage,
+truncated ClientHello, handshake timeout) with its counters, pipelined
+input past the connection's bound with a half-close behind it, a file
+truncated under a userspace-TLS send, and how the server reports its send
+path (kTLS or SSL_write)."""
 
 import os
 import re
