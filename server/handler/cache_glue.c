@@ -51,18 +51,22 @@ static struct {
     unsigned nservers;
 } he_cache_g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
+/* What a RAM tier's arena is made of: [0] as /stats names it, [1] as the
+ * start-up log says it. */
+static const char *const *he_cache_arena_names(const he_cache_ram_t *ram)
+{
+    static const char *const names[3][2] = {{"huge_pages", "anonymous huge pages"},
+                                            {"memfd", "a memfd"},
+                                            {"anonymous", "anonymous memory"}};
+    if (he_cache_ram_arena_huge(ram, 0)) return names[0];
+    return he_cache_ram_arena_fd(ram, 0) >= 0 ? names[1] : names[2];
+}
+
 const char *he__cache_ram_arena(void)
 {
     const char *kind = NULL;
     pthread_mutex_lock(&he_cache_g.mu);
-    if (he_cache_g.ram) {
-        if (he_cache_ram_arena_huge(he_cache_g.ram, 0))
-            kind = "huge_pages";
-        else if (he_cache_ram_arena_fd(he_cache_g.ram, 0) >= 0)
-            kind = "memfd";
-        else
-            kind = "anonymous";
-    }
+    if (he_cache_g.ram) kind = he_cache_arena_names(he_cache_g.ram)[0];
     pthread_mutex_unlock(&he_cache_g.mu);
     return kind;
 }
@@ -189,7 +193,7 @@ static bool he_cache_ram_huge(const he_conf_t *conf, const he_features_t *featur
 static int he_cache_tiers_open(const he_conf_t *conf, const he_features_t *features, char *err,
                                size_t errlen)
 {
-    const char *why = "", *arena = "anonymous memory";
+    const char *why = "";
     he_cache_ram_opts_t ro;
     he_cache_stats_t st;
     int rc;
@@ -208,12 +212,8 @@ static int he_cache_tiers_open(const he_conf_t *conf, const he_features_t *featu
                  (unsigned long long)ro.bytes);
         return -ENOMEM;
     }
-    if (he_cache_ram_arena_huge(he_cache_g.ram, 0))
-        arena = "anonymous huge pages";
-    else if (he_cache_ram_arena_fd(he_cache_g.ram, 0) >= 0)
-        arena = "a memfd";
     he_log_info("cache: RAM tier of %llu MiB in %s (%s)", (unsigned long long)(ro.bytes >> 20),
-                arena, why);
+                he_cache_arena_names(he_cache_g.ram)[1], why);
     if (conf->ncache_stores) {
         he_cache_store_opts_t so;
         memset(&so, 0, sizeof(so));
