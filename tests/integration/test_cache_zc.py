@@ -175,17 +175,24 @@ def vmspliced(srv):
     return metric_sum(parse_metrics(metrics_text(srv)), "hlsedge_cache_ram_vmsplice_bytes_total")
 
 
+def vmsplice_hits(srv):
+    """Warms the tier, then three rounds of large hits: none by SEND_ZC,
+    every body byte counted as vmspliced. The server's log."""
+    warm(srv)
+    before = vmspliced(srv)
+    hits(srv, 3)
+    expect_eq(zc(srv), (0, 0), "large RAM hits do not use SEND_ZC")
+    expect_eq(vmspliced(srv) - before, 3 * (len(DATA["/zc/a.ts"]) + len(DATA["/zc/b.ts"])),
+              "every byte of the hits vmspliced")
+    return srv.read_log()
+
+
 def test_ram_vmsplice():
-    """The default: large RAM hits over plain TCP by vmsplice of the memfd's
-    mapping; the counter shows every hit's body went that way."""
+    """With the memfd arena (cache.ram_huge_pages: false): large RAM hits
+    over plain TCP by vmsplice of the memfd's mapping; the counter shows
+    every hit's body went that way."""
     with Origin(files=DATA) as o, server(o, cache_extra="") as srv:
-        warm(srv)
-        before = vmspliced(srv)
-        hits(srv, 3)
-        expect_eq(zc(srv), (0, 0), "large RAM hits do not use SEND_ZC")
-        expect_eq(vmspliced(srv) - before, 3 * (len(DATA["/zc/a.ts"]) + len(DATA["/zc/b.ts"])),
-                  "every byte of the hits vmspliced")
-        log = srv.read_log()
+        log = vmsplice_hits(srv)
         expect("vmsplice of the arena's mapping" in log, "the log names the RAM send path")
         expect_eq(stats(srv)["cache"]["ram_arena"], "memfd", "/stats names the arena")
 
@@ -200,13 +207,7 @@ def test_ram_huge_pages():
         print("skip: transparent huge pages are off in this kernel")
         return
     with Origin(files=DATA) as o, server(o, cache_extra="  ram_huge_pages: auto\n") as srv:
-        warm(srv)
-        before = vmspliced(srv)
-        hits(srv, 3)
-        expect_eq(zc(srv), (0, 0), "large RAM hits do not use SEND_ZC")
-        expect_eq(vmspliced(srv) - before, 3 * (len(DATA["/zc/a.ts"]) + len(DATA["/zc/b.ts"])),
-                  "every byte of the hits vmspliced")
-        log = srv.read_log()
+        log = vmsplice_hits(srv)
         expect("RAM tier of 64 MiB in anonymous huge pages (auto)" in log, "the log names the arena")
         expect_eq(stats(srv)["cache"]["ram_arena"], "huge_pages", "/stats names the arena")
         expect_eq(metric_sum(parse_metrics(metrics_text(srv)), "hlsedge_cache_ram_arena_info",
