@@ -180,10 +180,9 @@ int he_server_start(he_server_t *s, char *err, size_t errlen)
 
 void he_server_describe_waits(const he_server_t *s, const he_conf_t *conf, char *buf, size_t len)
 {
-    /* as he__worker_batch_wait_us decides it */
-    if (s->features.min_timeout && conf->ring_batch_wait_us)
-        snprintf(buf, len, "for up to %u completions or %u us", conf->ring_batch,
-                 conf->ring_batch_wait_us);
+    unsigned wait_us = he__batch_wait_us(s, conf);
+    if (wait_us)
+        snprintf(buf, len, "for up to %u completions or %u us", conf->ring_batch, wait_us);
     else
         snprintf(buf, len, "for each completion (%s)",
                  s->features.min_timeout ? "ring.batch_wait_us: 0" : "no min_timeout");

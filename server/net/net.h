@@ -417,8 +417,9 @@ void *he__worker_main(void *arg);
  * tag is the hook's own (its generation of the operation). */
 uint64_t he__worker_hook_ud(const he_worker_t *w, const he_worker_hooks_t *h, uint32_t tag);
 void he__worker_wake(he_worker_t *w);
-/* ring.batch_wait_us where the kernel has the min timeout, else 0. */
-unsigned he__worker_batch_wait_us(const he_worker_t *w);
+/* conf's ring.batch_wait_us where s's kernel has the min timeout, else 0:
+ * how a worker waits (worker.c) and how the logs say it (server.c). */
+unsigned he__batch_wait_us(const he_server_t *s, const he_conf_t *conf);
 /* Re-arms accepts paused for want of descriptors (one was just freed). */
 void he__worker_accept_resume(he_worker_t *w);
 

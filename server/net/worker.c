@@ -577,9 +577,9 @@ static void he_worker_rearm_lost(he_worker_t *w)
     if (w->drain_cancel_lost) he_worker_cancel_accepts(w);
 }
 
-unsigned he__worker_batch_wait_us(const he_worker_t *w)
+unsigned he__batch_wait_us(const he_server_t *s, const he_conf_t *conf)
 {
-    return w->server->features.min_timeout ? w->conf->ring_batch_wait_us : 0;
+    return s->features.min_timeout ? conf->ring_batch_wait_us : 0;
 }
 
 /* Submits what is queued and sleeps until completions are ready.
@@ -601,7 +601,8 @@ static int he_worker_enter(he_worker_t *w)
     struct io_uring_sq *sq = &w->ring.sq;
     struct __kernel_timespec forever = {.tv_sec = 1}; /* the min timeout wants an outer one */
     struct io_uring_getevents_arg arg;
-    unsigned tail = sq->sqe_tail, want = w->conf->ring_batch, wait_us = he__worker_batch_wait_us(w);
+    unsigned tail = sq->sqe_tail, want = w->conf->ring_batch,
+             wait_us = he__batch_wait_us(w->server, w->conf);
     int rc;
 
     if (!wait_us || want < 2 || w->nconns < 2) return io_uring_submit_and_wait(&w->ring, 1);
