@@ -177,6 +177,7 @@ typedef struct he_conf {
 
     unsigned fd_cache_entries;  /* per worker */
     unsigned fd_cache_valid_ms; /* revalidate (stat) an open file after this */
+    uint64_t fd_cache_memory;   /* copies of files in huge pages, all workers together; 0 = none */
     unsigned auth_cache_entries; /* tokenised playlists kept per worker (handler/auth_cache.c) */
     uint64_t auth_cache_bytes;   /* and the memory they may take */
 

@@ -207,6 +207,9 @@ const he__conf_key_t he__conf_keys[] = {
     HE_CONF_K_UINT("fd_cache.entries", fd_cache_entries, 16, 1048576, "1024", "per worker"),
     HE_CONF_K_DURATION("fd_cache.valid", fd_cache_valid_ms, 0, HE_CONF_HOUR_MS, "5s",
                        "revalidate an open file's stat after this"),
+    HE_CONF_K_SIZE("fd_cache.memory", fd_cache_memory, 0, HE_CONF_TIB, "256m",
+                   "copies of files of 1 MiB or more in huge pages, shared by the workers, sent "
+                   "by vmsplice over plain TCP; 0 = off"),
 
     HE_CONF_K_SECTION("auth_cache", "tokenised playlists kept per worker for their token's next request"),
     HE_CONF_K_UINT("auth_cache.entries", auth_cache_entries, 0, 65536, "64",

@@ -114,7 +114,8 @@ typedef struct he_stats {
     uint64_t errors[HE_STATS_ERR_COUNT];
     uint64_t fcache_hits;
     uint64_t fcache_misses;
-    uint64_t file_vmsplice_bytes; /* file bodies vmspliced from a mapping (send.file_splice) */
+    uint64_t file_vmsplice_bytes; /* file bodies vmspliced, from a mapping or a copy (send.file_splice) */
+    uint64_t file_copy_bytes;     /* of those, from a copy in huge pages (fd_cache.memory) */
     /* LL-HLS from root (handler/llhls*.c) */
     uint64_t llhls_held;     /* blocking reloads that waited for the playlist */
     uint64_t llhls_released; /* of those, answered when it changed */

@@ -2,6 +2,7 @@
  * (/stats). Names: hlsedge_*, counters end in _total, times are seconds,
  * sizes bytes (the Prometheus conventions promtool checks). */
 #include "server/control/metrics.h"
+#include "server/handler/handler.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -136,6 +137,29 @@ static void he_prom_hist(he_buf_t *b, const char *name, const char *help, const 
 
 #define HE_OFF(f) offsetof(he_stats_t, f)
 
+/* The copies of files in huge pages (fd_cache.memory): process-wide, not
+ * per worker, read from their store as they are now. */
+static void he_metrics_fcopy_prom(he_buf_t *b)
+{
+    he_fcopy_stats_t fs;
+    he_fcopy_stats(&fs);
+    he_prom_head(b, "fd_cache_copy_memory_bytes", "gauge",
+                 "What copies of files in huge pages may take (fd_cache.memory; 0 = off).");
+    he_buf_printf(b, "hlsedge_fd_cache_copy_memory_bytes %llu\n", (unsigned long long)fs.budget);
+    he_prom_head(b, "fd_cache_copy_bytes", "gauge", "What the copies take now.");
+    he_buf_printf(b, "hlsedge_fd_cache_copy_bytes %llu\n", (unsigned long long)fs.bytes);
+    he_prom_head(b, "fd_cache_copies_kept", "gauge", "Copies of files in huge pages.");
+    he_buf_printf(b, "hlsedge_fd_cache_copies_kept %llu\n", (unsigned long long)fs.copies);
+    he_prom_head(b, "fd_cache_copy_events_total", "counter",
+                 "Copies by event: made (read), evicted (idle, for room), refused (no room).");
+    he_buf_printf(b,
+                  "hlsedge_fd_cache_copy_events_total{event=\"made\"} %llu\n"
+                  "hlsedge_fd_cache_copy_events_total{event=\"evicted\"} %llu\n"
+                  "hlsedge_fd_cache_copy_events_total{event=\"refused\"} %llu\n",
+                  (unsigned long long)fs.made, (unsigned long long)fs.evicted,
+                  (unsigned long long)fs.refused);
+}
+
 void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
 {
     const he_features_t *f = &s->features;
@@ -235,9 +259,13 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
     he_prom_per_worker(b, s, "fd_cache_misses_total", "counter", "Open-file cache misses.",
                        HE_OFF(fcache_misses));
     he_prom_per_worker(b, s, "file_vmsplice_bytes_total", "counter",
-                       "File body bytes handed to TCP by vmsplice of the file's mapping "
-                       "(send.file_splice).",
+                       "File body bytes handed to TCP by vmsplice of the file's mapping or "
+                       "its copy (send.file_splice).",
                        HE_OFF(file_vmsplice_bytes));
+    he_prom_per_worker(b, s, "file_copy_bytes_total", "counter",
+                       "Of those, bytes from a file's copy in huge pages (fd_cache.memory).",
+                       HE_OFF(file_copy_bytes));
+    he_metrics_fcopy_prom(b);
     he_prom_per_worker(b, s, "llhls_held_total", "counter",
                        "LL-HLS blocking reloads and preload hints held from root.",
                        HE_OFF(llhls_held));
@@ -458,9 +486,22 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
     he__metrics_h2_json(s, b);    /* "http2":{...} */
     he_buf_printf(b, "\"fd_cache\":{");
     he_json_u64(b, "hits", t->fcache_hits, true);
-    he_json_u64(b, "misses", t->fcache_misses, false);
+    he_json_u64(b, "misses", t->fcache_misses, true);
+    {
+        he_fcopy_stats_t fs;
+        he_fcopy_stats(&fs);
+        he_buf_printf(b, "\"copies\":{");
+        he_json_u64(b, "memory", fs.budget, true);
+        he_json_u64(b, "bytes", fs.bytes, true);
+        he_json_u64(b, "count", fs.copies, true);
+        he_json_u64(b, "made", fs.made, true);
+        he_json_u64(b, "evicted", fs.evicted, true);
+        he_json_u64(b, "refused", fs.refused, false);
+        he_buf_printf(b, "}");
+    }
     he_buf_printf(b, "},\"send\":{");
-    he_json_u64(b, "file_vmsplice_bytes", t->file_vmsplice_bytes, false);
+    he_json_u64(b, "file_vmsplice_bytes", t->file_vmsplice_bytes, true);
+    he_json_u64(b, "file_copy_bytes", t->file_copy_bytes, false);
     he_buf_printf(b, "},\"llhls\":{");
     he_json_u64(b, "held", t->llhls_held, true);
     he_json_u64(b, "released", t->llhls_released, true);

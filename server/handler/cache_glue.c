@@ -144,9 +144,7 @@ static void he_cache_fixed_diff(const he_cache_fixed_t *f, const he_conf_t *conf
 #undef HE_KEY
 }
 
-/* Whether the kernel gives anonymous memory transparent huge pages on
- * madvise ("always" or "madvise"; not "never", nor a kernel without THP). */
-static bool he_cache_thp_available(void)
+bool he__thp_available(void)
 {
     char buf[128] = {0};
     FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
@@ -165,7 +163,7 @@ static bool he_cache_thp_available(void)
 static bool he_cache_ram_huge(const he_conf_t *conf, const he_features_t *features,
                               const char **why)
 {
-    bool thp = he_cache_thp_available();
+    bool thp = he__thp_available();
     switch (conf->cache_ram_huge_pages) {
     case HE_CONF_RAM_HUGE_ON:
         *why = thp ? "cache.ram_huge_pages: true"

@@ -70,6 +70,7 @@ struct he_fcache {
     bool mac_rekey;           /* every lookup sets the key again (see he_fcache_hash) */
     unsigned walk_max;        /* the most entries one lookup compared */
     uint64_t chain_evictions; /* entries evicted because their bucket was full */
+    bool copies;              /* entries may ask for copies in huge pages */
 };
 
 static uint64_t he_fcache_mac(he_fcache_t *fc, const unsigned char *key, const OSSL_PARAM *params,
@@ -149,6 +150,7 @@ static void he_fcache_destroy_entry(he_file_t *f)
 {
     if (f->fd >= 0) close(f->fd);
     if (f->map) munmap(f->map, f->size);
+    he_fcopy_put(f->copy, f->stale);
     free(f->body);
     free(f->path);
     free(f);
@@ -376,6 +378,7 @@ he_file_t *he_fcache_get(he_fcache_t *fc, const char *path, size_t len, uint64_t
             if (he_fcache_still_valid(fc, f, path)) {
                 f->validated_ms = now_ms;
             } else {
+                f->stale = true;
                 he_fcache_remove(fc, f);
                 f = NULL;
             }
@@ -390,6 +393,7 @@ he_file_t *he_fcache_get(he_fcache_t *fc, const char *path, size_t len, uint64_t
                 *err = f->err;
                 return NULL;
             }
+            if (f->uses < 2) f->uses++;
             f->refs++;
             return f;
         }
@@ -403,6 +407,7 @@ he_file_t *he_fcache_get(he_fcache_t *fc, const char *path, size_t len, uint64_t
         return NULL;
     }
     f->fd = -1;
+    f->uses = 1;
     f->valid_ms = fc->valid_ms;
     rc = he_fcache_fill(fc, f, path, len);
     if (rc < 0) {
@@ -463,8 +468,24 @@ const char *he_fcache_map(he_fcache_t *fc, he_file_t *f, int *err)
     return f->map;
 }
 
+void he_fcache_copies(he_fcache_t *fc, bool on)
+{
+    fc->copies = on;
+}
+
+void he_fcache_copy(he_fcache_t *fc, he_file_t *f, uint64_t now_ms)
+{
+    if (!fc->copies || f->copy || f->uses < 2 || now_ms < f->copy_after_ms ||
+        !he_fcopy_worth(f->size))
+        return;
+    /* no room: the mapping serves, and the store's lock is not taken per
+     * request while it stays full */
+    if (!(f->copy = he_fcopy_get(f))) f->copy_after_ms = now_ms + 1000;
+}
+
 void he_fcache_invalidate(he_fcache_t *fc, he_file_t *f)
 {
+    f->stale = true;
     if (f->cached) he_fcache_remove(fc, f);
 }
 
@@ -473,6 +494,7 @@ void he_fcache_forget(he_fcache_t *fc, const char *path, size_t len)
     uint32_t h = he_fcache_hash(fc, path, len);
     for (he_file_t *f = fc->buckets[h & (fc->nbuckets - 1)]; f; f = f->hnext)
         if (f->hash == h && strlen(f->path) == len && memcmp(f->path, path, len) == 0) {
+            f->stale = true;
             he_fcache_remove(fc, f);
             return;
         }

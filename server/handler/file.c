@@ -1,7 +1,9 @@
 /* The file handler: the library under root, through the per-worker
  * open-file cache (fcache.c). Small bodies (playlists, keys) are in
  * memory and leave in one send with the head; others are a file range,
- * sent zero-copy by sendfile (or, under userspace TLS, from a mapping). */
+ * sent zero-copy by vmsplice of its mapping or of its copy in huge pages
+ * (fcopy.c) over plain TCP, by sendfile over kTLS, and from the mapping
+ * under userspace TLS. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,7 +26,7 @@ static ssize_t he_file_body_peek(he_body_t *b, uint64_t off, he_body_span_t *s, 
     s->mapped = false;
     s->fd = -1;
     s->file_off = 0;
-    s->spliceable = s->file_too = s->cache_ram = false;
+    s->spliceable = s->file_too = s->cache_ram = s->file_copy = false;
     if (f->body) {
         s->p = f->body + off;
     } else if (!need_mem) {
@@ -44,9 +46,10 @@ static ssize_t he_file_body_peek(he_body_t *b, uint64_t off, he_body_span_t *s, 
     return (ssize_t)s->len;
 }
 
-/* The file's bytes as its mapping and as a file range: the send path
- * vmsplices the mapping over plain TCP (send.file_splice) and sends the
- * file over kTLS. The pages are the page cache's, as sendfile's are. */
+/* The file's bytes as its mapping, or its copy in huge pages, and as a
+ * file range: the send path vmsplices the memory over plain TCP
+ * (send.file_splice) and sends the file over kTLS. A mapping's pages are
+ * the page cache's, as sendfile's are. */
 static ssize_t he_file_splice_peek(he_body_t *b, uint64_t off, he_body_span_t *s, bool need_mem)
 {
     he_file_t *f = b->ctx;
@@ -54,9 +57,17 @@ static ssize_t he_file_splice_peek(he_body_t *b, uint64_t off, he_body_span_t *s
     int err = 0;
     const char *m;
 
+    if (n <= 0 || f->body || need_mem) return n;
+    if (f->copy) {
+        /* the bytes in huge pages (fcopy.c), short spans too: a response
+         * is all the copy's, even if the file was truncated since */
+        s->p = he_fcopy_bytes(f->copy) + off;
+        s->file_copy = s->spliceable = s->file_too = true;
+        return n;
+    }
     /* a short span stays a file range: the send path would not splice it,
      * and a copy from the mapping could fault on a file that shrank */
-    if (n < (ssize_t)HE_SEND_SPLICE_MIN || f->body || need_mem) return n;
+    if (n < (ssize_t)HE_SEND_SPLICE_MIN) return n;
     if (!(m = he_fcache_map(NULL, f, &err))) return n; /* no mapping: the file alone */
     s->p = m + off;
     s->mapped = true;
@@ -100,6 +111,14 @@ static void he_file_validators(he_worker_t *w, he_http_head_t *h, const he_file_
     h->etag_len = f->etag_len;
     h->cache_control = true;
     h->type = f->type;
+}
+
+/* A file asked for again, to be vmspliced over plain TCP, is sent from its
+ * copy in huge pages when fd_cache.memory has room (fcopy.c). kTLS sends
+ * the file and userspace TLS its mapping, so neither asks for a copy. */
+static void he_file_copy(he_worker_t *w, const he_req_t *r, he_file_t *f, const he_body_t *body)
+{
+    if (body->ops == &he_file_splice_ops && !r->conn->tls) he_fcache_copy(he_file_fc(w), f, w->now_ms);
 }
 
 he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path, size_t len)
@@ -186,6 +205,7 @@ he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path
     }
     memset(&body, 0, sizeof(body));
     body.ops = w->conf->send_file_splice && !f->body ? &he_file_splice_ops : &he_file_body_ops;
+    he_file_copy(w, r, f, &body);
     body.ctx = f;
     body.off = first;
     body.end = f->size ? last + 1 : 0;
@@ -202,8 +222,25 @@ static int he_file_worker_setup(he_worker_t *w)
     he_fcache_t *fc =
         he_fcache_new(s->root_fd, s->conf->fd_cache_entries, s->conf->fd_cache_valid_ms,
                       s->conf->cache_live_fraction_pct, s->features.openat2_beneath);
+    const char *off = NULL;
     if (!fc) return -ENOMEM;
     w->hook_data[HE_HOOK_FILE] = fc;
+    /* copies are sent by vmsplice, and are worth it only in huge pages */
+    if (!s->conf->fd_cache_memory)
+        off = "fd_cache.memory: 0";
+    else if (!s->conf->send_file_splice)
+        off = "send.file_splice: false";
+    else if (!he__thp_available())
+        off = "transparent huge pages are off in the kernel";
+    he_fcache_copies(fc, !off);
+    if (w->id == 0) {
+        he_fcopy_configure(off ? 0 : s->conf->fd_cache_memory);
+        if (off)
+            he_log_info("fd_cache: no copies of files in huge pages (%s)", off);
+        else
+            he_log_info("fd_cache: copies of files of 1 MiB or more in huge pages, up to %llu MiB",
+                        (unsigned long long)(s->conf->fd_cache_memory >> 20));
+    }
     return 0;
 }
 

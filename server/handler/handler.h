@@ -122,6 +122,10 @@ struct he_file {
     char last_modified[30]; /* IMF-fixdate of mtime, formatted once */
     char *body;             /* whole body in memory for small playlists/keys, or NULL */
     char *map;              /* whole file mapped read-only (userspace TLS sends from it), or NULL */
+    struct he_fcopy *copy;  /* its bytes in shared huge pages (fcopy.c), or NULL */
+    uint32_t uses;          /* requests that found the entry, counted up to 2 */
+    uint64_t copy_after_ms; /* no room for a copy: not asked again before this */
+    bool stale;             /* removed because the file changed: its copy goes too */
 };
 
 typedef struct he_fcache he_fcache_t;
@@ -141,11 +145,44 @@ void he_fcache_put(he_fcache_t *fc, he_file_t *f);
 /* The file's bytes mapped read-only, mapped on first use and unmapped with
  * the entry; NULL for an empty file or when mmap fails (*err set). */
 const char *he_fcache_map(he_fcache_t *fc, he_file_t *f, int *err);
+/* Whether the entries may ask for copies in huge pages (fcopy.c). */
+void he_fcache_copies(he_fcache_t *fc, bool on);
+/* f's copy, asked for from its second request on (and after no room, once
+ * a second at most): f->copy, or still NULL. */
+void he_fcache_copy(he_fcache_t *fc, he_file_t *f, uint64_t now_ms);
 /* Takes f out of the table (it is destroyed when its last user puts it):
  * for an entry whose file changed in a way revalidation cannot see yet. */
 void he_fcache_invalidate(he_fcache_t *fc, he_file_t *f);
 /* The entry of path, if any, goes (inotify saw the file change). */
 void he_fcache_forget(he_fcache_t *fc, const char *path, size_t len);
+
+/* ---------------------------------------------------------------- copies in huge pages */
+
+/* Copies of files under root in anonymous huge pages, shared by the
+ * workers' entries of the same version of a file (fcopy.c). */
+typedef struct he_fcopy he_fcopy_t;
+
+typedef struct he_fcopy_stats {
+    uint64_t budget, bytes, copies; /* fd_cache.memory, what copies map, how many */
+    uint64_t made, evicted, refused;
+} he_fcopy_stats_t;
+
+/* fd_cache.memory: what the copies together may map; 0 turns copies off
+ * (kept ones go as their entries do). Idle copies over it go now. */
+void he_fcopy_configure(uint64_t bytes);
+/* Whether a file of this size is copied at all (1 MiB or more). */
+bool he_fcopy_worth(uint64_t size);
+/* The copy of f's version (f open, f->size worth it), read now if no
+ * entry has it, with a reference for f; NULL when there is no room, or the
+ * file could not be read whole as f describes it. */
+he_fcopy_t *he_fcopy_get(const he_file_t *f);
+const char *he_fcopy_bytes(const he_fcopy_t *c);
+/* Drops f's reference; stale: the file changed, so an idle copy goes. */
+void he_fcopy_put(he_fcopy_t *c, bool stale);
+void he_fcopy_stats(he_fcopy_stats_t *st);
+/* The kernel gives anonymous memory huge pages on madvise ("always" or
+ * "madvise"; not "never", nor a kernel without THP). */
+bool he__thp_available(void);
 
 /* ---------------------------------------------------------------- LL-HLS from root */
 

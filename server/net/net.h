@@ -60,6 +60,7 @@ typedef struct he_body_span {
      * picks (send.c, he_send_pump) */
     bool file_too;
     bool cache_ram; /* p is the RAM tier's arena: its vmsplice is counted as such */
+    bool file_copy; /* p is a file's copy in huge pages: counted as a file's and as a copy's */
 } he_body_span_t;
 
 /* A spliceable span at least this long goes by vmsplice; a shorter one is

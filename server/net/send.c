@@ -338,10 +338,12 @@ static bool he_send_splice(he_worker_t *w, he_conn_t *c, const he_body_span_t *s
             return true;
         }
         c->splice_len = (uint32_t)n;
-        if (s->mapped)
+        if (s->mapped || s->file_copy) {
             w->stats.file_vmsplice_bytes += (uint64_t)n;
-        else if (s->cache_ram)
+            if (s->file_copy) w->stats.file_copy_bytes += (uint64_t)n;
+        } else if (s->cache_ram) {
             w->stats.cache.ram_vmsplice_bytes += (uint64_t)n;
+        }
     }
     n = splice(c->splice_pipe->rd, NULL, c->fd, NULL, c->splice_len,
                SPLICE_F_NONBLOCK | SPLICE_F_MORE);
@@ -489,8 +491,11 @@ static void he_send_pump(he_worker_t *w, he_conn_t *c)
      * already, where sendfile looks each one up in the page cache
      * (docs/performance.md, "vmsplice of mappings"). A short one, and kTLS,
      * whose proven path is sendfile, take the file; but never while the
-     * pipe holds bytes: they are the body's next, and go first. */
-    if (n > 0 && !c->splice_len && (!s.p || (s.file_too && (c->tls || s.len < HE_SEND_SPLICE_MIN)))) {
+     * pipe holds bytes: they are the body's next, and go first. A file's
+     * copy (fcopy.c) sends its short spans from memory: the file may have
+     * changed since it was read. */
+    if (n > 0 && !c->splice_len &&
+        (!s.p || (s.file_too && (c->tls || (s.len < HE_SEND_SPLICE_MIN && !s.file_copy))))) {
         he_send_file(w, c, &s);
         return;
     }
