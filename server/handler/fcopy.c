@@ -63,12 +63,12 @@ static struct {
     pthread_mutex_t mu;
     he_fcopy_t *buckets[HE_FCOPY_BUCKETS];
     he_fcopy_t *idle_head, *idle_tail;
-    uint64_t budget;   /* fd_cache.memory; 0 while copies are off */
-    uint64_t bytes;    /* mapped by copies, plus reads under way */
-    uint64_t count;    /* copies in the table */
-    uint64_t made;     /* copies read */
-    uint64_t evicted;  /* idle copies freed to make room or for a smaller budget */
-    uint64_t refused;  /* files sent from their mapping for want of room */
+    uint64_t budget;  /* fd_cache.memory; 0 while copies are off */
+    uint64_t bytes;   /* mapped by copies, plus reads under way */
+    uint64_t count;   /* copies in the table */
+    uint64_t made;    /* copies read */
+    uint64_t evicted; /* idle copies freed to make room or for a smaller budget */
+    uint64_t refused; /* files sent from their mapping for want of room */
 } he_fcopy_g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Whole huge pages, and the last part past them in one more when it is
@@ -165,7 +165,8 @@ static bool he_fcopy_read(const he_file_t *f, char *mem)
     }
     /* written to while read: the bytes may mix two versions */
     return fstat(f->fd, &st) == 0 && (uint64_t)st.st_size == f->size && st.st_ino == f->ino &&
-           st.st_dev == f->dev && st.st_mtim.tv_sec == f->mtime && st.st_mtim.tv_nsec == f->mtime_ns;
+           st.st_dev == f->dev && st.st_mtim.tv_sec == f->mtime &&
+           st.st_mtim.tv_nsec == f->mtime_ns;
 }
 
 static he_fcopy_t *he_fcopy_find(const he_file_t *f)

@@ -118,7 +118,8 @@ static void he_file_validators(he_worker_t *w, he_http_head_t *h, const he_file_
  * the file and userspace TLS its mapping, so neither asks for a copy. */
 static void he_file_copy(he_worker_t *w, const he_req_t *r, he_file_t *f, const he_body_t *body)
 {
-    if (body->ops == &he_file_splice_ops && !r->conn->tls) he_fcache_copy(he_file_fc(w), f, w->now_ms);
+    if (body->ops == &he_file_splice_ops && !r->conn->tls)
+        he_fcache_copy(he_file_fc(w), f, w->now_ms);
 }
 
 he_handler_result_t he_file_handle(he_worker_t *w, he_req_t *r, const char *path, size_t len)
