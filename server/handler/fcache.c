@@ -276,7 +276,8 @@ static uint32_t he_fcache_playlist_valid(const he_fcache_t *fc, he_file_t *f, co
     uint32_t valid = fc->valid_ms;
     if (he_seg_playlist_parse(body, n, &pl, err, sizeof(err)) < 0) return 0;
     f->live = he_seg_playlist_is_live(&pl);
-    f->ll = f->live && (memmem(body, n, "#EXT-X-PART-INF", 15) || memmem(body, n, "#EXT-X-SERVER-CONTROL", 21));
+    f->ll = f->live && (memmem(body, n, "#EXT-X-PART-INF", 15) ||
+                        memmem(body, n, "#EXT-X-SERVER-CONTROL", 21));
     if (f->live && pl.target_duration > 0) {
         double live = pl.target_duration * 1000.0 * fc->live_pct / 100.0;
         if (live < valid) valid = (uint32_t)live;
@@ -475,12 +476,15 @@ void he_fcache_copies(he_fcache_t *fc, bool on)
 
 void he_fcache_copy(he_fcache_t *fc, he_file_t *f, uint64_t now_ms)
 {
+    bool changed = false;
     if (!fc->copies || f->copy || f->uses < 2 || now_ms < f->copy_after_ms ||
         !he_fcopy_worth(f->size))
         return;
     /* no room: the mapping serves, and the store's lock is not taken per
-     * request while it stays full */
-    if (!(f->copy = he_fcopy_get(f))) f->copy_after_ms = now_ms + 1000;
+     * request while it stays full; a file that changed since the entry's
+     * stat (a segment still being written) is not read again for it */
+    if (!(f->copy = he_fcopy_get(f, &changed)))
+        f->copy_after_ms = changed ? UINT64_MAX : now_ms + 1000;
 }
 
 void he_fcache_invalidate(he_fcache_t *fc, he_file_t *f)

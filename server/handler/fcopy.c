@@ -185,7 +185,7 @@ static he_fcopy_t *he_fcopy_ref(he_fcopy_t *c)
     return c;
 }
 
-he_fcopy_t *he_fcopy_get(const he_file_t *f)
+he_fcopy_t *he_fcopy_get(const he_file_t *f, bool *changed)
 {
     size_t len = he_fcopy_len(f->size);
     he_fcopy_t *c, *had;
@@ -211,6 +211,7 @@ he_fcopy_t *he_fcopy_get(const he_file_t *f)
     if (mem && !he_fcopy_read(f, mem)) {
         munmap(mem, len);
         mem = NULL;
+        if (changed) *changed = true;
     }
     pthread_mutex_lock(&he_fcopy_g.mu);
     he_fcopy_g.bytes -= len;

@@ -173,9 +173,10 @@ void he_fcopy_configure(uint64_t bytes);
 /* Whether a file of this size is copied at all (1 MiB or more). */
 bool he_fcopy_worth(uint64_t size);
 /* The copy of f's version (f open, f->size worth it), read now if no
- * entry has it, with a reference for f; NULL when there is no room, or the
- * file could not be read whole as f describes it. */
-he_fcopy_t *he_fcopy_get(const he_file_t *f);
+ * entry has it, with a reference for f; NULL when there is no room, or
+ * (*changed set, when changed is not NULL) the file could not be read
+ * whole as f describes it: it changed since f's stat. */
+he_fcopy_t *he_fcopy_get(const he_file_t *f, bool *changed);
 const char *he_fcopy_bytes(const he_fcopy_t *c);
 /* Drops f's reference; stale: the file changed, so an idle copy goes. */
 void he_fcopy_put(he_fcopy_t *c, bool stale);
