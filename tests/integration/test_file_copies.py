@@ -6,13 +6,14 @@ by vmsplice.
 
 Checked here: the first request goes from the mapping and the next ones
 from the copy, byte-identical, whole and as ranges, counted on /stats and
-/metrics, in AnonHugePages; one copy for all workers; none for files under
-1 MiB, over TLS, with the key at 0 or send.file_splice off, each saying so
-in the log; a file replaced by rename is served new once the entry is
+/metrics, in AnonHugePages, also as HTTP/2 frames; one copy for all
+workers; none for files under 1 MiB, over TLS, with the key at 0 or
+send.file_splice off, each saying so in the log; a file replaced by rename is served new once the entry is
 re-checked, and its old copy goes; a file truncated in place is served
 whole from its copy until then; a full budget sends from the mapping and
-counts the refusal; and a response still in the socket keeps its bytes
-when its copy is freed and the memory taken by the next.
+counts the refusal; a reload to fd_cache.memory 0 frees them; and a
+response still in the socket keeps its bytes when its copy is freed and
+the memory taken by the next.
 """
 import os
 import sys
@@ -21,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from he import Server, connect, expect, expect_eq, make_library, run_main  # noqa: E402
-from he_admin import admin_get, stats  # noqa: E402
+from he_admin import admin_get, reload_and_wait, stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-fcopy-")
 ROOT = make_library(os.path.join(TMP, "lib"))
@@ -121,6 +122,24 @@ def test_one_copy_for_all_workers():
         expect(copy_bytes(srv) > 0, "sent from it")
 
 
+def test_h2c_frames_from_the_copy():
+    """HTTP/2 cleartext: DATA frames of a copied file leave from the copy's
+    memory, byte-identical."""
+    if not thp_on():
+        return
+    from he_h2 import H2
+    with plain("http2:\n  h2c: true\n") as srv:
+        for _ in range(3):
+            cl = H2(srv.port)
+            try:
+                hdrs, body = cl.response(cl.request("/misc/big.ts"), wait=30)
+            finally:
+                cl.close()
+            expect_eq(hdrs.get(":status"), "200")
+            expect(body == BIG, "h2c body identical (%d of %d bytes)" % (len(body), len(BIG)))
+        expect_eq(copies(srv)["made"], 1, "copied on the second stream")
+
+
 def test_no_copies():
     small = put("small.ts", os.urandom(MIB - 1))
     with plain() as srv:
@@ -179,6 +198,29 @@ def test_full_budget_sends_from_the_mapping():
         expect(c["refused"] >= 1, "the refusal counted: %s" % c)
         expect_eq(metric(srv, "hlsedge_fd_cache_copy_events_total"), c["made"] + c["evicted"] + c["refused"],
                   "/metrics counts the events")
+
+
+def test_reload_to_no_copies():
+    """fd_cache.memory set to 0 by a reload: the new generation makes no
+    copies, and the old one's go once it has drained."""
+    if not thp_on():
+        return
+    with plain() as srv:
+        for _ in range(2):
+            expect(srv.get("/misc/big.ts").body == BIG, "body")
+        expect_eq(copies(srv)["count"], 1, "copied")
+        with open(srv.conf) as f:
+            conf = f.read()
+        with open(srv.conf, "w") as f:
+            f.write(conf.replace("fd_cache:\n", "fd_cache:\n  memory: 0\n"))
+        reload_and_wait(srv, 2)
+        wait_for(lambda: copies(srv)["count"] == 0, 10, "the old generation's copy freed")
+        for _ in range(3):
+            expect(srv.get("/misc/big.ts").body == BIG, "body after the reload")
+        c = copies(srv)
+        expect_eq((c["memory"], c["bytes"], c["made"]), (0, 0, 1), "no copies after the reload")
+        expect("fd_cache: no copies of files in huge pages (fd_cache.memory: 0)" in srv.read_log(),
+               "the reload's log says so")
 
 
 def test_freed_copy_under_a_queued_response():
