@@ -6,7 +6,7 @@
  * page's reference through the page tables, and the pipe and the skbs drop
  * them one by one. The same bytes in a private anonymous region on a 2 MiB
  * boundary with MADV_HUGEPAGE are taken a huge page at a time, as the RAM
- * tier's are (docs/performance.md, "Files under root in huge pages": 11-13 %
+ * tier's are (docs/performance.md, "Files under root in huge pages": 5-9 %
  * more bytes per CPU-second under wrk and at line rate).
  *
  * A copy belongs to one version of one file: device, inode, size and
@@ -20,18 +20,19 @@
  *
  * Memory. A copy takes its file's whole 2 MiB pages, and one more for the
  * rest when that is 1 MiB or more (else the rest is in 4 KiB pages), so it
- * never takes more than 1 MiB over the file. Files under 1 MiB are not copied
- * (a huge page would be more than twice their size) and keep their
- * mapping. The copies together stay within fd_cache.memory: an
- * idle one (no entry holds it) is kept for the next request and is the
- * first to go, oldest first, when a new copy needs room; when every copy is
- * in use, the file is sent from its mapping. Freeing a copy unmaps it; a
+ * never takes more than 1 MiB over the file. Files under 1 MiB are not
+ * copied (a huge page would be more than twice their size) and keep their
+ * mapping. The copies together stay within fd_cache.memory: an idle one (no
+ * entry holds it) is kept for the next request and is the first to go,
+ * oldest first, when a new copy needs room; when every copy is in use, the
+ * file is sent from its mapping. Freeing a copy unmaps it; a
  * pipe or an skb still holding its pages keeps them until the kernel is
  * done, so a response in flight never reads reused memory.
  *
  * Sharing. Copies are made, found and released only when an open-file
- * cache entry is made or destroyed, never per request, so one mutex is
- * enough; a request reads its entry's copy with no shared write. */
+ * cache entry asks for one (on its second request, then at most once a
+ * second while there is no room) or goes, never per request, so one mutex
+ * is enough; a request reads its entry's copy with no shared write. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -55,7 +56,7 @@ struct he_fcopy {
     time_t mtime;
     long mtime_ns;
     char *mem;
-    size_t len;    /* of the mapping: size rounded up to 2 MiB */
+    size_t len;    /* of the mapping (he_fcopy_len) */
     unsigned refs; /* open-file cache entries holding it */
 };
 
