@@ -234,8 +234,10 @@ static int he_file_worker_setup(he_worker_t *w)
     else if (!he__thp_available())
         off = "transparent huge pages are off in the kernel";
     he_fcache_copies(fc, !off);
+    /* by every worker of the generation (the same budget), so none can
+     * serve before the store has it */
+    he_fcopy_configure(off ? 0 : s->conf->fd_cache_memory);
     if (w->id == 0) {
-        he_fcopy_configure(off ? 0 : s->conf->fd_cache_memory);
         if (off)
             he_log_info("fd_cache: no copies of files in huge pages (%s)", off);
         else
