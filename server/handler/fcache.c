@@ -71,6 +71,7 @@ struct he_fcache {
     unsigned walk_max;        /* the most entries one lookup compared */
     uint64_t chain_evictions; /* entries evicted because their bucket was full */
     bool copies;              /* entries may ask for copies in huge pages */
+    int node;                 /* of the worker: its entries share that node's copies */
 };
 
 static uint64_t he_fcache_mac(he_fcache_t *fc, const unsigned char *key, const OSSL_PARAM *params,
@@ -469,9 +470,10 @@ const char *he_fcache_map(he_fcache_t *fc, he_file_t *f, int *err)
     return f->map;
 }
 
-void he_fcache_copies(he_fcache_t *fc, bool on)
+void he_fcache_copies(he_fcache_t *fc, bool on, int node)
 {
     fc->copies = on;
+    fc->node = node;
 }
 
 void he_fcache_copy(he_fcache_t *fc, he_file_t *f, uint64_t now_ms)
@@ -483,7 +485,7 @@ void he_fcache_copy(he_fcache_t *fc, he_file_t *f, uint64_t now_ms)
     /* no room: the mapping serves, and the store's lock is not taken per
      * request while it stays full; a file that changed since the entry's
      * stat (a segment still being written) is not read again for it */
-    if (!(f->copy = he_fcopy_get(f, &changed)))
+    if (!(f->copy = he_fcopy_get(f, fc->node, &changed)))
         f->copy_after_ms = changed ? UINT64_MAX : now_ms + 1000;
 }
 

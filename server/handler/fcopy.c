@@ -13,10 +13,13 @@
  * modification time, the open-file cache's validators. A worker's entry
  * asks for the copy of its version on the file's second request (a file
  * asked for once is not worth the read), and holds it until the entry goes;
- * another worker's entry of the same version shares it. A file that changes
- * has a new version, so its entries (revalidated as fd_cache.valid says)
- * never find the old copy again; like a mapping, a copy is what the file
- * held when it was read, and the read is checked against a second fstat.
+ * another worker's entry of the same version shares it if that worker runs
+ * on the same NUMA node. The worker that reads a copy touches its pages
+ * first, so they are on its node (workers allocate node-locally), and each
+ * node's workers get a copy of their own. A file that changes has a new
+ * version, so its entries (revalidated as fd_cache.valid says) never find
+ * the old copy again; like a mapping, a copy is what the file held when it
+ * was read, and the read is checked against a second fstat.
  *
  * Memory. A copy takes its file's whole 2 MiB pages, and one more for the
  * rest when that is 1 MiB or more (else the rest is in 4 KiB pages), so it
@@ -25,9 +28,9 @@
  * mapping. The copies together stay within fd_cache.memory: an idle one (no
  * entry holds it) is kept for the next request and is the first to go,
  * oldest first, when a new copy needs room; when every copy is in use, the
- * file is sent from its mapping. Freeing a copy unmaps it; a
- * pipe or an skb still holding its pages keeps them until the kernel is
- * done, so a response in flight never reads reused memory.
+ * file is sent from its mapping. Freeing a copy unmaps it; a pipe or an
+ * skb still holding its pages keeps them until the kernel is done, so a
+ * response in flight never reads reused memory.
  *
  * Sharing. Copies are made, found and released only when an open-file
  * cache entry asks for one (on its second request, then at most once a
@@ -55,6 +58,7 @@ struct he_fcopy {
     uint64_t size;
     time_t mtime;
     long mtime_ns;
+    int node; /* the NUMA node of the workers it serves (-1: any) */
     char *mem;
     size_t len;    /* of the mapping (he_fcopy_len) */
     unsigned refs; /* open-file cache entries holding it */
@@ -170,11 +174,11 @@ static bool he_fcopy_read(const he_file_t *f, char *mem)
            st.st_mtim.tv_nsec == f->mtime_ns;
 }
 
-static he_fcopy_t *he_fcopy_find(const he_file_t *f)
+static he_fcopy_t *he_fcopy_find(const he_file_t *f, int node)
 {
     for (he_fcopy_t *c = he_fcopy_g.buckets[he_fcopy_bucket(f->dev, f->ino)]; c; c = c->hnext)
         if (c->ino == f->ino && c->dev == f->dev && c->size == f->size && c->mtime == f->mtime &&
-            c->mtime_ns == f->mtime_ns)
+            c->mtime_ns == f->mtime_ns && c->node == node)
             return c;
     return NULL;
 }
@@ -186,7 +190,7 @@ static he_fcopy_t *he_fcopy_ref(he_fcopy_t *c)
     return c;
 }
 
-he_fcopy_t *he_fcopy_get(const he_file_t *f, bool *changed)
+he_fcopy_t *he_fcopy_get(const he_file_t *f, int node, bool *changed)
 {
     size_t len = he_fcopy_len(f->size);
     he_fcopy_t *c, *had;
@@ -194,7 +198,7 @@ he_fcopy_t *he_fcopy_get(const he_file_t *f, bool *changed)
 
     if (f->fd < 0 || !he_fcopy_worth(f->size)) return NULL;
     pthread_mutex_lock(&he_fcopy_g.mu);
-    if ((c = he_fcopy_find(f))) {
+    if ((c = he_fcopy_find(f, node))) {
         he_fcopy_ref(c);
         pthread_mutex_unlock(&he_fcopy_g.mu);
         return c;
@@ -221,7 +225,7 @@ he_fcopy_t *he_fcopy_get(const he_file_t *f, bool *changed)
         free(c);
         return NULL;
     }
-    if ((had = he_fcopy_find(f))) { /* another worker read it meanwhile */
+    if ((had = he_fcopy_find(f, node))) { /* another worker read it meanwhile */
         he_fcopy_ref(had);
         pthread_mutex_unlock(&he_fcopy_g.mu);
         munmap(mem, len);
@@ -233,6 +237,7 @@ he_fcopy_t *he_fcopy_get(const he_file_t *f, bool *changed)
     c->size = f->size;
     c->mtime = f->mtime;
     c->mtime_ns = f->mtime_ns;
+    c->node = node;
     c->mem = mem;
     c->len = len;
     c->refs = 1;

@@ -233,7 +233,7 @@ static int he_file_worker_setup(he_worker_t *w)
         off = "send.file_splice: false";
     else if (!he__thp_available())
         off = "transparent huge pages are off in the kernel";
-    he_fcache_copies(fc, !off);
+    he_fcache_copies(fc, !off, w->node);
     /* by every worker of the generation (the same budget), so none can
      * serve before the store has it */
     he_fcopy_configure(off ? 0 : s->conf->fd_cache_memory);

@@ -145,8 +145,9 @@ void he_fcache_put(he_fcache_t *fc, he_file_t *f);
 /* The file's bytes mapped read-only, mapped on first use and unmapped with
  * the entry; NULL for an empty file or when mmap fails (*err set). */
 const char *he_fcache_map(he_fcache_t *fc, he_file_t *f, int *err);
-/* Whether the entries may ask for copies in huge pages (fcopy.c). */
-void he_fcache_copies(he_fcache_t *fc, bool on);
+/* Whether the entries may ask for copies in huge pages (fcopy.c), and the
+ * NUMA node of the worker (-1: none known) whose copies they share. */
+void he_fcache_copies(he_fcache_t *fc, bool on, int node);
 /* f's copy, asked for from its second request on (and after no room, once
  * a second at most): f->copy, or still NULL. */
 void he_fcache_copy(he_fcache_t *fc, he_file_t *f, uint64_t now_ms);
@@ -172,11 +173,12 @@ typedef struct he_fcopy_stats {
 void he_fcopy_configure(uint64_t bytes);
 /* Whether a file of this size is copied at all (1 MiB or more). */
 bool he_fcopy_worth(uint64_t size);
-/* The copy of f's version (f open, f->size worth it), read now if no
- * entry has it, with a reference for f; NULL when there is no room, or
+/* The copy of f's version for NUMA node (-1: none known; f open, f->size
+ * worth it), read now if no entry on the node has it, with a reference for
+ * f; NULL when there is no room, or
  * (*changed set, when changed is not NULL) the file could not be read
  * whole as f describes it: it changed since f's stat. */
-he_fcopy_t *he_fcopy_get(const he_file_t *f, bool *changed);
+he_fcopy_t *he_fcopy_get(const he_file_t *f, int node, bool *changed);
 const char *he_fcopy_bytes(const he_fcopy_t *c);
 /* Drops f's reference; stale: the file changed, so an idle copy goes. */
 void he_fcopy_put(he_fcopy_t *c, bool stale);

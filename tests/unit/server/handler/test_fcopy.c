@@ -1,10 +1,11 @@
 /* server/handler/fcopy.c: a copy holds its file's bytes on a 2 MiB
  * boundary and takes at most 1 MiB more than the file; files under 1 MiB
- * are not copied; entries of the same version of a file share one copy and
- * a changed file gets another; an idle copy is kept for the next entry,
- * goes when the file changed, and is the first to go for room; with no room
- * and nothing idle the copy is refused; a lower budget frees idle copies;
- * the bytes of a freed copy are not reused under a holder of its pages. */
+ * are not copied; entries of the same version of a file on the same NUMA
+ * node share one copy, another node and a changed file get another; an
+ * idle copy is kept for the next entry, goes when the file changed, and is
+ * the first to go for room; with no room and nothing idle the copy is
+ * refused; a lower budget frees idle copies; the bytes of a freed copy are
+ * not reused under a holder of its pages. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -81,7 +82,7 @@ static void test_share_and_versions(void)
 
     he_fcopy_configure(64 * MIB);
     open_file(&a, "a.ts", 3 * MIB + 12345, 'a');
-    ca = he_fcopy_get(&a, NULL);
+    ca = he_fcopy_get(&a, 0, NULL);
     HE_CHECK(ca != NULL);
     HE_CHECK(((uintptr_t)he_fcopy_bytes(ca) & (2 * MIB - 1)) == 0);
     HE_CHECK(same_bytes(&a, ca));
@@ -89,26 +90,35 @@ static void test_share_and_versions(void)
     HE_CHECK_INT(now().bytes, 4 * MIB);
     /* another worker's entry of the same version shares it */
     a2 = a;
-    ca2 = he_fcopy_get(&a2, NULL);
+    ca2 = he_fcopy_get(&a2, 0, NULL);
     HE_CHECK(ca2 == ca);
     HE_CHECK_INT(now().made, 1);
+    /* a worker on another NUMA node reads one of its own */
+    {
+        he_fcopy_t *other = he_fcopy_get(&a2, 1, NULL);
+        HE_CHECK(other != NULL && other != ca && same_bytes(&a, other));
+        HE_CHECK_INT(now().made, 2);
+        HE_CHECK_INT(now().copies, 2);
+        he_fcopy_put(other, true);
+        HE_CHECK_INT(now().copies, 1);
+    }
     /* too small */
     open_file(&b, "small.ts", MIB - 1, 'b');
-    HE_CHECK(he_fcopy_get(&b, NULL) == NULL);
+    HE_CHECK(he_fcopy_get(&b, 0, NULL) == NULL);
     close(b.fd);
     /* both let go: kept, idle, for the next entry */
     he_fcopy_put(ca, false);
     he_fcopy_put(ca2, false);
     HE_CHECK_INT(now().copies, 1);
-    ca = he_fcopy_get(&a, NULL);
+    ca = he_fcopy_get(&a, 0, NULL);
     HE_CHECK(ca == ca2);
-    HE_CHECK_INT(now().made, 1);
+    HE_CHECK_INT(now().made, 2); /* not read again */
     /* the file rewritten: a new version, a new copy */
     open_file(&b, "a.ts", 3 * MIB + 12345, 'z');
-    cb = he_fcopy_get(&b, NULL);
+    cb = he_fcopy_get(&b, 0, NULL);
     HE_CHECK(cb != NULL && cb != ca);
     HE_CHECK(same_bytes(&b, cb));
-    HE_CHECK_INT(now().made, 2);
+    HE_CHECK_INT(now().made, 3);
     /* the old version's last entry goes as stale: so does its copy */
     he_fcopy_put(ca, true);
     HE_CHECK_INT(now().copies, 1);
@@ -132,28 +142,28 @@ static void test_budget(void)
         snprintf(name, sizeof(name), "b%d.ts", i);
         open_file(&f[i], name, 3 * MIB, (unsigned char)('0' + i)); /* 4 MiB each */
     }
-    c[0] = he_fcopy_get(&f[0], NULL);
+    c[0] = he_fcopy_get(&f[0], 0, NULL);
     HE_CHECK(c[0] != NULL);
     /* no room, and the one copy is in use */
-    c[1] = he_fcopy_get(&f[1], &changed);
+    c[1] = he_fcopy_get(&f[1], 0, &changed);
     HE_CHECK(c[1] == NULL && !changed);
     HE_CHECK_INT(now().refused, st0.refused + 1);
     /* idle now: it goes for the next */
     he_fcopy_put(c[0], false);
-    c[1] = he_fcopy_get(&f[1], NULL);
+    c[1] = he_fcopy_get(&f[1], 0, NULL);
     HE_CHECK(c[1] != NULL && same_bytes(&f[1], c[1]));
     st = now();
     HE_CHECK_INT(st.copies, 1);
     HE_CHECK_INT(st.evicted, st0.evicted + 1);
     HE_CHECK(st.bytes <= 6 * MIB);
     /* a lower budget: idle copies go at once, held ones when let go */
-    c[2] = he_fcopy_get(&f[2], NULL);
+    c[2] = he_fcopy_get(&f[2], 0, NULL);
     HE_CHECK(c[2] == NULL);
     he_fcopy_configure(0);
     HE_CHECK_INT(now().copies, 1);
     he_fcopy_put(c[1], false);
     HE_CHECK_INT(now().copies, 0);
-    HE_CHECK(he_fcopy_get(&f[2], NULL) == NULL); /* off */
+    HE_CHECK(he_fcopy_get(&f[2], 0, NULL) == NULL); /* off */
     for (int i = 0; i < 3; i++)
         close(f[i].fd);
 }
@@ -167,13 +177,13 @@ static void test_changed_file(void)
     he_fcopy_configure(64 * MIB);
     open_file(&f, "c.ts", 2 * MIB, 'c');
     HE_CHECK(ftruncate(f.fd, MIB) == 0);
-    HE_CHECK(he_fcopy_get(&f, &changed) == NULL && changed);
+    HE_CHECK(he_fcopy_get(&f, 0, &changed) == NULL && changed);
     HE_CHECK_INT(now().copies, 0);
     close(f.fd);
     open_file(&f, "d.ts", 2 * MIB, 'd');
     f.mtime_ns ^= 1; /* as if written to after its stat */
     changed = false;
-    HE_CHECK(he_fcopy_get(&f, &changed) == NULL && changed);
+    HE_CHECK(he_fcopy_get(&f, 0, &changed) == NULL && changed);
     HE_CHECK_INT(now().bytes, 0);
     close(f.fd);
 }
@@ -190,7 +200,7 @@ static void test_pages_outlive_the_copy(void)
 
     he_fcopy_configure(4 * MIB);
     open_file(&f, "e.ts", 2 * MIB, 'e');
-    c = he_fcopy_get(&f, NULL);
+    c = he_fcopy_get(&f, 0, NULL);
     HE_CHECK(c != NULL);
     memcpy(want, he_fcopy_bytes(c), 64 * 1024);
     HE_CHECK(pipe(p) == 0);
@@ -199,7 +209,7 @@ static void test_pages_outlive_the_copy(void)
     HE_CHECK(vmsplice(p[1], &v, 1, 0) == 64 * 1024);
     he_fcopy_put(c, true);
     open_file(&g, "e.ts", 2 * MIB, 'g'); /* its copy takes the freed room */
-    d = he_fcopy_get(&g, NULL);
+    d = he_fcopy_get(&g, 0, NULL);
     HE_CHECK(d != NULL);
     HE_CHECK(read(p[0], got, 64 * 1024) == 64 * 1024);
     HE_CHECK(memcmp(got, want, 64 * 1024) == 0);
