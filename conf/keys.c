@@ -208,7 +208,7 @@ const he__conf_key_t he__conf_keys[] = {
     HE_CONF_K_DURATION("fd_cache.valid", fd_cache_valid_ms, 0, HE_CONF_HOUR_MS, "5s",
                        "revalidate an open file's stat after this"),
     HE_CONF_K_SIZE("fd_cache.memory", fd_cache_memory, 0, HE_CONF_TIB, "256m",
-                   "copies of files of 1 MiB or more in huge pages, shared by the workers, sent "
+                   "copies of files of 1-16 MiB in huge pages, shared by the workers, sent "
                    "by vmsplice over plain TCP; 0 = off"),
 
     HE_CONF_K_SECTION("auth_cache", "tokenised playlists kept per worker for their token's next request"),

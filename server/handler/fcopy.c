@@ -24,11 +24,12 @@
  * Memory. A copy takes its file's whole 2 MiB pages, and one more for the
  * rest when that is 1 MiB or more (else the rest is in 4 KiB pages), so it
  * never takes more than 1 MiB over the file. Files under 1 MiB are not
- * copied (a huge page would be more than twice their size) and keep their
- * mapping. The copies together stay within fd_cache.memory: an idle one (no
- * entry holds it) is kept for the next request and is the first to go,
- * oldest first, when a new copy needs room; when every copy is in use, the
- * file is sent from its mapping. Freeing a copy unmaps it; a pipe or an
+ * copied (a huge page would be more than twice their size), nor files over
+ * 16 MiB (their read would hold the worker); they keep their mapping. The
+ * copies together stay within fd_cache.memory: an idle one (no entry holds
+ * it) is kept for the next request and is the first to go, oldest first,
+ * when a new copy needs room; when every copy is in use, the file is sent
+ * from its mapping. Freeing a copy unmaps it; a pipe or an
  * skb still holding its pages keeps them until the kernel is done, so a
  * response in flight never reads reused memory.
  *
@@ -48,6 +49,10 @@
 #include "server/handler/handler.h"
 
 #define HE_FCOPY_HUGE ((size_t)2 << 20)
+/* The read runs on the worker: 16 MiB from the page cache takes it a few
+ * milliseconds, a segment of a few MiB a fraction of one. Larger files (a
+ * progressive MP4) keep their mapping. */
+#define HE_FCOPY_FILE_MAX ((uint64_t)16 << 20)
 #define HE_FCOPY_BUCKETS 1024 /* a power of two */
 
 struct he_fcopy {
@@ -87,7 +92,7 @@ static size_t he_fcopy_len(uint64_t size)
 
 bool he_fcopy_worth(uint64_t size)
 {
-    return size >= HE_FCOPY_HUGE / 2;
+    return size >= HE_FCOPY_HUGE / 2 && size <= HE_FCOPY_FILE_MAX;
 }
 
 static unsigned he_fcopy_bucket(dev_t dev, ino_t ino)

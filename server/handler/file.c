@@ -241,7 +241,7 @@ static int he_file_worker_setup(he_worker_t *w)
         if (off)
             he_log_info("fd_cache: no copies of files in huge pages (%s)", off);
         else
-            he_log_info("fd_cache: copies of files of 1 MiB or more in huge pages, up to %llu MiB",
+            he_log_info("fd_cache: copies of files of 1-16 MiB in huge pages, up to %llu MiB",
                         (unsigned long long)(s->conf->fd_cache_memory >> 20));
     }
     return 0;

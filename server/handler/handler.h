@@ -171,7 +171,7 @@ typedef struct he_fcopy_stats {
 /* fd_cache.memory: what the copies together may map; 0 turns copies off
  * (kept ones go as their entries do). Idle copies over it go now. */
 void he_fcopy_configure(uint64_t bytes);
-/* Whether a file of this size is copied at all (1 MiB or more). */
+/* Whether a file of this size is copied at all (1 MiB to 16 MiB). */
 bool he_fcopy_worth(uint64_t size);
 /* The copy of f's version for NUMA node (-1: none known; f open, f->size
  * worth it), read now if no entry on the node has it, with a reference for

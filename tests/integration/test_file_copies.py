@@ -1,19 +1,19 @@
 """Copies of files under root in huge pages, through the real binary
-(server/handler/fcopy.c, fcache.c he_fcache_copy, file.c): a file of 1 MiB
-or more asked for a second time over plain TCP is read into anonymous
+(server/handler/fcopy.c, fcache.c he_fcache_copy, file.c): a file of 1 to
+16 MiB asked for a second time over plain TCP is read into anonymous
 huge-page memory shared by the workers (fd_cache.memory) and sent from it
 by vmsplice.
 
 Checked here: the first request goes from the mapping and the next ones
 from the copy, byte-identical, whole and as ranges, counted on /stats and
 /metrics, in AnonHugePages, also as HTTP/2 frames; one copy for all
-workers; none for files under 1 MiB, over TLS, with the key at 0 or
-send.file_splice off, each saying so in the log; a file replaced by rename is served new once the entry is
-re-checked, and its old copy goes; a file truncated in place is served
-whole from its copy until then; a full budget sends from the mapping and
-counts the refusal; a reload to fd_cache.memory 0 frees them; and a
-response still in the socket keeps its bytes when its copy is freed and
-the memory taken by the next.
+workers; none for files under 1 MiB or over 16 MiB, over TLS, with the key
+at 0 or send.file_splice off, each saying so in the log; a file replaced
+by rename is served new once the entry is re-checked, and its old copy
+goes; a file truncated in place is served whole from its copy until then;
+a full budget sends from the mapping and counts the refusal; a reload to
+fd_cache.memory 0 frees them; and a response still in the socket keeps its
+bytes when its copy is freed and the memory taken by the next.
 """
 import os
 import sys
@@ -79,7 +79,7 @@ def test_second_request_from_the_copy():
             expect_eq(srv.get("/misc/big.ts").body, BIG, "body")
         return
     with plain() as srv:
-        expect("fd_cache: copies of files of 1 MiB or more in huge pages, up to 256 MiB" in srv.read_log(),
+        expect("fd_cache: copies of files of 1-16 MiB in huge pages, up to 256 MiB" in srv.read_log(),
                "the log names the copies")
         r = srv.get("/misc/big.ts")
         expect(r.body == BIG, "first body identical")
@@ -142,10 +142,12 @@ def test_h2c_frames_from_the_copy():
 
 def test_no_copies():
     small = put("small.ts", os.urandom(MIB - 1))
+    large = put("large.ts", os.urandom(16 * MIB + 1))
     with plain() as srv:
         for _ in range(3):
             expect(srv.get("/misc/small.ts").body == small, "small body")
-        expect_eq(copies(srv)["made"], 0, "a file under 1 MiB keeps its mapping")
+            expect(srv.get("/misc/large.ts").body == large, "large body")
+        expect_eq(copies(srv)["made"], 0, "files under 1 MiB and over 16 MiB keep their mapping")
     for extra, why in (("  memory: 0\n", "fd_cache.memory: 0"),
                        ("send:\n  file_splice: false\n", "send.file_splice: false")):
         with plain(extra) as srv:
