@@ -68,7 +68,7 @@ static void test_sizes(void)
     HE_CHECK(!he_fcopy_worth(MIB - 1));
     HE_CHECK(he_fcopy_worth(MIB));
     HE_CHECK(he_fcopy_worth(16 * MIB));
-    HE_CHECK(!he_fcopy_worth(16 * MIB + 1)); /* its read would hold the worker */
+    HE_CHECK(!he_fcopy_worth(16 * MIB + 1));                 /* its read would hold the worker */
     HE_CHECK_INT(he_fcopy_len(MIB), 2 * MIB);                /* one huge page */
     HE_CHECK_INT(he_fcopy_len(2 * MIB), 2 * MIB);            /* exactly */
     HE_CHECK_INT(he_fcopy_len(2 * MIB + 1), 2 * MIB + 4096); /* the rest in base pages */
