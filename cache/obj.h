@@ -50,6 +50,11 @@ uint64_t he_cache_ram_used(const he_cache_ram_t *ram, int node); /* bytes in chu
 int he_cache_ram_arena_fd(const he_cache_ram_t *ram, int node);
 /* Whether a node's arena is anonymous huge pages (opts.huge). */
 bool he_cache_ram_arena_huge(const he_cache_ram_t *ram, int node);
+/* len bytes (a multiple of 4 KiB) of private anonymous memory on a 2 MiB
+ * boundary, asked for in transparent huge pages: the huge arena's, and the
+ * copies of files under root (server/handler/fcopy.c). Freed by
+ * munmap(p, len); NULL when mmap fails. */
+void *he_cache_huge_map(size_t len);
 
 /* A hit returns the complete object with a reference held (release with
  * he_cache_obj_unref); no lock, one CAS on the refcount, one relaxed store

@@ -74,6 +74,21 @@ static bool he_cache_shmem_small_pages(void)
     return ok;
 }
 
+void *he_cache_huge_map(size_t len)
+{
+    /* on a huge-page boundary, so the region is whole huge pages */
+    size_t a = HE__CACHE_HUGE_ALIGN;
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    char *p = mmap(NULL, len + a, PROT_READ | PROT_WRITE, flags, -1, 0);
+    char *q;
+    if (p == MAP_FAILED) return NULL;
+    q = (char *)(((uintptr_t)p + a - 1) & ~(uintptr_t)(a - 1));
+    if (q > p) munmap(p, (size_t)(q - p));
+    munmap(q + len, a - (size_t)(q - p));
+    madvise(q, len, MADV_HUGEPAGE);
+    return q;
+}
+
 static int he_cache_ram_node_init(he_cache_ram_t *ram, he__cache_node_t *n, int id, uint64_t bytes,
                                   bool numa)
 {
@@ -87,19 +102,9 @@ static int he_cache_ram_node_init(he_cache_ram_t *ram, he__cache_node_t *n, int 
     n->arena_len = (size_t)n->nchunks * ram->chunk_size;
     n->arena_fd = -1;
     if (ram->opts.huge) {
-        /* on a huge-page boundary, so the arena is whole huge pages */
-        size_t a = HE__CACHE_HUGE_ALIGN;
-        char *p = mmap(NULL, n->arena_len + a, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        char *q;
-        if (p == MAP_FAILED) return -ENOMEM;
-        q = (char *)(((uintptr_t)p + a - 1) & ~(uintptr_t)(a - 1));
-        if (q > p) munmap(p, (size_t)(q - p));
-        munmap(q + n->arena_len, a - (size_t)(q - p));
-        n->arena = q;
+        if (!(n->arena = he_cache_huge_map(n->arena_len))) return -ENOMEM;
         n->arena_huge = true;
-        madvise(q, n->arena_len, MADV_HUGEPAGE);
-        if (numa) numa_tonode_memory(q, n->arena_len, id);
+        if (numa) numa_tonode_memory(n->arena, n->arena_len, id);
     }
     if (!n->arena && ram->opts.memfd && he_cache_shmem_small_pages()) {
         char name[32];

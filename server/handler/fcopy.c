@@ -46,6 +46,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache/cache.h"
 #include "server/handler/handler.h"
 
 #define HE_FCOPY_HUGE ((size_t)2 << 20)
@@ -147,20 +148,6 @@ void he_fcopy_configure(uint64_t bytes)
     pthread_mutex_unlock(&he_fcopy_g.mu);
 }
 
-/* 2 MiB-aligned private anonymous memory, asked for in huge pages. */
-static char *he_fcopy_map(size_t len)
-{
-    char *raw = mmap(NULL, len + HE_FCOPY_HUGE, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    char *p;
-    if (raw == MAP_FAILED) return NULL;
-    p = (char *)(((uintptr_t)raw + HE_FCOPY_HUGE - 1) & ~(uintptr_t)(HE_FCOPY_HUGE - 1));
-    if (p > raw) munmap(raw, (size_t)(p - raw));
-    munmap(p + len, (size_t)(raw + HE_FCOPY_HUGE - p));
-    (void)madvise(p, len, MADV_HUGEPAGE);
-    return p;
-}
-
 /* The file's bytes into mem; false if it could not be read whole or is
  * no longer the version f describes. */
 static bool he_fcopy_read(const he_file_t *f, char *mem)
@@ -217,7 +204,7 @@ he_fcopy_t *he_fcopy_get(const he_file_t *f, int node, bool *changed)
     pthread_mutex_unlock(&he_fcopy_g.mu);
 
     c = calloc(1, sizeof(*c));
-    mem = c ? he_fcopy_map(len) : NULL;
+    mem = c ? he_cache_huge_map(len) : NULL;
     if (mem && !he_fcopy_read(f, mem)) {
         munmap(mem, len);
         mem = NULL;
