@@ -163,6 +163,15 @@ class H2:
         self.sock.close()
 
 
+def get_once(port, path, wait=10.0):
+    """One GET on a connection of its own, closed after: (headers, body)."""
+    cl = H2(port)
+    try:
+        return cl.response(cl.request(path), wait=wait)
+    finally:
+        cl.close()
+
+
 def wait_goaway(cl, wait=10.0):
     cl.pump(lambda: cl.goaway is not None, wait)
     # the close after it, not a stall: the server ends the connection

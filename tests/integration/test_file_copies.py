@@ -127,14 +127,10 @@ def test_h2c_frames_from_the_copy():
     memory, byte-identical."""
     if not thp_on():
         return
-    from he_h2 import H2
+    from he_h2 import get_once
     with plain("http2:\n  h2c: true\n") as srv:
         for _ in range(3):
-            cl = H2(srv.port)
-            try:
-                hdrs, body = cl.response(cl.request("/misc/big.ts"), wait=30)
-            finally:
-                cl.close()
+            hdrs, body = get_once(srv.port, "/misc/big.ts", wait=30)
             expect_eq(hdrs.get(":status"), "200")
             expect(body == BIG, "h2c body identical (%d of %d bytes)" % (len(body), len(BIG)))
         expect_eq(copies(srv)["made"], 1, "copied on the second stream")

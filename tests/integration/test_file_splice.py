@@ -134,13 +134,9 @@ def test_tail_in_the_pipe_is_sent_once():
 
 def test_h2c_frames_unchanged():
     """HTTP/2 DATA frames are units of 16 KiB: file ranges, not spliced."""
-    from he_h2 import H2
+    from he_h2 import get_once
     with Server(ROOT, admin=True, extra="http2:\n  h2c: true\n") as srv:
-        cl = H2(srv.port)
-        try:
-            hdrs, body = cl.response(cl.request("/misc/big.ts"), wait=30)
-        finally:
-            cl.close()
+        hdrs, body = get_once(srv.port, "/misc/big.ts", wait=30)
         expect_eq(hdrs.get(":status"), "200")
         expect(body == DATA, "h2c body identical (%d of %d bytes)" % (len(body), len(DATA)))
         expect_eq(spliced(srv), 0, "frames go by sendfile")

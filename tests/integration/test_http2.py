@@ -27,7 +27,7 @@ sys.path.insert(0, HERE)
 from he import Server, expect, expect_eq, make_certs, make_library, run_main  # noqa: E402
 
 try:
-    from he_h2 import PREFACE, H2, frame, frames, goaway_code, h2, read_all, wait_goaway  # noqa: E402
+    from he_h2 import PREFACE, H2, frame, frames, get_once, goaway_code, h2, read_all, wait_goaway  # noqa: E402
 except ImportError:
     print("python3-h2 not installed: skipped")
     sys.exit(77)
@@ -70,9 +70,7 @@ def curl(args, timeout=30):
 
 
 def still_serves(srv):
-    cl = H2(srv.port)
-    hdrs, body = cl.response(cl.request("/master.m3u8"))
-    cl.close()
+    hdrs, body = get_once(srv.port, "/master.m3u8")
     expect_eq(hdrs.get(":status"), "200", "a new connection is served after the attack")
     expect_eq(body, lib("/master.m3u8"), "its body")
 
