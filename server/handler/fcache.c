@@ -307,11 +307,7 @@ static int he_fcache_fill(he_fcache_t *fc, he_file_t *f, const char *path, size_
         return S_ISDIR(st.st_mode) ? -EISDIR : -ENOENT;
     }
     f->fd = fd;
-    f->size = (uint64_t)st.st_size;
-    f->mtime = st.st_mtim.tv_sec;
-    f->mtime_ns = st.st_mtim.tv_nsec;
-    f->ino = st.st_ino;
-    f->dev = st.st_dev;
+    he_fcache_take_version(f, &st);
     f->type = he_seg_type_from_path(path, len);
     he_fcache_etag(f);
     he_http_date_format(f->mtime, f->last_modified);
@@ -356,9 +352,22 @@ static bool he_fcache_still_valid(he_fcache_t *fc, he_file_t *f, const char *pat
 {
     struct stat st;
     if (fstatat(fc->root_fd, path, &st, 0) < 0) return f->fd < 0 && -errno == f->err;
-    if (f->fd < 0) return false;
-    return st.st_ino == f->ino && st.st_dev == f->dev && (uint64_t)st.st_size == f->size &&
-           st.st_mtim.tv_sec == f->mtime && st.st_mtim.tv_nsec == f->mtime_ns;
+    return f->fd >= 0 && he_fcache_same_version(f, &st);
+}
+
+void he_fcache_take_version(he_file_t *f, const struct stat *st)
+{
+    f->size = (uint64_t)st->st_size;
+    f->mtime = st->st_mtim.tv_sec;
+    f->mtime_ns = st->st_mtim.tv_nsec;
+    f->ino = st->st_ino;
+    f->dev = st->st_dev;
+}
+
+bool he_fcache_same_version(const he_file_t *f, const struct stat *st)
+{
+    return st->st_ino == f->ino && st->st_dev == f->dev && (uint64_t)st->st_size == f->size &&
+           st->st_mtim.tv_sec == f->mtime && st->st_mtim.tv_nsec == f->mtime_ns;
 }
 
 he_file_t *he_fcache_get(he_fcache_t *fc, const char *path, size_t len, uint64_t now_ms, int *err,

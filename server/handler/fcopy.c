@@ -161,9 +161,7 @@ static bool he_fcopy_read(const he_file_t *f, char *mem)
         done += (uint64_t)n;
     }
     /* written to while read: the bytes may mix two versions */
-    return fstat(f->fd, &st) == 0 && (uint64_t)st.st_size == f->size && st.st_ino == f->ino &&
-           st.st_dev == f->dev && st.st_mtim.tv_sec == f->mtime &&
-           st.st_mtim.tv_nsec == f->mtime_ns;
+    return fstat(f->fd, &st) == 0 && he_fcache_same_version(f, &st);
 }
 
 static he_fcopy_t *he_fcopy_find(const he_file_t *f, int node)

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -145,6 +146,11 @@ void he_fcache_put(he_fcache_t *fc, he_file_t *f);
 /* The file's bytes mapped read-only, mapped on first use and unmapped with
  * the entry; NULL for an empty file or when mmap fails (*err set). */
 const char *he_fcache_map(he_fcache_t *fc, he_file_t *f, int *err);
+/* The version of a file an entry stands for: inode, device, size and
+ * modification time, from a stat of it; and whether st (a stat of f's path
+ * or descriptor) is still that version. */
+void he_fcache_take_version(he_file_t *f, const struct stat *st);
+bool he_fcache_same_version(const he_file_t *f, const struct stat *st);
 /* Whether the entries may ask for copies in huge pages (fcopy.c), and the
  * NUMA node of the worker (-1: none known) whose copies they share. */
 void he_fcache_copies(he_fcache_t *fc, bool on, int node);

@@ -40,11 +40,7 @@ static void open_file(he_file_t *f, const char *name, size_t size, unsigned char
     memset(f, 0, sizeof(*f));
     fstat(fd, &st);
     f->fd = fd;
-    f->size = (uint64_t)st.st_size;
-    f->mtime = st.st_mtim.tv_sec;
-    f->mtime_ns = st.st_mtim.tv_nsec;
-    f->ino = st.st_ino;
-    f->dev = st.st_dev;
+    he_fcache_take_version(f, &st);
 }
 
 static bool same_bytes(const he_file_t *f, const he_fcopy_t *c)
