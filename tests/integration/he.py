@@ -164,7 +164,38 @@ def raise_nofile():
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_PORTS_GIVEN = set()
+_PORT_RANDOM = random.Random()
+
+
 def free_port(family=socket.AF_INET, host="127.0.0.1"):
+    """A port nothing is bound to, below the kernel's ephemeral range: tests
+    run in parallel, and a port the kernel chose for bind(0) is one it may
+    hand any client's connect() (loadgen, wrk, curl) before the server
+    binds it, which failed a run with EADDRINUSE."""
+    high = min(_ephemeral_low(), 65536) - 1
+    low = 20000 if high > 21000 else 1024
+    for _ in range(200):
+        port = _PORT_RANDOM.randint(low, high)
+        if port in _PORTS_GIVEN:
+            continue
+        s = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            s.bind((host, port))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        _PORTS_GIVEN.add(port)
+        return port
     s = socket.socket(family, socket.SOCK_STREAM)
     s.bind((host, 0))
     port = s.getsockname()[1]
@@ -326,6 +357,7 @@ class Server:
         make_certs() pair); disable_features: kernel feature names for
         features.disable (default: HE_TEST_DISABLE_FEATURES)."""
         self.dir = tempfile.mkdtemp(prefix="he-srv-")
+        self.own_ports = listen is None
         self.port = free_port()
         self.listen = listen or ["127.0.0.1:%d" % self.port]
         self.admin_port = free_port() if admin else 0
@@ -359,27 +391,81 @@ class Server:
         self.env.update(env or {})
         self.proc = None
 
+    def _repick_ports(self):
+        """New ports for a start that lost one to another process."""
+        moves = {self.port: free_port()}
+        if self.plain_port != self.port:
+            moves[self.plain_port] = free_port()
+        if self.admin_port:
+            moves[self.admin_port] = free_port()
+        with open(self.conf) as f:
+            text = f.read()
+        for old, new in moves.items():
+            text = text.replace("127.0.0.1:%d\"" % old, "127.0.0.1:%d\"" % new)
+        with open(self.conf, "w") as f:
+            f.write(text)
+        self.listen = [l.replace(":%d" % self.port, ":%d" % moves[self.port]) for l in self.listen]
+        self.port = moves[self.port]
+        self.plain_port = moves.get(self.plain_port, self.port)
+        self.admin_port = moves.get(self.admin_port, 0)
+
+    def _ready_addresses(self):
+        host, port = self.listen[0].rsplit(":", 1)
+        out = [(host.strip("[]"), int(port))]
+        if self.admin_port:
+            out.append(("127.0.0.1", self.admin_port))
+        return out
+
     def start(self):
         raise_nofile()
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([BIN, "-c", self.conf], stdout=self.log, stderr=subprocess.STDOUT,
-                                     env=self.env)
+        for attempt in range(3):
+            self.log = open(self.log_path, "wb")
+            self.proc = subprocess.Popen([BIN, "-c", self.conf], stdout=self.log, stderr=subprocess.STDOUT,
+                                         env=self.env)
+            if self._wait_listening():
+                return self
+            log = self.read_log()
+            if self.own_ports and attempt < 2 and "address already in use" in log.lower():
+                self.log.close()
+                self._repick_ports()
+                continue
+            raise RuntimeError("hlsedge exited %d at start:\n%s" % (self.proc.returncode, log))
+        raise AssertionError("unreachable")
+
+    def _wait_listening(self):
+        """True once the first listener (and the admin port, when there is
+        one) accept; False when the process exits first."""
         deadline = time.time() + 10
+        pending = self._ready_addresses()
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError("hlsedge exited %d at start:\n%s" % (self.proc.returncode, self.read_log()))
+                return False
+            host, port = pending[0]
             try:
-                host, port = self.listen[0].rsplit(":", 1)
-                host = host.strip("[]")
                 fam = socket.AF_INET6 if ":" in host else socket.AF_INET
                 s = socket.socket(fam, socket.SOCK_STREAM)
                 s.settimeout(1)
-                s.connect((host, int(port)))
+                s.connect((host, port))
                 s.close()
-                return self
+                pending.pop(0)
+                if not pending:
+                    return self._wait_started()
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("hlsedge did not start listening:\n" + self.read_log())
+
+    def _wait_started(self):
+        """A connect can reach another process's listener on a port this
+        one failed to bind: ready means the log's "listening on" too, or,
+        with the error log sent to a file, a second alive after it."""
+        deadline = time.time() + 1.0
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            if "] listening on " in self.read_log():
+                return True
+            time.sleep(0.02)
+        return self.proc.poll() is None
 
     def read_log(self):
         with open(self.log_path, "rb") as f:

@@ -16,6 +16,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from he import free_port  # noqa: E402
+
 LOADGEN = os.environ.get("HE_LOADGEN", "")
 failures = []
 
@@ -28,12 +31,6 @@ def check(cond, what):
         print("ok:", what, flush=True)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def make_library(root):

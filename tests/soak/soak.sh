@@ -72,7 +72,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# below the ephemeral range, as the tests pick theirs (he.py free_port)
+free_port() { python3 -c "import sys; sys.path.insert(0, '$SRC/tests/integration'); from he import free_port; print(free_port())"; }
 OPORT=$(free_port)
 EPORT=$(free_port)
 APORT=$(free_port)
