@@ -13,7 +13,9 @@ must say HTTP/2, the bodies match and the server counts h2 connections on
 TLS (all on kTLS, like every other connection here) and four streams.
 Checks: bodies byte-identical (sha256), the server reports kTLS for every
 one of those connections (its per-handshake log line and its totals), and
-/proc/net/tls_stat's TlsTxSw rises by at least that many sockets. Then the
+/proc/net/tls_stat's TlsTxSw rises by at least that many sockets, and no
+file was copied into huge pages (fd_cache.copies.made 0: kTLS sends the
+file itself, by sendfile). Then the
 same bulk download with tls.ktls on and off, for the server-CPU ratio.
 
 Exit 77 (skipped) where QEMU, a static busybox or run.sh is missing, and
@@ -159,6 +161,10 @@ def test_ktls_in_vm():
             h2_conns, H2_FETCHES, "two multiplexed" if h2_conns == 3 else "not multiplexed"))
         stats = re.search(r"^STATS (.*)$", out, re.M)
         print("  /stats tls: %s" % (stats.group(1) if stats else "-"))
+        cp = re.search(r'^STATS_COPIES .*"made":(\d+)', out, re.M)
+        expect(cp, "fd_cache.copies on /stats")
+        expect_eq(int(cp.group(1)), 0, "kTLS sends files by sendfile: no copies in huge pages")
+        print("  /stats fd_cache.copies: %s" % cp.group(0).split(" ", 1)[1])
 
         before = int(re.search(r"^TLS_STAT_BEFORE (\d+) uptime=([\d.]+)", out, re.M).group(1))
         m = re.search(r"^TLS_STAT_AFTER (\d+) uptime=([\d.]+)", out, re.M)
