@@ -165,7 +165,11 @@ def launch_hlsedge(name, port, args, tmp, conf):
     """Starts hlsedge pinned on conf (YAML text), with the TLS listener on
     port when the pass is HTTPS (the plain one is then port + 1000)."""
     if args.tls_on:
-        conf += 'tls:\n  listen: ["127.0.0.1:%d"]\n  certificates: ["%s"]\n' % (port, args.pem)
+        lines = '  listen: ["127.0.0.1:%d"]\n  certificates: ["%s"]\n' % (port, args.pem)
+        if "\ntls:\n" in conf:  # a variant's tls.* keys (hlsedge@tls.first_record=0): one section
+            conf = conf.replace("\ntls:\n", "\ntls:\n" + lines, 1)
+        else:
+            conf += "tls:\n" + lines
     path = os.path.join(tmp, "hlsedge-%d.yaml" % port)
     open(path, "w").write(conf)
     s = Server(name, port, args, tmp)
@@ -521,24 +525,24 @@ def main():
             args.tls_on = tls == "1"
             running = []
             origin = None
-            if any(base_name(n) in CACHES for n in servers):
-                origin = start_origin(args, tmp, root)
-            for i, name in enumerate(servers):
-                if name.startswith("varnish") and args.tls_on:
-                    continue  # Varnish has no TLS of its own
-                port = args.base_port + i
-                if not port_free(port) or (args.tls_on and name.startswith("hlsedge") and not port_free(port + 1000)):
-                    die("port %d is in use" % port)
-                s = start_server(name, port, args, tmp, root)
-                running.append(s)
-            for s in running:
-                s.wait_ready()
-                s.check(root, segs[0], pls[1])
-                if base_name(s.name) in CACHES:  # every object a RAM hit
-                    subprocess.run(["curl", "-sk", "--max-time", "60"] + sum(
-                        (["-o", "/dev/null", "%s://127.0.0.1:%d%s" % (s.scheme(), s.port, p)] for p in pls + segs), []),
-                        check=True)
-            try:
+            try:  # whatever started is stopped, also when one fails to start
+                if any(base_name(n) in CACHES for n in servers):
+                    origin = start_origin(args, tmp, root)
+                for i, name in enumerate(servers):
+                    if name.startswith("varnish") and args.tls_on:
+                        continue  # Varnish has no TLS of its own
+                    port = args.base_port + i
+                    if not port_free(port) or (args.tls_on and name.startswith("hlsedge") and not port_free(port + 1000)):
+                        die("port %d is in use" % port)
+                    s = start_server(name, port, args, tmp, root)
+                    running.append(s)
+                for s in running:
+                    s.wait_ready()
+                    s.check(root, segs[0], pls[1])
+                    if base_name(s.name) in CACHES:  # every object a RAM hit
+                        subprocess.run(["curl", "-sk", "--max-time", "60"] + sum(
+                            (["-o", "/dev/null", "%s://127.0.0.1:%d%s" % (s.scheme(), s.port, p)] for p in pls + segs), []),
+                            check=True)
                 for client in args.clients.split(","):
                     for content in args.content.split(","):
                         if not cell_ok(client, content):
