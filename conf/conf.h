@@ -194,6 +194,8 @@ typedef struct he_conf {
     unsigned tls_ticket_rotate_ms;     /* tls.ticket_rotate: new ticket key this often */
     unsigned tls_session_cache;        /* tls.session_cache: entries, 0 = off */
     unsigned tls_handshake_timeout_ms; /* tls.handshake_timeout */
+    uint64_t tls_first_record;         /* tls.first_record: bytes in a connection's first
+                                        * record and the first after 1 s idle; 0 = off */
 
     /* cache: the RAM and SSD tiers */
     uint64_t cache_ram_bytes;      /* cache.ram_size, split across NUMA nodes; 0 = no RAM tier */

@@ -239,6 +239,9 @@ const he__conf_key_t he__conf_keys[] = {
                    "sessions kept for resumption; 0 = off"),
     HE_CONF_K_DURATION("tls.handshake_timeout", tls_handshake_timeout_ms, 100, HE_CONF_HOUR_MS,
                        "10s", "to complete a TLS handshake"),
+    HE_CONF_K_SIZE("tls.first_record", tls_first_record, 0, 16384, "1360",
+                   "most bytes in the first TLS record of a connection and after 1 s idle, so "
+                   "it fits one TCP segment; 0 = 16 KiB records throughout"),
 
     HE_CONF_K_SECTION("cache", "the RAM and SSD tiers for origin responses"),
     HE_CONF_K_SIZE("cache.ram_size", cache_ram_bytes, 0, 64 * HE_CONF_TIB, "256m",

@@ -58,6 +58,7 @@ static bool he_reload_needs_workers(const he_conf_t *a, const he_conf_t *b, char
     t->send_timeout_ms = a->send_timeout_ms;
     t->drain_timeout_ms = a->drain_timeout_ms;
     t->tls_handshake_timeout_ms = a->tls_handshake_timeout_ms;
+    t->tls_first_record = a->tls_first_record; /* read per write */
     /* he_worker_enter reads them from the worker's conf at every wait */
     t->ring_batch = a->ring_batch;
     t->ring_batch_wait_us = a->ring_batch_wait_us;

@@ -110,6 +110,7 @@ static void he_send_took(he_worker_t *w, he_conn_t *c, size_t n, uint64_t now_ns
 {
     size_t h = c->hdr_len - c->hdr_sent;
     if (!c->t_first_byte_ns) c->t_first_byte_ns = now_ns;
+    if (c->tls) c->tls->last_write_ns = now_ns; /* kTLS: tls.first_record */
     c->bytes_sent += n;
     if (n && !c->protocol->pull) he__conn_timer_set(w, c, HE_TIMER_SEND);
     if (n < h) h = n;
@@ -164,17 +165,26 @@ static void he_send_shrank(he_worker_t *w, he_conn_t *c, const char *how)
 
 /* The head of a body sent by reference (sendfile, splice), directly and
  * corked: it is small and the socket has room in all but pipelined cases;
- * MSG_MORE holds it for the body's first bytes. False when it did not all
- * go: the poll is armed, or the connection failed. */
+ * MSG_MORE holds it for the body's first bytes. Over kTLS, where MSG_MORE
+ * also keeps the record open for them, a head due a small first record
+ * (tls.first_record, tls_conn.c) closes its record instead. False when it
+ * did not all go: the poll is armed, or the connection failed. */
 static bool he_send_head_direct(he_worker_t *w, he_conn_t *c, size_t body_len)
 {
+    int more = MSG_MORE;
     ssize_t n;
     /* a pulling protocol (HTTP/2) interleaves frames: no cork there */
     if (w->conf->send_cork && !c->corked && !c->protocol->pull && body_len > 0)
         he_send_cork(c, true);
+    if (c->tls && c->hdr_sent < c->hdr_len) {
+        uint64_t now = he__now_ns();
+        if (he__tls_record_cap(w, c, now)) more = 0;
+        c->tls->small_left = 0;
+        c->tls->last_write_ns = now;
+    }
     while (c->hdr_sent < c->hdr_len) {
         n = send(c->fd, c->hdr + c->hdr_sent, c->hdr_len - c->hdr_sent,
-                 MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE);
+                 MSG_DONTWAIT | MSG_NOSIGNAL | more);
         if (n < 0) {
             if (errno == EAGAIN)
                 he_send_arm_pollout(w, c);

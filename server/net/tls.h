@@ -99,6 +99,10 @@ typedef struct he_tls_conn {
     bool write_wants_read; /* SSL_write said WANT_READ: resume from the read side */
     bool read_wants_write; /* SSL_read said WANT_WRITE: the poll waits for POLLOUT */
     bool fatal;            /* no close_notify: the session is broken */
+
+    /* tls.first_record (tls_conn.c he__tls_record_cap) */
+    uint32_t small_left;    /* bytes the small records may still take */
+    uint64_t last_write_ns; /* the last bytes handed to the socket; 0 = none yet */
 } he_tls_conn_t;
 
 /* Results of he__tls_send besides a negative errno. */
@@ -124,6 +128,12 @@ bool he__tls_want_recv(he_worker_t *w, he_conn_t *c);
  * HE_TLS_AGAIN_READ: the read side resumes it; HE_TLS_WAIT: the body
  * source has nothing yet; or a negative errno. */
 int he__tls_send(he_worker_t *w, he_conn_t *c);
+/* tls.first_record: the most bytes the next record may carry, or 0 for
+ * no limit (16 KiB records). The first tls.first_record bytes of a
+ * connection, and the first after a second without writes, go in a record
+ * of their own, about one TCP segment. The caller takes what it wrote off
+ * c->tls->small_left and sets last_write_ns. */
+size_t he__tls_record_cap(const he_worker_t *w, he_conn_t *c, uint64_t now_ns);
 /* At the end of a response: adds its bytes to the kTLS or userspace total. */
 void he__tls_account(he_worker_t *w, he_conn_t *c);
 /* Sends close_notify now (once) on an open, healthy session, for a close

@@ -458,11 +458,41 @@ bool he__tls_want_recv(he_worker_t *w, he_conn_t *c)
     return !t->eof && !t->fatal;
 }
 
+/* ---------------------------------------------------------------- first record */
+
+/* A record is decrypted only once it is whole. A 16 KiB one is 12 TCP
+ * segments: on a new connection it may not fit the initial congestion
+ * window (10 segments) and waits a round trip for its last ones, and at a
+ * few Mbit/s its transfer alone takes tens of milliseconds, all before the
+ * player sees the response's head. So the first tls.first_record bytes of
+ * a connection, and the first after a second without writes (by then TCP
+ * has restarted from its initial window, tcp_slow_start_after_idle), go
+ * in records of their own: by default 1360 bytes, one segment with a
+ * 1500-byte MTU, IPv6, TCP timestamps and TLS 1.2's 29 bytes of overhead
+ * included. Counted in bytes rather than writes, so HTTP/2's SETTINGS,
+ * written before the first request arrives, leave the rest to the first
+ * response. The records after it are 16 KiB again: a busy connection pays
+ * nothing, an idle one one more record per response. */
+#define HE_TLS_IDLE_NS 1000000000ull
+
+size_t he__tls_record_cap(const he_worker_t *w, he_conn_t *c, uint64_t now_ns)
+{
+    he_tls_conn_t *t = c->tls;
+    if (!w->conf->tls_first_record) return 0;
+    if (!t->last_write_ns || now_ns - t->last_write_ns >= HE_TLS_IDLE_NS)
+        t->small_left = (uint32_t)w->conf->tls_first_record;
+    return t->small_left;
+}
+
+/* ---------------------------------------------------------------- send */
+
 int he__tls_send(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = c->tls;
     he_body_t *b = &c->body;
     size_t budget = HE_TLS_WRITE_BUDGET;
+    uint64_t now = he__now_ns();
+    size_t cap = he__tls_record_cap(w, c, now); /* 0 once the small bytes went */
 
     if (t->write_wants_read) return HE_TLS_AGAIN_READ;
     for (;;) {
@@ -483,21 +513,25 @@ int he__tls_send(he_worker_t *w, he_conn_t *c)
             he_tls_guard_lo = s.p;
             he_tls_guard_hi = s.p + s.len;
         }
-        if (hrem && got > 0) {
+        if (hrem && got > 0 && (!cap || cap > hrem)) {
             /* Header and the first body bytes in one record and one write:
              * the copy of at most 16 KiB saves a record and a syscall. */
             char *st = he__tls_stage(w->server->tls, w->id);
-            size_t take = s.len < (size_t)(HE_TLS_STAGE - hrem) ? s.len : HE_TLS_STAGE - hrem;
+            size_t room = (cap ? cap : HE_TLS_STAGE) - hrem;
+            size_t take = s.len < room ? s.len : room;
             memcpy(st, c->hdr + c->hdr_sent, hrem);
             memcpy(st + hrem, s.p, take);
             p = st;
             len = hrem + take;
         } else if (hrem) {
-            p = c->hdr + c->hdr_sent;
+            p = c->hdr + c->hdr_sent; /* a head longer than the cap goes whole */
             len = hrem;
         } else {
+            /* the turn's budget ends on a whole record, not a short one */
+            size_t most = budget < HE_TLS_STAGE ? HE_TLS_STAGE : budget;
             p = s.p;
-            len = s.len < budget ? s.len : budget;
+            len = s.len < most ? s.len : most;
+            if (cap && len > cap) len = cap;
         }
         /* Partial-write mode: each call sends at most one record. */
         n = SSL_write(t->ssl, p, (int)len);
@@ -523,7 +557,10 @@ int he__tls_send(he_worker_t *w, he_conn_t *c)
             ERR_clear_error();
             return err;
         }
-        if (!c->t_first_byte_ns) c->t_first_byte_ns = he__now_ns();
+        if (!c->t_first_byte_ns) c->t_first_byte_ns = now;
+        t->last_write_ns = now;
+        t->small_left = (size_t)n < t->small_left ? t->small_left - (uint32_t)n : 0;
+        cap = t->small_left;
         c->bytes_sent += (uint64_t)n;
         h = (size_t)n < hrem ? (size_t)n : hrem;
         c->hdr_sent += (uint32_t)h;

@@ -1,0 +1,185 @@
+"""TLS record sizes on the wire, through the real binary (tls_conn.c
+he__tls_record_cap, tls.first_record): a client that reads the raw TCP
+stream and decrypts it one record at a time, so it sees where each record
+ends.
+
+Checked here, for TLS 1.3 and 1.2: a connection's first response begins
+with a record of at most tls.first_record bytes that holds the whole head
+and the body's first bytes, followed by 16 KiB records; the next response
+on a busy connection begins with a 16 KiB record; after a second idle the
+first record is small again; a head longer than the limit goes whole in
+one record; tls.first_record: 0 sends 16 KiB records from the start; a
+reload changes the limit for the next response. Bodies are checked
+byte for byte. (kTLS, where the kernel cuts the records, closes the
+head's record instead: test_ktls_vm.)
+"""
+import os
+import socket
+import ssl
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from he import Server, client_context, expect, expect_eq, make_library, run_main  # noqa: E402
+from he_admin import reload_and_wait  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="he-tlsrec-")
+ROOT = make_library(os.path.join(TMP, "lib"), big_mb=8)
+SEG = "/1080p/seg_00000.ts"
+FULL = 16384
+
+
+def lib(path):
+    with open(os.path.join(ROOT, path.lstrip("/")), "rb") as f:
+        return f.read()
+
+
+class RecordClient:
+    """TLS over a raw socket: every record is fed to OpenSSL by itself, so
+    the plaintext of each one is known. Records that carry no application
+    data (TLS 1.3 session tickets) are skipped."""
+
+    def __init__(self, port, maximum=None):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.inb, self.outb = ssl.MemoryBIO(), ssl.MemoryBIO()
+        ctx = client_context(maximum=maximum)
+        ctx.set_alpn_protocols(["http/1.1"])
+        self.tls = ctx.wrap_bio(self.inb, self.outb, server_hostname="hlsedge.test")
+        self.raw = b""
+        while True:
+            try:
+                self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self._flush()
+                self.inb.write(self._record())
+        self._flush()
+
+    def _flush(self):
+        out = self.outb.read()
+        if out:
+            self.sock.sendall(out)
+
+    def _record(self):
+        """The next whole record from the wire, header included."""
+        while True:
+            if len(self.raw) >= 5:
+                n = 5 + int.from_bytes(self.raw[3:5], "big")
+                if len(self.raw) >= n:
+                    rec, self.raw = self.raw[:n], self.raw[n:]
+                    return rec
+            d = self.sock.recv(65536)
+            if not d:
+                raise EOFError("connection closed")
+            self.raw += d
+
+    def data_record(self):
+        """The plaintext of the next record that carries application data."""
+        while True:
+            self.inb.write(self._record())
+            out = b""
+            try:
+                while True:
+                    out += self.tls.read(65536)
+            except ssl.SSLWantReadError:
+                pass
+            self._flush()
+            if out:
+                return out
+
+    def get(self, path, headers=""):
+        """The response to a GET, and the plaintext size of each record."""
+        self.tls.write(("GET %s HTTP/1.1\r\nHost: hlsedge.test\r\n%s\r\n" % (path, headers)).encode())
+        self._flush()
+        sizes, buf = [], b""
+        while b"\r\n\r\n" not in buf:
+            rec = self.data_record()
+            sizes.append(len(rec))
+            buf += rec
+        head, body = buf.split(b"\r\n\r\n", 1)
+        clen = [int(v.split(b":")[1]) for v in head.split(b"\r\n") if v.lower().startswith(b"content-length:")][0]
+        while len(body) < clen:
+            rec = self.data_record()
+            sizes.append(len(rec))
+            body += rec
+        return head, body, sizes
+
+    def close(self):
+        self.sock.close()
+
+
+def server(first_record=None):
+    """Userspace TLS (ktls off, for a box that has it), with the key set."""
+    extra = "  ktls: false\n" + ("" if first_record is None else "  first_record: %s\n" % first_record)
+    return Server(ROOT, tls=True, admin=True, tls_extra=extra)
+
+
+def check_small_first(head, body, sizes, limit, what):
+    expect(sizes[0] <= limit, "%s: first record %d bytes, at most %d" % (what, sizes[0], limit))
+    expect(sizes[0] > len(head) + 4, "%s: the first record holds the whole head and body bytes: %r" %
+           (what, sizes[:3]))
+    expect_eq(sizes[1], FULL, "%s: the records after it are 16 KiB" % what)
+
+
+def test_first_record_small_then_full():
+    want = lib(SEG)
+    for version, name in ((None, "TLS 1.3"), (ssl.TLSVersion.TLSv1_2, "TLS 1.2")):
+        with server() as srv:
+            c = RecordClient(srv.port, maximum=version)
+            try:
+                head, body, sizes = c.get(SEG)
+                expect(body == want, "%s: segment byte-identical" % name)
+                check_small_first(head, body, sizes, 1360, "%s, new connection" % name)
+                expect(all(s == FULL for s in sizes[1:-1]), "%s: full records after the first: %r" %
+                       (name, sorted(set(sizes[1:-1]))))
+                head, body, sizes = c.get(SEG)
+                expect(body == want, "%s: second segment byte-identical" % name)
+                expect_eq(sizes[0], FULL, "%s: a busy connection's next response starts with a full record" % name)
+                time.sleep(1.2)
+                head, body, sizes = c.get(SEG, "Range: bytes=100-99999\r\n")
+                expect(body == want[100:100000], "%s: the range after idle" % name)
+                check_small_first(head, body, sizes, 1360, "%s, after a second idle" % name)
+            finally:
+                c.close()
+
+
+def test_long_head_goes_whole():
+    """A head longer than the limit is one record, and nothing is lost."""
+    with server(first_record=200) as srv:
+        c = RecordClient(srv.port)
+        try:
+            head, body, sizes = c.get(SEG)
+            expect(len(head) + 4 > 200, "the head (%d bytes) is longer than the limit" % (len(head) + 4))
+            expect_eq(sizes[0], len(head) + 4, "the head alone in the first record")
+            expect_eq(sizes[1], FULL, "then full records")
+            expect(body == lib(SEG), "segment byte-identical")
+        finally:
+            c.close()
+
+
+def test_off_and_reload():
+    with server(first_record=0) as srv:
+        c = RecordClient(srv.port)
+        try:
+            head, body, sizes = c.get(SEG)
+            expect_eq(sizes[0], FULL, "tls.first_record: 0 starts with a full record")
+            expect(body == lib(SEG), "segment byte-identical")
+        finally:
+            c.close()
+        with open(srv.conf) as f:
+            conf = f.read()
+        with open(srv.conf, "w") as f:
+            f.write(conf.replace("  first_record: 0\n", "  first_record: 4k\n"))
+        reload_and_wait(srv, 2)
+        c = RecordClient(srv.port)
+        try:
+            head, body, sizes = c.get(SEG)
+            check_small_first(head, body, sizes, 4096, "after a reload to 4k")
+            expect(sizes[0] > 1360, "the new limit, not the default: %d" % sizes[0])
+        finally:
+            c.close()
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(globals(), TMP, sys.argv[1:] or None))
