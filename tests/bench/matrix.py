@@ -469,7 +469,8 @@ def main():
     ap.add_argument("--loadgen", default=os.path.join(REPO, "build", "hlsedge-loadgen"))
     ap.add_argument("--rt", action="store_true",
                     help="servers and clients under chrt -r 10 (SCHED_RR), so other jobs on the "
-                         "machine cannot take the measured CPUs")
+                         "machine cannot take the measured CPUs; the kernel's RT throttling "
+                         "(sched_rt_runtime_us) then stops both 50 ms a second, which shows in p99")
     ap.add_argument("--perf", action="store_true",
                     help="perf record both CPUs during each measured run, into OUT/perf/")
     ap.add_argument("--out", default=os.path.join(REPO, "var", "bench", "matrix-" + time.strftime("%Y%m%d-%H%M%S")))
