@@ -465,9 +465,10 @@ bool he__tls_want_recv(he_worker_t *w, he_conn_t *c)
  * window (10 segments) and waits a round trip for its last ones, and at a
  * few Mbit/s its transfer alone takes tens of milliseconds, all before the
  * player sees the response's head. So the first tls.first_record bytes of
- * a connection, and the first after a second without writes (by then TCP
- * has restarted from its initial window, tcp_slow_start_after_idle), go
- * in records of their own: by default 1360 bytes, one segment with a
+ * a connection, and the first after a second without writes (an idle
+ * connection's TCP has restarted from its initial window by then,
+ * tcp_slow_start_after_idle; a stalled reader's has not, and pays one
+ * small record for nothing), go in records of their own: by default 1360 bytes, one segment with a
  * 1500-byte MTU, IPv6, TCP timestamps and TLS 1.2's 29 bytes of overhead
  * included. Counted in bytes rather than writes, so HTTP/2's SETTINGS,
  * written before the first request arrives, leave the rest to the first
@@ -478,9 +479,9 @@ bool he__tls_want_recv(he_worker_t *w, he_conn_t *c)
 size_t he__tls_record_cap(const he_worker_t *w, he_conn_t *c, uint64_t now_ns)
 {
     he_tls_conn_t *t = c->tls;
-    if (!w->conf->tls_first_record) return 0;
-    if (!t->last_write_ns || now_ns - t->last_write_ns >= HE_TLS_IDLE_NS)
-        t->small_left = (uint32_t)w->conf->tls_first_record;
+    uint32_t limit = (uint32_t)w->conf->tls_first_record;
+    if (!t->last_write_ns || now_ns - t->last_write_ns >= HE_TLS_IDLE_NS) t->small_left = limit;
+    if (t->small_left > limit) t->small_left = limit; /* a reload lowered it */
     return t->small_left;
 }
 
@@ -491,10 +492,14 @@ int he__tls_send(he_worker_t *w, he_conn_t *c)
     he_tls_conn_t *t = c->tls;
     he_body_t *b = &c->body;
     size_t budget = HE_TLS_WRITE_BUDGET;
-    uint64_t now = he__now_ns();
-    size_t cap = he__tls_record_cap(w, c, now); /* 0 once the small bytes went */
+    uint64_t now;
+    size_t cap;
 
     if (t->write_wants_read) return HE_TLS_AGAIN_READ;
+    /* A write OpenSSL wants retried must get at least the length it had
+     * (else SSL_R_BAD_LENGTH): no cap then, even after a second's stall. */
+    now = he__now_ns();
+    cap = t->write_pending ? 0 : he__tls_record_cap(w, c, now); /* 0 once the small bytes went */
     for (;;) {
         uint32_t hrem = c->hdr_len - c->hdr_sent;
         he_body_span_t s;
@@ -528,9 +533,9 @@ int he__tls_send(he_worker_t *w, he_conn_t *c)
             len = hrem;
         } else {
             /* the turn's budget ends on a whole record, not a short one */
-            size_t most = budget < HE_TLS_STAGE ? HE_TLS_STAGE : budget;
+            size_t turn_left = budget < HE_TLS_STAGE ? HE_TLS_STAGE : budget;
             p = s.p;
-            len = s.len < most ? s.len : most;
+            len = s.len < turn_left ? s.len : turn_left;
             if (cap && len > cap) len = cap;
         }
         /* Partial-write mode: each call sends at most one record. */
@@ -547,8 +552,12 @@ int he__tls_send(he_worker_t *w, he_conn_t *c)
         }
         if (n <= 0) {
             e = SSL_get_error(t->ssl, n);
-            if (e == SSL_ERROR_WANT_WRITE) return HE_TLS_AGAIN;
+            if (e == SSL_ERROR_WANT_WRITE) {
+                t->write_pending = true;
+                return HE_TLS_AGAIN;
+            }
             if (e == SSL_ERROR_WANT_READ) {
+                t->write_pending = true;
                 t->write_wants_read = true;
                 return HE_TLS_AGAIN_READ;
             }
@@ -558,6 +567,7 @@ int he__tls_send(he_worker_t *w, he_conn_t *c)
             return err;
         }
         if (!c->t_first_byte_ns) c->t_first_byte_ns = now;
+        t->write_pending = false;
         t->last_write_ns = now;
         t->small_left = (size_t)n < t->small_left ? t->small_left - (uint32_t)n : 0;
         cap = t->small_left;
