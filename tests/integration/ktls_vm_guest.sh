@@ -96,6 +96,14 @@ for s in ECDHE-ECDSA-AES128-GCM-SHA256 ECDHE-ECDSA-AES256-GCM-SHA384 ECDHE-ECDSA
     fetch_curl "tls1.2/$s" b.test --tlsv1.2 --tls-max 1.2 --ciphers "$s"
     fetch_sclient "tls1.2/$s" b.test -tls1_2 -cipher "$s"
 done
+# kTLS cuts the records: a new connection's first response record holds
+# the head alone (tls.first_record: the head goes without MSG_MORE).
+# TLS 1.2, where the records after the handshake are the response's.
+printf 'GET /seg.ts HTTP/1.1\r\nHost: hlsedge.test\r\nConnection: close\r\n\r\n' |
+    openssl s_client -connect 127.0.0.1:$P -servername hlsedge.test -CAfile ca.crt -quiet -tls1_2 \
+        -cipher ECDHE-RSA-AES128-GCM-SHA256 -msg -msgfile /tmp/msg >/tmp/resp1 2>/dev/null || true
+hdr=$(awk '/^<<< .*RecordHeader/ { getline; if ($1 == "17") { print $4 $5; exit } }' /tmp/msg)
+echo "KTLS_FIRST_RECORD $((0x${hdr:-0})) response=$(wc -c </tmp/resp1)"
 # HTTP/2 on kTLS (ALPN h2): DATA frames of a segment by sendfile behind
 # their 9-byte headers, a range, then two streams multiplexed on one
 # connection (a segment and a RAM-served playlist; curl --parallel waits

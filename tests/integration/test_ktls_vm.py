@@ -13,7 +13,9 @@ must say HTTP/2, the bodies match and the server counts h2 connections on
 TLS (all on kTLS, like every other connection here) and four streams.
 Checks: bodies byte-identical (sha256), the server reports kTLS for every
 one of those connections (its per-handshake log line and its totals), and
-/proc/net/tls_stat's TlsTxSw rises by at least that many sockets, and no
+/proc/net/tls_stat's TlsTxSw rises by at least that many sockets; a new
+connection's first response record holds the head alone (tls.first_record,
+read with openssl s_client -msg), and no
 file was copied into huge pages (fd_cache.copies.made 0: kTLS sends the
 file itself, by sendfile). Then the
 same bulk download with tls.ktls on and off, for the server-CPU ratio.
@@ -45,6 +47,7 @@ H1_FETCHES = 2 * SUITES + 3  # curl + s_client per suite, the playlist, the rang
 # the range are HTTP/2 streams too (s_client's are HTTP/1.1)
 CURL_FETCHES = SUITES + 2
 RESULTS = H1_FETCHES + H2_FETCHES  # bodies checked
+H1_PROBES = 1  # openssl s_client -msg reading the first response record's size
 
 
 def skip_reason():
@@ -133,7 +136,7 @@ def test_ktls_in_vm():
         expect(h2st, "h2 counters reported")
         h2_conns = int(h2st.group(2)) - CURL_FETCHES  # those of the --http2 fetches
         expect(h2_conns in (3, 4) and int(h2st.group(3)) == 0, "h2 connections over TLS: %s" % h2st.group(0))
-        conns = H1_FETCHES + h2_conns  # connections, each one handshake
+        conns = H1_FETCHES + H1_PROBES + h2_conns  # connections, each one handshake
         expect_eq(len(hs), conns, "handshakes logged")
         not_ktls = [h for h in hs if h[2] != "kTLS"]
         expect(not not_ktls, "connections without kTLS send: %s" % not_ktls)
@@ -156,11 +159,19 @@ def test_ktls_in_vm():
         h2res = [x for x in results if x[0] == "curl-h2"]
         expect_eq(len(h2res), H2_FETCHES, "h2 bodies checked")
         expect_eq(int(h2st.group(5)), CURL_FETCHES + H2_FETCHES, "h2 streams answered")
-        expect_eq(int(h2st.group(1)), SUITES + 1, "HTTP/1.1 connections: s_client's and one curl --http1.1")
+        expect_eq(int(h2st.group(1)), SUITES + 1 + H1_PROBES,
+                  "HTTP/1.1 connections: s_client's, one curl --http1.1 and the record probe")
         print("  HTTP/2 on kTLS: %d connections, %d streams (%s), bodies match" % (
             h2_conns, H2_FETCHES, "two multiplexed" if h2_conns == 3 else "not multiplexed"))
         stats = re.search(r"^STATS (.*)$", out, re.M)
         print("  /stats tls: %s" % (stats.group(1) if stats else "-"))
+        fr = re.search(r"^KTLS_FIRST_RECORD (\d+) response=(\d+)", out, re.M)
+        expect(fr, "the first record's size from openssl s_client -msg")
+        # the head (about 300 bytes) and AES-GCM's 24 bytes, not 16 KiB
+        expect(0 < int(fr.group(1)) < 1400, "kTLS: the first response record holds the head alone: %s bytes"
+               % fr.group(1))
+        expect(int(fr.group(2)) > 1500000, "and the segment followed: %s bytes" % fr.group(2))
+        print("  kTLS first response record: %s bytes" % fr.group(1))
         cp = re.search(r'^STATS_COPIES .*"made":(\d+)', out, re.M)
         expect(cp, "fd_cache.copies on /stats")
         expect_eq(int(cp.group(1)), 0, "kTLS sends files by sendfile: no copies in huge pages")
