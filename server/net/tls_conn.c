@@ -468,12 +468,13 @@ bool he__tls_want_recv(he_worker_t *w, he_conn_t *c)
  * a connection, and the first after a second without writes (an idle
  * connection's TCP has restarted from its initial window by then,
  * tcp_slow_start_after_idle; a stalled reader's has not, and pays one
- * small record for nothing), go in records of their own: by default 1360 bytes, one segment with a
- * 1500-byte MTU, IPv6, TCP timestamps and TLS 1.2's 29 bytes of overhead
- * included. Counted in bytes rather than writes, so HTTP/2's SETTINGS,
- * written before the first request arrives, leave the rest to the first
- * response. The records after it are 16 KiB again: a busy connection pays
- * nothing, an idle one one more record per response. */
+ * small record for nothing), go in records of their own: by default 1360
+ * bytes, one segment with a 1500-byte MTU, IPv6, TCP timestamps and TLS
+ * 1.2's 29 bytes of overhead included. Counted in bytes rather than
+ * writes, so HTTP/2's SETTINGS, written before the first request arrives,
+ * leave the rest to the first response. The records after it are 16 KiB
+ * again: a busy connection pays nothing, an idle one one more record per
+ * response. */
 #define HE_TLS_IDLE_NS 1000000000ull
 
 size_t he__tls_record_cap(const he_worker_t *w, he_conn_t *c, uint64_t now_ns)

@@ -9,8 +9,9 @@ and the body's first bytes, followed by 16 KiB records; the next response
 on a busy connection begins with a 16 KiB record; after a second idle the
 first record is small again; a head longer than the limit goes whole in
 one record; tls.first_record: 0 sends 16 KiB records from the start; a
-reload changes the limit for the next response. Bodies are checked
-byte for byte. (kTLS, where the kernel cuts the records, closes the
+reload changes the limit for the next response; a reader that stalls
+past the idle second with a write pending in OpenSSL gets its whole body.
+Bodies are checked byte for byte. (kTLS, where the kernel cuts the records, closes the
 head's record instead: test_ktls_vm.)
 """
 import os
