@@ -173,13 +173,13 @@ static bool he_send_head_direct(he_worker_t *w, he_conn_t *c, size_t body_len)
 {
     int more = MSG_MORE;
     bool head_left = c->hdr_sent < c->hdr_len;
+    uint64_t now = c->tls && head_left ? he__now_ns() : 0; /* kTLS: tls.first_record */
     ssize_t n;
     /* a pulling protocol (HTTP/2) interleaves frames: no cork there */
     if (w->conf->send_cork && !c->corked && !c->protocol->pull && body_len > 0)
         he_send_cork(c, true);
     /* HTTP/1.1 only: an HTTP/2 head here is a DATA frame's 9 bytes */
-    if (c->tls && !c->protocol->pull && head_left && he__tls_record_cap(w, c, he__now_ns()))
-        more = 0;
+    if (now && !c->protocol->pull && he__tls_record_cap(w, c, now)) more = 0;
     while (c->hdr_sent < c->hdr_len) {
         n = send(c->fd, c->hdr + c->hdr_sent, c->hdr_len - c->hdr_sent,
                  MSG_DONTWAIT | MSG_NOSIGNAL | more);
@@ -193,9 +193,9 @@ static bool he_send_head_direct(he_worker_t *w, he_conn_t *c, size_t body_len)
         c->hdr_sent += (uint32_t)n;
         c->bytes_sent += (uint64_t)n;
     }
-    if (c->tls && head_left) { /* the head went: its record was the small one, if due */
+    if (now) { /* the head went: its record was the small one, if due */
         c->tls->small_left = 0;
-        c->tls->last_write_ns = he__now_ns();
+        c->tls->last_write_ns = now;
     }
     return true;
 }

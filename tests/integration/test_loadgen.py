@@ -31,8 +31,6 @@ def check(cond, what):
         print("ok:", what, flush=True)
 
 
-
-
 def make_library(root):
     """Master with two renditions: 'lo' (segment files) and 'br' (one file,
     byte ranges), plus a 'live' media playlist without ENDLIST."""
