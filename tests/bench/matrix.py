@@ -46,9 +46,12 @@ Clients (--clients):
   lgN              hlsedge-loadgen --mode urls -cN (zipf content)
 Content (--content): segments (.ts), playlists (.m3u8), zipf (Zipf s=1.1
 over every playlist and segment, through hlsedge-loadgen URL-list mode).
-Loopback only; every client run is bounded by --duration.
+Loopback, or with --netns a veth pair into a namespace of the client's,
+the receive of each side on its own CPU; every client run is bounded by
+--duration.
 """
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -66,6 +69,12 @@ CLK = os.sysconf("SC_CLK_TCK")
 CC_M3U8 = "no-cache"
 CC_TS = "public, max-age=31536000, immutable"
 
+
+# --netns: the client in a namespace of its own behind a veth pair, the
+# servers in this one on the pair's near end
+NETNS = "he-matrix-client"
+NETNS_SERVER_IF, NETNS_CLIENT_IF = "hemx-srv", "hemx-cli"
+NETNS_SERVER_IP, NETNS_CLIENT_IP = "10.231.0.1", "10.231.0.2"
 
 CACHES = ("hlsedge-cache", "hlsedge-ssd", "varnish", "varnish-file", "nginx-proxy-cache")
 
@@ -101,16 +110,52 @@ def cpu_busy(cpu):
     return 0, 0
 
 
+def sh(*cmd, check=True):
+    return subprocess.run(cmd, check=check, capture_output=True, text=True)
+
+
+def netns_down():
+    sh("ip", "link", "del", NETNS_SERVER_IF, check=False)
+    sh("ip", "netns", "del", NETNS, check=False)
+
+
+def netns_up(args):
+    """The client's namespace and the veth pair between the two. Each end's
+    receive queue is steered (RPS) to its own side's CPU, so a frame is
+    taken in on the CPU of the side it is for, as a NIC's interrupt would
+    be on two machines: the server's core does its ACKs and requests, the
+    client's core its data. Over loopback (and a veth pair without RPS)
+    the receive runs in the sender's softirq instead, wherever that is."""
+    netns_down()
+    sh("ip", "netns", "add", NETNS)
+    sh("ip", "link", "add", NETNS_SERVER_IF, "type", "veth", "peer", "name", NETNS_CLIENT_IF)
+    sh("ip", "link", "set", NETNS_CLIENT_IF, "netns", NETNS)
+    sh("ip", "addr", "add", NETNS_SERVER_IP + "/24", "dev", NETNS_SERVER_IF)
+    sh("ip", "link", "set", NETNS_SERVER_IF, "up")
+    inns = ["ip", "netns", "exec", NETNS]
+    sh(*inns, "ip", "addr", "add", NETNS_CLIENT_IP + "/24", "dev", NETNS_CLIENT_IF)
+    sh(*inns, "ip", "link", "set", NETNS_CLIENT_IF, "up")
+    sh(*inns, "ip", "link", "set", "lo", "up")
+    # the client's TCP as this namespace's (a new one starts at the kernel's defaults)
+    for key in ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
+        sh(*inns, "sysctl", "-qw", "%s=%s" % (key, sh("sysctl", "-n", key).stdout.strip().replace("\t", " ")))
+    open("/sys/class/net/%s/queues/rx-0/rps_cpus" % NETNS_SERVER_IF, "w").write("%x" % (1 << args.server_cpu))
+    sh(*inns, "sh", "-c", "echo %x > /sys/class/net/%s/queues/rx-0/rps_cpus" % (1 << args.client_cpu,
+                                                                                NETNS_CLIENT_IF))
+    args.addr = NETNS_SERVER_IP
+    args.client_ns = inns
+
+
 def children(pid):
     out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
     return [int(x) for x in out.split()]
 
 
-def port_free(port):
+def port_free(addr, port):
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT from the last run is fine
     try:
-        s.bind(("127.0.0.1", port))
+        s.bind((addr, port))
         return True
     except OSError:
         return False
@@ -135,7 +180,7 @@ class Server:
             if self.proc.poll() is not None:
                 die("%s exited at start (log in %s)" % (self.name, self.tmp))
             r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "1"] + ctx +
-                               ["%s://127.0.0.1:%d/master.m3u8" % (self.scheme(), self.port)],
+                               ["%s://%s:%d/master.m3u8" % (self.scheme(), self.args.addr, self.port)],
                                capture_output=True, text=True)
             if r.stdout == "200":
                 return
@@ -147,7 +192,7 @@ class Server:
         for p in ("/master.m3u8", pl, seg):
             out = os.path.join(self.tmp, "check")
             subprocess.run(["curl", "-sf", "--max-time", "10", "-o", out] + ctx +
-                           ["%s://127.0.0.1:%d%s" % (self.scheme(), self.port, p)], check=True)
+                           ["%s://%s:%d%s" % (self.scheme(), self.args.addr, self.port, p)], check=True)
             if open(out, "rb").read() != open(root + p, "rb").read():
                 die("%s: GET %s differs from the file" % (self.name, p))
 
@@ -165,7 +210,7 @@ def launch_hlsedge(name, port, args, tmp, conf):
     """Starts hlsedge pinned on conf (YAML text), with the TLS listener on
     port when the pass is HTTPS (the plain one is then port + 1000)."""
     if args.tls_on:
-        lines = '  listen: ["127.0.0.1:%d"]\n  certificates: ["%s"]\n' % (port, args.pem)
+        lines = '  listen: ["%s:%d"]\n  certificates: ["%s"]\n' % (args.addr, port, args.pem)
         if "\ntls:\n" in conf:  # a variant's tls.* keys (hlsedge@tls.first_record=0): one section
             conf = conf.replace("\ntls:\n", "\ntls:\n" + lines, 1)
         else:
@@ -206,7 +251,8 @@ def base_name(name):
 def start_hlsedge(name, port, args, tmp, root):
     tpl = open(os.path.join(BENCH, "hlsedge.yaml.in")).read()
     plain = port + 1000 if args.tls_on else port
-    conf = (tpl.replace("@CPU@", str(args.server_cpu)).replace("@PORT@", str(plain))
+    conf = (tpl.replace("127.0.0.1:@PORT@", "%s:@PORT@" % args.addr)
+            .replace("@CPU@", str(args.server_cpu)).replace("@PORT@", str(plain))
             .replace("@ROOT@", root).replace("@MAX_CONNS@", "8192")
             .replace("@CC_M3U8@", CC_M3U8).replace("@CC_TS@", CC_TS))
     conf = with_sections(name, conf, variant_sections(name), "hlsedge.yaml.in")
@@ -224,7 +270,8 @@ def start_nginx(name, port, args, tmp, root):
                "ssl_session_cache shared:SSL:10m;\nssl_session_tickets on;\n" % (args.crt, args.key))
     open(os.path.join(d, "nginx-tls.conf"), "w").write(tls)
     conf = open(os.path.join(BENCH, "nginx.conf.in")).read()
-    conf = (conf.replace("@USER_LINE@", "user root;" if os.getuid() == 0 else "")
+    conf = (conf.replace("127.0.0.1:@PORT@", "%s:@PORT@" % args.addr)
+            .replace("@USER_LINE@", "user root;" if os.getuid() == 0 else "")
             .replace("@CPU_MASK@", "%x" % (1 << args.server_cpu)).replace("@TMP@", d)
             .replace("@PORT@", str(port)).replace("@ROOT@", root).replace("@CC_M3U8@", CC_M3U8)
             .replace("@CC_TS@", CC_TS).replace("@SSL@", " ssl" if args.tls_on else ""))
@@ -241,7 +288,7 @@ def start_nginx(name, port, args, tmp, root):
 
 
 def start_h2o(name, port, args, tmp, root):
-    listen = "listen:\n  port: %d\n  host: 127.0.0.1\n" % port
+    listen = "listen:\n  port: %d\n  host: %s\n" % (port, args.addr)
     if args.tls_on:
         listen += "  ssl:\n    certificate-file: %s\n    key-file: %s\n" % (args.crt, args.key)
     conf = (listen + "num-threads: 1\nuser: root\npid-file: %s/h2o-%d.pid\n" % (tmp, port) +
@@ -292,12 +339,12 @@ def start_hlsedge_cache(name, port, args, tmp, root):
     # a variant's own tier size (hlsedge-cache@cache.ram_size=48m: a tier
     # smaller than the library, so hits and evictions mix) replaces ours
     tier = "".join(l + "\n" for l in tier.splitlines() if l.split(":")[0].strip() not in dict(cache_kv))
-    conf = ('listen: ["127.0.0.1:%d"]\nworkers: 1\ncpus: [%d]\nroot: "%s"\nadmin:\n  listen: "off"\n'
+    conf = ('listen: ["%s:%d"]\nworkers: 1\ncpus: [%d]\nroot: "%s"\nadmin:\n  listen: "off"\n'
             "log:\n  access: \"\"\ncors:\n  allow_origin: \"*\"\ntimeouts:\n  keepalive: 65s\n"
             "limits:\n  max_connections: 8192\n"
             "cache:\n%s  admission: false\n  prefetch: 0\n"
             'origin:\n  urls: ["http://127.0.0.1:%d"]\n  sources: origin-first\n' %
-            (port + 1000 if args.tls_on else port, args.server_cpu, empty,
+            (args.addr, port + 1000 if args.tls_on else port, args.server_cpu, empty,
              tier + "".join("  %s: %s\n" % kv for kv in cache_kv), args.origin_port))
     conf = with_sections(name, conf, sections, "the cache edge's config")
     return launch_hlsedge(name, port, args, tmp, conf)
@@ -309,7 +356,7 @@ def start_varnish(name, port, args, tmp, root):
     os.makedirs(d, exist_ok=True)
     s = Server(name, port, args, tmp)
     s.proc = subprocess.Popen(args.rt + ["taskset", "-c", str(args.server_cpu), "varnishd", "-F", "-n", d,
-                               "-a", "127.0.0.1:%d" % port, "-b", "127.0.0.1:%d" % args.origin_port,
+                               "-a", "%s:%d" % (args.addr, port), "-b", "127.0.0.1:%d" % args.origin_port,
                                "-s", ("file,%s/storage,2G" % d) if name == "varnish-file" else "malloc,1G",
                                "-p", "thread_pools=1"],
                               stdout=open(d + ".log", "w"), stderr=subprocess.STDOUT)
@@ -328,11 +375,11 @@ def start_nginx_proxy_cache(name, port, args, tmp, root):
             " open_file_cache max=10000 inactive=60s;\n"
             " client_body_temp_path %s; proxy_temp_path %s; fastcgi_temp_path %s; uwsgi_temp_path %s;"
             " scgi_temp_path %s;\n proxy_cache_path %s/cache levels=1:2 keys_zone=c:10m max_size=2g;\n"
-            " server { listen 127.0.0.1:%d%s;\n  location / { proxy_pass http://127.0.0.1:%d;"
+            " server { listen %s:%d%s;\n  location / { proxy_pass http://127.0.0.1:%d;"
             " proxy_cache c; proxy_cache_lock on; proxy_cache_valid 200 1h;"
             " proxy_http_version 1.1; proxy_set_header Connection \"\"; } }\n}\n" %
             ("user root;" if os.getuid() == 0 else "", 1 << args.server_cpu, d, d, d, d, d, d, d, d,
-             port, tls, args.origin_port))
+             args.addr, port, tls, args.origin_port))
     path = os.path.join(d, "nginx.conf")
     open(path, "w").write(conf)
     s = Server(name, port, args, tmp)
@@ -358,9 +405,10 @@ def start_server(name, port, args, tmp, root):
 
 
 def run_client(client, content, server, args, files, duration):
-    """Runs one bounded client; returns dict(bytes, requests, p99_ms, errors)."""
-    base = "%s://127.0.0.1:%d" % (server.scheme(), server.port)
-    pin = args.rt + ["taskset", "-c", str(args.client_cpu)]
+    """Runs one bounded client; returns dict(bytes, requests, p99_ms, errors),
+    and for wrk p50_ms and max_ms too."""
+    base = "%s://%s:%d" % (server.scheme(), args.addr, server.port)
+    pin = args.client_ns + args.rt + ["taskset", "-c", str(args.client_cpu)]
     if client.startswith("wrk"):
         conns = int(client[3:])
         out = subprocess.run(pin + ["wrk", "-t1", "-c%d" % conns, "-d%ds" % duration, "--timeout", "10s",
@@ -371,7 +419,8 @@ def run_client(client, content, server, args, files, duration):
             die("wrk gave no result: %s %s" % (out.stdout[-300:], out.stderr[-300:]))
         kv = dict(f.split("=") for f in line[-1].split()[1:])
         return {"bytes": int(kv["bytes"]), "requests": int(kv["requests"]),
-                "p99_ms": int(kv["p99_us"]) / 1000.0,
+                "p99_ms": int(kv["p99_us"]) / 1000.0, "p50_ms": int(kv["p50_us"]) / 1000.0,
+                "max_ms": int(kv["max_us"]) / 1000.0,
                 "errors": sum(int(v) for k, v in kv.items() if k.startswith("err_"))}
     lg = [args.loadgen, "--json", "-q", "-t", "1", "--cpus", str(args.client_cpu), "-d", "%ds" % duration]
     if args.tls_on:
@@ -471,11 +520,20 @@ def main():
                     help="servers and clients under chrt -r 10 (SCHED_RR), so other jobs on the "
                          "machine cannot take the measured CPUs; the kernel's RT throttling "
                          "(sched_rt_runtime_us) then stops both 50 ms a second, which shows in p99")
+    ap.add_argument("--netns", action="store_true",
+                    help="the client in a network namespace behind a veth pair, each side's receive "
+                         "on its own CPU (needs root; see netns_up)")
     ap.add_argument("--perf", action="store_true",
                     help="perf record both CPUs during each measured run, into OUT/perf/")
     ap.add_argument("--out", default=os.path.join(REPO, "var", "bench", "matrix-" + time.strftime("%Y%m%d-%H%M%S")))
     args = ap.parse_args()
     args.rt = ["chrt", "-r", "10"] if args.rt else []
+    args.addr, args.client_ns = "127.0.0.1", []
+    if args.netns:
+        if os.geteuid() != 0:
+            die("--netns needs root (ip netns, veth)")
+        atexit.register(netns_down)
+        netns_up(args)
 
     root = os.path.abspath(args.library)
     if not os.path.exists(os.path.join(root, "master.m3u8")):
@@ -491,7 +549,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="he-matrix-")
     args.crt, args.key, args.pem = (os.path.join(tmp, n) for n in ("tls.crt", "tls.key", "tls.pem"))
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                    "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,IP:" + NETNS_SERVER_IP,
                     "-keyout", args.key, "-out", args.crt], check=True, capture_output=True)
     open(args.pem, "w").write(open(args.crt).read() + open(args.key).read())
 
@@ -514,7 +572,7 @@ def main():
            "ncpu": os.cpu_count(), "loadavg": open("/proc/loadavg").read().split()[:3],
            "nginx": subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip(),
            "h2o": subprocess.run(["h2o", "--version"], capture_output=True, text=True).stdout.split("\n")[0],
-           "rt": bool(args.rt), "runs": args.runs, "duration_s": args.duration, "servers": servers,
+           "rt": bool(args.rt), "netns": args.netns, "runs": args.runs, "duration_s": args.duration, "servers": servers,
            "git": subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"], capture_output=True,
                                  text=True).stdout.strip()}
     json.dump(env, open(os.path.join(args.out, "env.json"), "w"), indent=1)
@@ -533,7 +591,8 @@ def main():
                     if name.startswith("varnish") and args.tls_on:
                         continue  # Varnish has no TLS of its own
                     port = args.base_port + i
-                    if not port_free(port) or (args.tls_on and name.startswith("hlsedge") and not port_free(port + 1000)):
+                    if not port_free(args.addr, port) or (args.tls_on and name.startswith("hlsedge") and
+                                                          not port_free(args.addr, port + 1000)):
                         die("port %d is in use" % port)
                     s = start_server(name, port, args, tmp, root)
                     running.append(s)
@@ -542,7 +601,7 @@ def main():
                     s.check(root, segs[0], pls[1])
                     if base_name(s.name) in CACHES:  # every object a RAM hit
                         subprocess.run(["curl", "-sk", "--max-time", "60"] + sum(
-                            (["-o", "/dev/null", "%s://127.0.0.1:%d%s" % (s.scheme(), s.port, p)] for p in pls + segs), []),
+                            (["-o", "/dev/null", "%s://%s:%d%s" % (s.scheme(), args.addr, s.port, p)] for p in pls + segs), []),
                             check=True)
                 for client in args.clients.split(","):
                     for content in args.content.split(","):
@@ -591,7 +650,10 @@ def report(results, env, path):
                                                                 env["kernel"], env["git"]),
            "", "Medians of %d runs of %d s (min-max); GB and requests per server CPU-second; "
                "busy = share of the server CPU busy, client = of the client's; GB/both-CPU-s: "
-               "bytes per busy second of the two CPUs together." % (env["runs"], env["duration_s"]), "",
+               "bytes per busy second of the two CPUs together.%s" % (
+                   env["runs"], env["duration_s"],
+                   " The client in a network namespace behind a veth pair, each side's receive on its "
+                   "own CPU (--netns)." if env.get("netns") else " Over loopback."), "",
            "| cell | server | GB/CPU-s | req/CPU-s | p99 ms | busy | client | GB/both-CPU-s | errors "
            "| hlsedge / this |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
