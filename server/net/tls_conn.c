@@ -550,7 +550,8 @@ int he__tls_send(he_worker_t *w, he_conn_t *c)
         b->end - b->off > w->conf->tls_write_buffer)
         he_tls_buffer_on(w, t);
     rc = he_tls_send_records(w, c);
-    if (rc < 0 || rc == HE_TLS_AGAIN_READ) return rc;
+    if (rc < 0) return rc;
+    /* sealed records leave now, also when the next step waits for input */
     flushed = he_tls_flush(t);
     if (flushed != 1) return flushed;
     if (rc == HE_TLS_DONE && t->buffered) he_tls_buffer_off(t);
