@@ -486,8 +486,6 @@ size_t he__tls_record_cap(const he_worker_t *w, he_conn_t *c, uint64_t now_ns)
     return t->small_left;
 }
 
-/* ---------------------------------------------------------------- send */
-
 /* ---------------------------------------------------------------- write buffer */
 
 /* OpenSSL writes each record as it seals it: a write(2) per 16 KiB. Each
@@ -537,6 +535,8 @@ static int he_tls_flush(he_tls_conn_t *t)
     ERR_clear_error();
     return errno ? -errno : -EIO;
 }
+
+/* ---------------------------------------------------------------- send */
 
 static int he_tls_send_records(he_worker_t *w, he_conn_t *c);
 
