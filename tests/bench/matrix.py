@@ -529,6 +529,8 @@ def main():
     args = ap.parse_args()
     args.rt = ["chrt", "-r", "10"] if args.rt else []
     args.addr, args.client_ns = "127.0.0.1", []
+    # a SIGTERM stops the servers and takes the namespace down as an error would
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.netns:
         if os.geteuid() != 0:
             die("--netns needs root (ip netns, veth)")
