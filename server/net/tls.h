@@ -100,7 +100,6 @@ typedef struct he_tls_conn {
     bool read_wants_write; /* SSL_read said WANT_WRITE: the poll waits for POLLOUT */
     bool fatal;            /* no close_notify: the session is broken */
     bool write_pending;    /* SSL_write wants a retry: at least the same length again */
-    bool buffered;         /* tls.write_buffer: a buffering BIO sits over the socket's */
 
     /* tls.first_record (tls_conn.c he__tls_record_cap) */
     uint32_t small_left;    /* bytes the small records may still take */

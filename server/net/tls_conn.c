@@ -486,79 +486,9 @@ size_t he__tls_record_cap(const he_worker_t *w, he_conn_t *c, uint64_t now_ns)
     return t->small_left;
 }
 
-/* ---------------------------------------------------------------- write buffer */
-
-/* OpenSSL writes each record as it seals it: a write(2) per 16 KiB. Each
- * is a system call and a push to TCP, which cuts a burst of its own (over
- * a 1500-byte MTU, 16 KiB segments where a 64 KiB write gives 64 KiB ones,
- * and a transmit and a wake-up of the receiving side each). While a large
- * HTTP/1.1 body is sent, a buffering BIO over the socket's gathers the
- * records into writes of tls.write_buffer bytes; the turn's end flushes
- * it, and it comes off when the response is out, so an idle connection
- * holds no buffer (docs/architecture.md, "Userspace TLS writes"). */
-static void he_tls_buffer_on(he_worker_t *w, he_tls_conn_t *t)
-{
-    BIO *sock = SSL_get_wbio(t->ssl), *buf = BIO_new(BIO_f_buffer());
-
-    if (!buf) return; /* out of memory: a write per record, as without */
-    if (BIO_set_write_buffer_size(buf, (long)w->conf->tls_write_buffer) <= 0 || !BIO_up_ref(sock)) {
-        BIO_free(buf);
-        ERR_clear_error();
-        return;
-    }
-    BIO_push(buf, sock);
-    SSL_set0_wbio(t->ssl, buf); /* drops the SSL's own reference to sock */
-    t->buffered = true;
-}
-
-/* Only once the buffer is empty: what it holds was sealed already. */
-static void he_tls_buffer_off(he_tls_conn_t *t)
-{
-    BIO *sock = BIO_next(SSL_get_wbio(t->ssl));
-
-    if (!BIO_up_ref(sock)) return; /* keep the buffer: it still works */
-    SSL_set0_wbio(t->ssl, sock);   /* frees the buffer, and its reference to sock */
-    t->buffered = false;
-}
-
-/* Sends what the buffer holds. 1 when empty, HE_TLS_AGAIN when the socket
- * is full, or a negative errno. */
-static int he_tls_flush(he_tls_conn_t *t)
-{
-    BIO *b = SSL_get_wbio(t->ssl);
-
-    if (!t->buffered || !BIO_wpending(b)) return 1;
-    errno = 0;
-    if (BIO_flush(b) > 0) return 1;
-    if (BIO_should_retry(b)) return HE_TLS_AGAIN;
-    t->fatal = true;
-    ERR_clear_error();
-    return errno ? -errno : -EIO;
-}
-
 /* ---------------------------------------------------------------- send */
 
-static int he_tls_send_records(he_worker_t *w, he_conn_t *c);
-
 int he__tls_send(he_worker_t *w, he_conn_t *c)
-{
-    he_tls_conn_t *t = c->tls;
-    const he_body_t *b = &c->body;
-    int rc, flushed;
-
-    if (!t->buffered && w->conf->tls_write_buffer && !c->protocol->pull && b->ops &&
-        b->end - b->off > w->conf->tls_write_buffer)
-        he_tls_buffer_on(w, t);
-    rc = he_tls_send_records(w, c);
-    if (rc < 0) return rc;
-    /* sealed records leave now, also when the next step waits for input */
-    flushed = he_tls_flush(t);
-    if (flushed != 1) return flushed;
-    if (rc == HE_TLS_DONE && t->buffered) he_tls_buffer_off(t);
-    return rc;
-}
-
-static int he_tls_send_records(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = c->tls;
     he_body_t *b = &c->body;
@@ -669,7 +599,7 @@ int he__tls_close_notify(he_worker_t *w, he_conn_t *c)
     /* 0: sent, the peer's not seen yet (we do not wait for it); <0: the
      * alert did not fit the socket (non-blocking): the close goes on
      * without it, as a failed session's would */
-    if (SSL_shutdown(t->ssl) < 0 || he_tls_flush(t) != 1) {
+    if (SSL_shutdown(t->ssl) < 0) {
         t->fatal = true;
         ERR_clear_error();
         return -EAGAIN;
