@@ -63,6 +63,8 @@ import sys
 import tempfile
 import time
 
+from veth import pair_down, pair_up, sh
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BENCH = os.path.join(REPO, "tests", "bench")
 CLK = os.sysconf("SC_CLK_TCK")
@@ -110,13 +112,8 @@ def cpu_busy(cpu):
     return 0, 0
 
 
-def sh(*cmd, check=True):
-    return subprocess.run(cmd, check=check, capture_output=True, text=True)
-
-
 def netns_down():
-    sh("ip", "link", "del", NETNS_SERVER_IF, check=False)
-    sh("ip", "netns", "del", NETNS, check=False)
+    pair_down(NETNS, NETNS_SERVER_IF)
 
 
 def netns_up(args):
@@ -126,16 +123,7 @@ def netns_up(args):
     be on two machines: the server's core does its ACKs and requests, the
     client's core its data. Over loopback (and a veth pair without RPS)
     the receive runs in the sender's softirq instead, wherever that is."""
-    netns_down()
-    sh("ip", "netns", "add", NETNS)
-    sh("ip", "link", "add", NETNS_SERVER_IF, "type", "veth", "peer", "name", NETNS_CLIENT_IF)
-    sh("ip", "link", "set", NETNS_CLIENT_IF, "netns", NETNS)
-    sh("ip", "addr", "add", NETNS_SERVER_IP + "/24", "dev", NETNS_SERVER_IF)
-    sh("ip", "link", "set", NETNS_SERVER_IF, "up")
-    inns = ["ip", "netns", "exec", NETNS]
-    sh(*inns, "ip", "addr", "add", NETNS_CLIENT_IP + "/24", "dev", NETNS_CLIENT_IF)
-    sh(*inns, "ip", "link", "set", NETNS_CLIENT_IF, "up")
-    sh(*inns, "ip", "link", "set", "lo", "up")
+    inns = pair_up(NETNS, NETNS_SERVER_IF, NETNS_CLIENT_IF, NETNS_SERVER_IP, NETNS_CLIENT_IP)
     # the client's TCP as this namespace's (a new one starts at the kernel's defaults)
     for key in ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
         sh(*inns, "sysctl", "-qw", "%s=%s" % (key, sh("sysctl", "-n", key).stdout.strip().replace("\t", " ")))

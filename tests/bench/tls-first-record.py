@@ -28,31 +28,19 @@ import time
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 from he import make_certs  # noqa: E402
+from veth import pair_down, pair_up, sh  # noqa: E402
 
 NS = "he-tlsfr"
 HOST_IF, NS_IF = "he-tlsfr0", "he-tlsfr1"
 HOST_IP, NS_IP = "10.231.7.1", "10.231.7.2"
 
 
-def sh(*cmd, check=True):
-    return subprocess.run(list(cmd), check=check, capture_output=True, text=True)
-
-
 def netns_up():
-    netns_down()
-    sh("ip", "netns", "add", NS)
-    sh("ip", "link", "add", HOST_IF, "type", "veth", "peer", "name", NS_IF)
-    sh("ip", "link", "set", NS_IF, "netns", NS)
-    sh("ip", "addr", "add", HOST_IP + "/24", "dev", HOST_IF)
-    sh("ip", "link", "set", HOST_IF, "up")
-    sh("ip", "netns", "exec", NS, "ip", "addr", "add", NS_IP + "/24", "dev", NS_IF)
-    sh("ip", "netns", "exec", NS, "ip", "link", "set", NS_IF, "up")
-    sh("ip", "netns", "exec", NS, "ip", "link", "set", "lo", "up")
+    pair_up(NS, HOST_IF, NS_IF, HOST_IP, NS_IP)
 
 
 def netns_down():
-    sh("ip", "link", "del", HOST_IF, check=False)
-    sh("ip", "netns", "del", NS, check=False)
+    pair_down(NS, HOST_IF)
 
 
 def shape(rate):
