@@ -196,6 +196,8 @@ typedef struct he_conf {
     unsigned tls_handshake_timeout_ms; /* tls.handshake_timeout */
     uint64_t tls_first_record;         /* tls.first_record: bytes in a connection's first
                                         * record and the first after 1 s idle; 0 = off */
+    uint64_t tls_write_buffer;         /* tls.write_buffer: userspace TLS records gathered
+                                        * into writes of this size; 0 = a write each */
 
     /* cache: the RAM and SSD tiers */
     uint64_t cache_ram_bytes;      /* cache.ram_size, split across NUMA nodes; 0 = no RAM tier */

@@ -242,6 +242,9 @@ const he__conf_key_t he__conf_keys[] = {
     HE_CONF_K_SIZE("tls.first_record", tls_first_record, 0, 16384, "1360",
                    "most bytes in the first TLS record of a connection and after 1 s idle, so "
                    "it fits one TCP segment; 0 = 16 KiB records throughout"),
+    HE_CONF_K_SIZE("tls.write_buffer", tls_write_buffer, 0, HE_CONF_MIB, "64k",
+                   "userspace TLS: the records of a larger HTTP/1.1 body leave in writes of "
+                   "this many bytes; 0 = one write per record"),
 
     HE_CONF_K_SECTION("cache", "the RAM and SSD tiers for origin responses"),
     HE_CONF_K_SIZE("cache.ram_size", cache_ram_bytes, 0, 64 * HE_CONF_TIB, "256m",

@@ -59,6 +59,7 @@ static bool he_reload_needs_workers(const he_conf_t *a, const he_conf_t *b, char
     t->drain_timeout_ms = a->drain_timeout_ms;
     t->tls_handshake_timeout_ms = a->tls_handshake_timeout_ms;
     t->tls_first_record = a->tls_first_record; /* read per write */
+    t->tls_write_buffer = a->tls_write_buffer; /* read as each large body starts */
     /* he_worker_enter reads them from the worker's conf at every wait */
     t->ring_batch = a->ring_batch;
     t->ring_batch_wait_us = a->ring_batch_wait_us;

@@ -9,6 +9,9 @@
  *               driven by polls on the worker's ring, SSL_read into the HTTP
  *               parser, and SSL_write of responses when the kernel does not
  *               encrypt (no kTLS).
+ *   tls_out.c   the SSL's write BIO: a filter over the socket's that
+ *               gathers a large body's records into tls.write_buffer
+ *               writes.
  *
  * After the handshake a connection either has kTLS for sending (the kernel
  * encrypts: send.c's plain send/sendfile path runs unchanged) or sends
@@ -87,9 +90,39 @@ char *he__tls_stage(he_tls_t *tls, unsigned worker);
 
 enum he_tls_state { HE_TLS_PEEK = 0, HE_TLS_HANDSHAKE, HE_TLS_OPEN };
 
+/* Results of he__tls_send besides a negative errno. */
+enum { HE_TLS_DONE = 0, HE_TLS_AGAIN = 1, HE_TLS_AGAIN_READ = 2, HE_TLS_WAIT = 3 };
+
+/* tls_out.c: records gathered for one write(2). buf is there only while
+ * a large body is sent (he__tls_out_gather); off..off+len is what waits. */
+typedef struct he_tls_out {
+    char *buf;
+    uint32_t size;  /* written once this many bytes are there */
+    uint32_t alloc; /* size plus room for one more record */
+    uint32_t off, len;
+} he_tls_out_t;
+#define HE_TLS_OUT_MAX (1u << 20) /* tls.write_buffer's largest */
+
+/* The write BIO for an SSL on fd: the filter, with data o, over a socket
+ * BIO (BIO_NOCLOSE). NULL when out of memory. */
+BIO *he__tls_out_new(he_tls_out_t *o, int fd);
+/* Records from now on gather in a buffer of size bytes (plus one record)
+ * until he__tls_out_release. 0 (also when already gathering), -EINVAL for
+ * a size of 0 or above HE_TLS_OUT_MAX, -ENOMEM. */
+int he__tls_out_gather(he_tls_out_t *o, size_t size);
+/* Writes what waits in the buffer: HE_TLS_DONE when it is empty,
+ * HE_TLS_AGAIN when the socket is full, or a negative errno. filter is
+ * he__tls_out_new's. */
+int he__tls_out_flush(he_tls_out_t *o, BIO *filter);
+/* Frees the buffer when it is empty, and writes pass through again; false
+ * (nothing done) when bytes still wait. */
+bool he__tls_out_release(he_tls_out_t *o);
+
 typedef struct he_tls_conn {
     SSL *ssl;
     BIO *rbio; /* memory: what the ring's recv brought, for SSL_read (owned by ssl) */
+    BIO *wbio; /* tls_out.c's filter over the socket (owned by ssl) */
+    he_tls_out_t out;
     he_tls_set_t *set;
     uint8_t state;         /* enum he_tls_state */
     bool poll_armed;       /* a HE_OP_TLS_POLL is in flight */
@@ -105,9 +138,6 @@ typedef struct he_tls_conn {
     uint32_t small_left;    /* bytes the small records may still take */
     uint64_t last_write_ns; /* the last bytes handed to the socket; 0 = none yet */
 } he_tls_conn_t;
-
-/* Results of he__tls_send besides a negative errno. */
-enum { HE_TLS_DONE = 0, HE_TLS_AGAIN = 1, HE_TLS_AGAIN_READ = 2, HE_TLS_WAIT = 3 };
 
 /* On accept from a TLS listener: creates the SSL and starts the handshake
  * (under the TLS handshake timer). The connection may be closed on return. */

@@ -377,7 +377,6 @@ static void he_tls_advance(he_worker_t *w, he_conn_t *c)
 void he__tls_conn_start(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = calloc(1, sizeof(*t));
-    BIO *wbio;
 
     c->tls = t;
     if (!t) goto fail;
@@ -385,14 +384,14 @@ void he__tls_conn_start(he_worker_t *w, he_conn_t *c)
     if (!t->ssl) goto fail;
     t->rbio = BIO_new(BIO_s_mem());
     if (!t->rbio) goto fail;
-    wbio = BIO_new_socket(c->fd, BIO_NOCLOSE);
-    if (!wbio) {
+    t->wbio = he__tls_out_new(&t->out, c->fd);
+    if (!t->wbio) {
         BIO_free(t->rbio);
         t->rbio = NULL;
         goto fail;
     }
     BIO_set_mem_eof_return(t->rbio, -1); /* empty: "retry", until the ring sees EOF */
-    SSL_set_bio(t->ssl, t->rbio, wbio); /* the SSL owns both now */
+    SSL_set_bio(t->ssl, t->rbio, t->wbio); /* the SSL owns both now */
     SSL_set_accept_state(t->ssl);
     he__conn_timer_set(w, c, HE_TIMER_TLS);
     return;
@@ -488,7 +487,45 @@ size_t he__tls_record_cap(const he_worker_t *w, he_conn_t *c, uint64_t now_ns)
 
 /* ---------------------------------------------------------------- send */
 
+/* Writes what the filter gathered: HE_TLS_DONE when nothing waits,
+ * HE_TLS_AGAIN, or a negative errno (the session is broken then). */
+static int he_tls_flush(he_tls_conn_t *t)
+{
+    int n = he__tls_out_flush(&t->out, t->wbio);
+    if (n < 0) {
+        t->fatal = true;
+        ERR_clear_error();
+    }
+    return n;
+}
+
+static int he_tls_send_records(he_worker_t *w, he_conn_t *c);
+
+/* tls.write_buffer: an HTTP/1.1 body larger than the buffer has its
+ * records gathered (tls_out.c). HTTP/2's frames interleave streams one
+ * unit a turn, and a short body is a record or two: both write a record
+ * at a time. Sealed records leave at the end of every turn, also when
+ * the next step waits for input or for the body's source, and a response
+ * is done only when they are out. */
 int he__tls_send(he_worker_t *w, he_conn_t *c)
+{
+    he_tls_conn_t *t = c->tls;
+    const he_body_t *b = &c->body;
+    size_t size = w->conf->tls_write_buffer;
+    int rc, flushed;
+
+    /* out of memory: a write per record, as without */
+    if (size && !t->out.buf && !c->protocol->pull && b->ops && b->end - b->off > size)
+        (void)he__tls_out_gather(&t->out, size);
+    rc = he_tls_send_records(w, c);
+    if (rc < 0) return rc;
+    flushed = he_tls_flush(t);
+    if (flushed != HE_TLS_DONE) return flushed;
+    if (rc == HE_TLS_DONE) he__tls_out_release(&t->out);
+    return rc;
+}
+
+static int he_tls_send_records(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = c->tls;
     he_body_t *b = &c->body;
@@ -599,7 +636,7 @@ int he__tls_close_notify(he_worker_t *w, he_conn_t *c)
     /* 0: sent, the peer's not seen yet (we do not wait for it); <0: the
      * alert did not fit the socket (non-blocking): the close goes on
      * without it, as a failed session's would */
-    if (SSL_shutdown(t->ssl) < 0) {
+    if (SSL_shutdown(t->ssl) < 0 || he_tls_flush(t) != HE_TLS_DONE) {
         t->fatal = true;
         ERR_clear_error();
         return -EAGAIN;
@@ -614,10 +651,12 @@ void he__tls_conn_free(he_worker_t *w, he_conn_t *c)
     if (!t) return;
     if (t->ssl) {
         /* close_notify, best effort: the socket is non-blocking */
-        if (t->state == HE_TLS_OPEN && !t->fatal && !(SSL_get_shutdown(t->ssl) & SSL_SENT_SHUTDOWN))
-            SSL_shutdown(t->ssl);
+        bool notify =
+            t->state == HE_TLS_OPEN && !t->fatal && !(SSL_get_shutdown(t->ssl) & SSL_SENT_SHUTDOWN);
+        if (notify && SSL_shutdown(t->ssl) >= 0) he__tls_out_flush(&t->out, t->wbio);
         SSL_free(t->ssl);
     }
+    free(t->out.buf); /* a response cut short leaves records unsent */
     ERR_clear_error();
     he__tls_set_release(t->set);
     free(t);

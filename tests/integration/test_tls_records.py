@@ -10,13 +10,18 @@ on a busy connection begins with a 16 KiB record; after a second idle the
 first record is small again; a head longer than the limit goes whole in
 one record; tls.first_record: 0 sends 16 KiB records from the start; a
 reload changes the limit for the next response; a reader that stalls
-past the idle second with a write pending in OpenSSL gets its whole body.
-Bodies are checked byte for byte. (kTLS, where the kernel cuts the records, closes the
+past the idle second with a write pending in OpenSSL gets its whole body,
+with the write buffer and without. tls.write_buffer gathers a large
+body's records into fewer write(2) calls (counted in /proc/PID/io), a
+reload changes its size for the next body, and a small response on the
+same connection after a buffered one is whole. Bodies are checked byte
+for byte. (kTLS, where the kernel cuts the records, closes the
 head's record instead: test_ktls_vm.)
 """
 import os
 import socket
 import ssl
+import subprocess
 import sys
 import tempfile
 import time
@@ -120,9 +125,10 @@ class RecordClient:
         self.sock.close()
 
 
-def server(first_record=None, extra=""):
-    """Userspace TLS (ktls off, for a box that has it), with the key set."""
+def server(first_record=None, extra="", write_buffer=None):
+    """Userspace TLS (ktls off, for a box that has it), with the keys set."""
     tls = "  ktls: false\n" + ("" if first_record is None else "  first_record: %s\n" % first_record)
+    tls += "" if write_buffer is None else "  write_buffer: %s\n" % write_buffer
     return Server(ROOT, tls=True, admin=True, tls_extra=tls, extra=extra)
 
 
@@ -158,23 +164,74 @@ def test_first_record_small_then_full():
 
 def test_stalled_reader_resumes():
     """A reader that stops for longer than the idle second while the
-    server's socket is full, then reads on: the whole file arrives. The
-    server's last write is left pending in OpenSSL, and its retry must get
-    at least its length again: a small record there would be a fatal
-    SSL_R_BAD_LENGTH."""
+    server's socket is full, then reads on: the whole file arrives.
+    Without the write buffer the server's last write is left pending in
+    OpenSSL, and its retry must get at least its length again: a small
+    record there would be a fatal SSL_R_BAD_LENGTH. With it, the buffer
+    holds sealed records across the stall and its flush resumes."""
     # TCP_NOTSENT_LOWAT refuses a write once 16 KiB wait unsent: the socket
-    # fills inside a record, and OpenSSL keeps the rest of it pending
-    with server(extra="send:\n  notsent_lowat: 16k\n") as srv:
-        c = RecordClient(srv.port, rcvbuf=32768)
-        try:
-            c.ask("/misc/big.ts")
-            time.sleep(1.5)
-            head, body, sizes = c.get("/misc/big.ts", asked=True)
-            expect(body == lib("/misc/big.ts"), "8 MiB byte-identical after the stall (%d bytes)" % len(body))
-            expect(b" 200 " in head.split(b"\r\n")[0], "200")
-        finally:
-            c.close()
-        expect("bad length" not in srv.read_log().lower(), "no TLS error in the log")
+    # fills inside a record (or inside the buffer's write)
+    for wb in ("0", "64k"):
+        with server(extra="send:\n  notsent_lowat: 16k\n", write_buffer=wb) as srv:
+            c = RecordClient(srv.port, rcvbuf=32768)
+            try:
+                c.ask("/misc/big.ts")
+                time.sleep(1.5)
+                head, body, sizes = c.get("/misc/big.ts", asked=True)
+                expect(body == lib("/misc/big.ts"), "write_buffer %s: 8 MiB byte-identical after the stall (%d bytes)"
+                       % (wb, len(body)))
+                expect(b" 200 " in head.split(b"\r\n")[0], "200")
+                expect(all(n == FULL for n in sizes[1:-1]), "write_buffer %s: 16 KiB records: %r" %
+                       (wb, sorted(set(sizes[1:-1]))))
+                head, body, sizes = c.get("/master.m3u8")  # small, after a buffered body
+                expect(body == lib("/master.m3u8"), "write_buffer %s: then a playlist, whole" % wb)
+            finally:
+                c.close()
+            expect("bad length" not in srv.read_log().lower(), "no TLS error in the log")
+
+
+def write_calls(srv):
+    with open("/proc/%d/io" % srv.proc.pid) as f:
+        return int([ln for ln in f if ln.startswith("syscw:")][0].split()[1])
+
+
+def fetch_counting_writes(srv, path):
+    """write(2) calls (every thread of the server) during one curl GET,
+    and the body."""
+    out = os.path.join(TMP, "wb.out")
+    before = write_calls(srv)
+    subprocess.run(["curl", "-sf", "--http1.1", "--max-time", "30", "-o", out] + srv.curl_args() +
+                   [srv.url(path)], check=True)
+    after = write_calls(srv)
+    with open(out, "rb") as f:
+        return after - before, f.read()
+
+
+def test_write_buffer_gathers_records():
+    """8 MiB is 512 records. One write(2) each without the buffer; with
+    it, a write per buffer's worth (plus partial ones when the socket
+    fills). A reload changes the size for the next body."""
+    want = lib("/misc/big.ts")
+    records = len(want) // FULL
+    with server(write_buffer="0") as srv:
+        fetch_counting_writes(srv, "/master.m3u8")  # a handshake's own writes out of the way
+        per_record, body = fetch_counting_writes(srv, "/misc/big.ts")
+        expect(body == want, "write_buffer 0: 8 MiB byte-identical")
+        expect(per_record >= records, "write_buffer 0: a write per record: %d writes, %d records" %
+               (per_record, records))
+        with open(srv.conf) as f:
+            conf = f.read()
+        with open(srv.conf, "w") as f:
+            f.write(conf.replace("  write_buffer: 0\n", "  write_buffer: 256k\n"))
+        reload_and_wait(srv, 2)
+        fetch_counting_writes(srv, "/master.m3u8")
+        gathered, body = fetch_counting_writes(srv, "/misc/big.ts")
+        expect(body == want, "write_buffer 256k: 8 MiB byte-identical")
+        expect(gathered * 3 <= per_record, "write_buffer 256k after a reload: %d writes against %d" %
+               (gathered, per_record))
+        small, body = fetch_counting_writes(srv, "/master.m3u8")
+        expect(body == lib("/master.m3u8"), "a playlist (below the buffer's size) is whole")
+        expect("error" not in srv.read_log().lower(), "no error in the log")
 
 
 def test_long_head_goes_whole():

@@ -95,7 +95,7 @@ static void test_unknown_keys(void)
     expect_err("tls:\n  certificate: a.pem\n", -EINVAL,
                "t.yaml:2:3: tls.certificate: unknown key, did you mean \"certificates\"? (valid "
                "here: listen, certificates, ktls, session_tickets, ticket_rotate, session_cache, "
-               "handshake_timeout, first_record)");
+               "handshake_timeout, first_record, write_buffer)");
     expect_err("origin:\n  url: http://a\n", -EINVAL,
                "t.yaml:2:3: origin.url: unknown key, did you mean \"urls\"? (valid here: urls, "
                "sources, connect_timeout, read_timeout, total_timeout, retries, pool, tls_ca_file, select, down_time)");

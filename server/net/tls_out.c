@@ -1,0 +1,191 @@
+/* The write side of a userspace TLS connection: a filter BIO of our own
+ * between the SSL and its socket BIO, there from the first handshake byte
+ * to SSL_free.
+ *
+ * OpenSSL hands each record to its write BIO as soon as it is sealed, so a
+ * socket BIO alone makes a write(2) per 16 KiB record, and each write is a
+ * push to TCP: over a 1500-byte MTU a burst of its own, with its transmit,
+ * the receiver's wake-up and its ACKs (docs/architecture.md, "Userspace TLS
+ * writes"). While a large HTTP/1.1 body is sent (he__tls_out_gather), the
+ * filter gathers records in a buffer of the connection's and writes them
+ * to the socket when tls.write_buffer bytes are there; the send loop
+ * drains it at the end of every turn, and the buffer goes when the
+ * response is out and it is empty.
+ *
+ * Otherwise the filter passes every write and control straight to the
+ * socket BIO, so the handshake (and OpenSSL's own buffer over us during
+ * it), kTLS set-up and kTLS's control messages see the socket as before.
+ * The filter is never taken off or put back: bytes it holds are always
+ * ahead of anything written later, whatever writes it (an alert, a
+ * close_notify), and what waits is in plain view: a response is done only
+ * when nothing does. */
+#include <errno.h>
+#include <openssl/err.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/net/tls.h"
+
+/* Room past tls.write_buffer for one more record: the buffer is written
+ * once it holds the size or more, so each write carries whole records and
+ * at least the size. A TLS 1.2 record with the largest expansion a suite
+ * may add (RFC 5246 6.2.3) fits. */
+#define HE_TLS_OUT_SLACK (16384 + 2048 + 5)
+
+static BIO_METHOD *he_tls_out_method;
+static pthread_once_t he_tls_out_once = PTHREAD_ONCE_INIT;
+
+/* Writes what the buffer holds to next. 1: empty; 0: the socket is full
+ * (next's retry flags say so); or a negative errno. */
+static int he_tls_out_drain(he_tls_out_t *o, BIO *next)
+{
+    while (o->len) {
+        int n;
+        errno = 0;
+        n = BIO_write(next, o->buf + o->off, (int)o->len);
+        if (n <= 0) {
+            if (BIO_should_retry(next)) return 0;
+            return errno ? -errno : -EIO;
+        }
+        o->off += (uint32_t)n;
+        o->len -= (uint32_t)n;
+    }
+    o->off = 0;
+    return 1;
+}
+
+static int he_tls_out_write(BIO *b, const char *in, int inl)
+{
+    he_tls_out_t *o = BIO_get_data(b);
+    BIO *next = BIO_next(b);
+    int n;
+
+    BIO_clear_retry_flags(b);
+    if (!next) return -1;
+    if (inl <= 0) return 0;
+    if (!o->len && (!o->buf || (size_t)inl > o->alloc)) goto pass;
+    if (o->len + (uint32_t)inl > o->alloc) {
+        /* no room for the record: what is there goes first */
+        n = he_tls_out_drain(o, next);
+        if (n < 0) return -1; /* errno is the socket's */
+        if (!o->len && (uint32_t)inl > o->alloc) goto pass;
+        if (o->len + (uint32_t)inl > o->alloc) {
+            BIO_copy_next_retry(b); /* OpenSSL keeps the record and writes it again */
+            return -1;
+        }
+    }
+    if (o->off + o->len + (uint32_t)inl > o->alloc) {
+        memmove(o->buf, o->buf + o->off, o->len);
+        o->off = 0;
+    }
+    memcpy(o->buf + o->off + o->len, in, (size_t)inl);
+    o->len += (uint32_t)inl;
+    if (o->len >= o->size) {
+        /* full: out now; a socket that refuses keeps it for the next write
+         * or the turn's drain, and the record is taken either way */
+        n = he_tls_out_drain(o, next);
+        if (n < 0) return -1;
+    }
+    return inl;
+pass: /* not gathering, or a write larger than the buffer */
+    n = BIO_write(next, in, inl);
+    BIO_copy_next_retry(b);
+    return n;
+}
+
+static long he_tls_out_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    he_tls_out_t *o = BIO_get_data(b);
+    BIO *next = BIO_next(b);
+    int n;
+
+    if (!next) return 0;
+    switch (cmd) {
+    case BIO_CTRL_FLUSH:
+        /* OpenSSL flushes at the end of each handshake flight, and kTLS's
+         * set-up flushes before it switches the socket over */
+        BIO_clear_retry_flags(b);
+        n = he_tls_out_drain(o, next);
+        if (n <= 0) {
+            BIO_copy_next_retry(b);
+            return n < 0 ? -1 : 0;
+        }
+        return BIO_ctrl(next, cmd, num, ptr);
+    case BIO_CTRL_WPENDING:
+        return (long)o->len + BIO_ctrl(next, cmd, num, ptr);
+    case BIO_CTRL_DUP:
+        return 0; /* the state is the connection's: never copied */
+    default:
+        return BIO_ctrl(next, cmd, num, ptr);
+    }
+}
+
+static long he_tls_out_callback_ctrl(BIO *b, int cmd, BIO_info_cb *fp)
+{
+    BIO *next = BIO_next(b);
+    return next ? BIO_callback_ctrl(next, cmd, fp) : 0;
+}
+
+static int he_tls_out_create(BIO *b)
+{
+    BIO_set_init(b, 1);
+    return 1;
+}
+
+static void he_tls_out_method_make(void)
+{
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_FILTER, "hlsedge TLS write");
+    if (!m) return;
+    if (!BIO_meth_set_write(m, he_tls_out_write) || !BIO_meth_set_ctrl(m, he_tls_out_ctrl) ||
+        !BIO_meth_set_callback_ctrl(m, he_tls_out_callback_ctrl) ||
+        !BIO_meth_set_create(m, he_tls_out_create)) {
+        BIO_meth_free(m);
+        return;
+    }
+    he_tls_out_method = m; /* lives as long as the process, as OpenSSL's own do */
+}
+
+BIO *he__tls_out_new(he_tls_out_t *o, int fd)
+{
+    BIO *f, *sock;
+
+    pthread_once(&he_tls_out_once, he_tls_out_method_make);
+    if (!he_tls_out_method) return NULL;
+    memset(o, 0, sizeof(*o));
+    if (!(f = BIO_new(he_tls_out_method))) return NULL;
+    if (!(sock = BIO_new_socket(fd, BIO_NOCLOSE))) {
+        BIO_free(f);
+        return NULL;
+    }
+    BIO_set_data(f, o);
+    return BIO_push(f, sock);
+}
+
+int he__tls_out_gather(he_tls_out_t *o, size_t size)
+{
+    if (o->buf) return 0;
+    if (!size || size > HE_TLS_OUT_MAX) return -EINVAL;
+    if (!(o->buf = malloc(size + HE_TLS_OUT_SLACK))) return -ENOMEM;
+    o->size = (uint32_t)size;
+    o->alloc = (uint32_t)size + HE_TLS_OUT_SLACK;
+    o->off = o->len = 0;
+    return 0;
+}
+
+int he__tls_out_flush(he_tls_out_t *o, BIO *filter)
+{
+    int n;
+    if (!o->len) return HE_TLS_DONE;
+    n = he_tls_out_drain(o, BIO_next(filter));
+    return n == 1 ? HE_TLS_DONE : n == 0 ? HE_TLS_AGAIN : n;
+}
+
+bool he__tls_out_release(he_tls_out_t *o)
+{
+    if (o->len) return false; /* sealed records: they leave first */
+    free(o->buf);
+    o->buf = NULL;
+    o->size = o->alloc = o->off = 0;
+    return true;
+}
