@@ -65,19 +65,17 @@ static int he_tls_out_write(BIO *b, const char *in, int inl)
     if (!next) return -1;
     if (inl <= 0) return 0;
     if (!o->len && (!o->buf || (size_t)inl > o->alloc)) goto pass;
-    if (o->len + (uint32_t)inl > o->alloc) {
-        /* no room for the record: what is there goes first */
+    if (o->off + o->len + (uint32_t)inl > o->alloc) {
+        /* No room behind what waits: it goes first. Never moved to the
+         * front instead: bytes left after a drain mean the socket is full,
+         * and the record could not leave before the next drain anyway. */
         n = he_tls_out_drain(o, next);
         if (n < 0) return -1; /* errno is the socket's */
-        if (!o->len && (uint32_t)inl > o->alloc) goto pass;
-        if (o->len + (uint32_t)inl > o->alloc) {
+        if (n == 0) {
             BIO_copy_next_retry(b); /* OpenSSL keeps the record and writes it again */
             return -1;
         }
-    }
-    if (o->off + o->len + (uint32_t)inl > o->alloc) {
-        memmove(o->buf, o->buf + o->off, o->len);
-        o->off = 0;
+        if ((uint32_t)inl > o->alloc) goto pass;
     }
     memcpy(o->buf + o->off + o->len, in, (size_t)inl);
     o->len += (uint32_t)inl;
