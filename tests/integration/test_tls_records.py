@@ -125,6 +125,16 @@ class RecordClient:
         self.sock.close()
 
 
+def reload_with(srv, old, new):
+    """The server's configuration with old replaced by new, reloaded (the
+    first reload: generation 2)."""
+    with open(srv.conf) as f:
+        conf = f.read()
+    with open(srv.conf, "w") as f:
+        f.write(conf.replace(old, new))
+    reload_and_wait(srv, 2)
+
+
 def server(first_record=None, extra="", write_buffer=None):
     """Userspace TLS (ktls off, for a box that has it), with the keys set."""
     tls = "  ktls: false\n" + ("" if first_record is None else "  first_record: %s\n" % first_record)
@@ -219,17 +229,13 @@ def test_write_buffer_gathers_records():
         expect(body == want, "write_buffer 0: 8 MiB byte-identical")
         expect(per_record >= records, "write_buffer 0: a write per record: %d writes, %d records" %
                (per_record, records))
-        with open(srv.conf) as f:
-            conf = f.read()
-        with open(srv.conf, "w") as f:
-            f.write(conf.replace("  write_buffer: 0\n", "  write_buffer: 256k\n"))
-        reload_and_wait(srv, 2)
+        reload_with(srv, "  write_buffer: 0\n", "  write_buffer: 256k\n")
         fetch_counting_writes(srv, "/master.m3u8")
         gathered, body = fetch_counting_writes(srv, "/misc/big.ts")
         expect(body == want, "write_buffer 256k: 8 MiB byte-identical")
         expect(gathered * 3 <= per_record, "write_buffer 256k after a reload: %d writes against %d" %
                (gathered, per_record))
-        small, body = fetch_counting_writes(srv, "/master.m3u8")
+        _, body = fetch_counting_writes(srv, "/master.m3u8")
         expect(body == lib("/master.m3u8"), "a playlist (below the buffer's size) is whole")
         expect("error" not in srv.read_log().lower(), "no error in the log")
 
@@ -257,11 +263,7 @@ def test_off_and_reload():
             expect(body == lib(SEG), "segment byte-identical")
         finally:
             c.close()
-        with open(srv.conf) as f:
-            conf = f.read()
-        with open(srv.conf, "w") as f:
-            f.write(conf.replace("  first_record: 0\n", "  first_record: 4k\n"))
-        reload_and_wait(srv, 2)
+        reload_with(srv, "  first_record: 0\n", "  first_record: 4k\n")
         c = RecordClient(srv.port)
         try:
             head, body, sizes = c.get(SEG)
