@@ -44,6 +44,8 @@ Clients (--clients):
                    renditions (content: segments only)
   viewersN         hlsedge-loadgen, N real-time HLS viewers, 12 s buffer
   lgN              hlsedge-loadgen --mode urls -cN (zipf content)
+  h2loadN          h2load -cN -m10 (HTTP/2, TLS only: ALPN h2), the content's
+                   paths shuffled once; p99 from h2load's per-request log
 Content (--content): segments (.ts), playlists (.m3u8), zipf (Zipf s=1.1
 over every playlist and segment, through hlsedge-loadgen URL-list mode).
 Loopback, or with --netns a veth pair into a namespace of the client's,
@@ -54,6 +56,8 @@ import argparse
 import atexit
 import json
 import os
+import random
+import re
 import shutil
 import signal
 import socket
@@ -262,7 +266,7 @@ def start_nginx(name, port, args, tmp, root):
             .replace("@USER_LINE@", "user root;" if os.getuid() == 0 else "")
             .replace("@CPU_MASK@", "%x" % (1 << args.server_cpu)).replace("@TMP@", d)
             .replace("@PORT@", str(port)).replace("@ROOT@", root).replace("@CC_M3U8@", CC_M3U8)
-            .replace("@CC_TS@", CC_TS).replace("@SSL@", " ssl" if args.tls_on else ""))
+            .replace("@CC_TS@", CC_TS).replace("@SSL@", " ssl http2" if args.tls_on else ""))
     if name == "nginx-video":  # Debian's default chunk (2m): drop the tuned line
         lines = [ln for ln in conf.split("\n") if "sendfile_max_chunk" not in ln]
         conf = "\n".join(lines)
@@ -428,6 +432,8 @@ def run_client(client, content, server, args, files, duration):
         lg += ["--mode", "urls", "-c", client[2:], "--url-file", urls]
         if content == "zipf":
             lg += ["--popularity", "zipf:1.1"]
+    elif client.startswith("h2load"):
+        return run_h2load(int(client[6:]), content, server, args, files, duration, pin, base)
     else:
         die("unknown client %s" % client)
     out = subprocess.run(pin + lg, capture_output=True, text=True, timeout=duration + 60)
@@ -437,6 +443,29 @@ def run_client(client, content, server, args, files, duration):
     hist = j.get("ttfb") if client.startswith("viewers") else j.get("response")
     return {"bytes": j["bytes"], "requests": j["requests"],
             "p99_ms": (hist or {}).get("p99_ms", float("nan")), "errors": j["errors"]}
+
+
+def run_h2load(conns, content, server, args, files, duration, pin, base):
+    """HTTP/2 over TLS: h2load's -i list is walked in order by every
+    client, so it is the content's paths in one fixed shuffled order."""
+    urls = os.path.join(server.tmp, "h2urls-%s-%d.txt" % (content, server.port))
+    if not os.path.exists(urls):
+        paths = open(files[content]).read().split()
+        random.Random(1).shuffle(paths)
+        open(urls, "w").write("".join(base + p + "\n" for p in paths))
+    logf = os.path.join(server.tmp, "h2load-%d.log" % server.port)
+    out = subprocess.run(pin + ["h2load", "-c%d" % conns, "-m10", "-D%d" % duration, "--log-file", logf,
+                                "-i", urls], capture_output=True, text=True, timeout=duration + 60)
+    m = re.search(r"requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+                  r"(\d+) errored", out.stdout)
+    t = re.search(r"traffic: \S+ \((\d+)\) total", out.stdout)
+    if not m or not t or "h2" not in out.stdout:
+        die("h2load gave no result: %s %s" % (out.stdout[-300:], out.stderr[-300:]))
+    times = sorted(int(ln.split()[2]) for ln in open(logf) if len(ln.split()) >= 3)
+    p99 = times[int(len(times) * 0.99)] / 1000.0 if times else float("nan")
+    os.unlink(logf)
+    return {"bytes": int(t.group(1)), "requests": int(m.group(3)), "p99_ms": p99,
+            "errors": int(m.group(4)) + int(m.group(5))}
 
 
 def perf_path(args, client, content, server, run):
@@ -481,18 +510,20 @@ def measure(client, content, server, args, files, run=0):
     return r
 
 
-def cell_ok(client, content):
+def cell_ok(client, content, tls):
     if client == "linerate" or client.startswith("viewers"):
         return content == "segments"  # HLS viewers fetch both; listed once
     if client.startswith("lg"):
         return content == "zipf"
+    if client.startswith("h2load"):
+        return tls and content in ("segments", "playlists")
     return content in ("segments", "playlists")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--servers", default="hlsedge,nginx-video,nginx-tuned,h2o")
-    ap.add_argument("--clients", default="wrk50,wrk200,linerate,viewers1000,lg50")
+    ap.add_argument("--clients", default="wrk50,wrk200,linerate,viewers1000,lg50,h2load100")
     ap.add_argument("--content", default="segments,playlists,zipf")
     ap.add_argument("--tls", default="0,1", help="protocols: 0 = HTTP, 1 = HTTPS")
     ap.add_argument("--runs", type=int, default=5)
@@ -528,7 +559,7 @@ def main():
     root = os.path.abspath(args.library)
     if not os.path.exists(os.path.join(root, "master.m3u8")):
         subprocess.run(["bash", os.path.join(REPO, "scripts", "make-demo.sh"), root], check=True)
-    for tool in ("wrk", "nginx", "h2o", "curl", "taskset", "openssl"):
+    for tool in ("wrk", "h2load", "nginx", "h2o", "curl", "taskset", "openssl"):
         if not shutil.which(tool):
             die("%s not found (scripts/setup.sh --bench)" % tool)
     if args.perf and not shutil.which("perf"):
@@ -595,7 +626,7 @@ def main():
                             check=True)
                 for client in args.clients.split(","):
                     for content in args.content.split(","):
-                        if not cell_ok(client, content):
+                        if not cell_ok(client, content, args.tls_on):
                             continue
                         cell = "%s %s %s" % (client, content, "https" if args.tls_on else "http")
                         for s in running:
