@@ -529,7 +529,7 @@ static void he_h2_request(he_worker_t *w, he_conn_t *c)
 static void he_h2_eof(he_worker_t *w, he_conn_t *c)
 {
     he_h2_conn_t *h2 = c->proto;
-    if (!h2->nstreams && !c->sending) he__conn_close(w, c);
+    if (!h2->nstreams && !c->sending) he__conn_close_drained(w, c);
 }
 
 /* A drain: GOAWAY(NO_ERROR) names the last stream we answer; those finish

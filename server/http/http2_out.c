@@ -174,10 +174,11 @@ bool he__h2_pull(he_worker_t *w, he_conn_t *c)
     if (c->hdr_len) return true;
     /* Nothing to send: done once nghttp2 wants neither (GOAWAY sent or
      * received and no stream left), or the client left and nothing is
-     * being answered. */
+     * being answered; the last frames may still wait as gathered TLS
+     * records, and go first. */
     if ((!nghttp2_session_want_read(h2->s) && !nghttp2_session_want_write(h2->s)) ||
         (c->peer_eof && !h2->nstreams))
-        he__conn_close(w, c);
+        he__conn_close_drained(w, c);
     return false;
 }
 
@@ -187,8 +188,8 @@ void he__h2_sent(he_worker_t *w, he_conn_t *c)
 
     c->bytes_sent = 0; /* each stream counts its own frames */
     c->t_first_byte_ns = 0;
-    if (h2->dead_sent) {
-        he__conn_close(w, c);
+    if (h2->dead_sent) { /* the GOAWAY went, perhaps only into the TLS write buffer */
+        he__conn_close_drained(w, c);
         return;
     }
     if (h2->unit_state == HE_H2_UNIT_QUEUED) {

@@ -14,6 +14,7 @@
 #include "server/base/log.h"
 #include "server/net/net.h"
 #include "server/net/tls.h"
+#include "server/net/tls.h"
 
 static int he_conn_outq(const he_conn_t *c)
 {
@@ -467,6 +468,19 @@ void he__conn_close_graceful(he_worker_t *w, he_conn_t *c)
     c->in_off = c->in_len = 0; /* nothing more is answered */
     he__conn_timer_set(w, c, HE_TIMER_LINGER);
     if (!c->recv_armed) he__conn_arm_recv(w, c);
+}
+
+void he__conn_close_drained(he_worker_t *w, he_conn_t *c)
+{
+    if (c->closing || !c->in_use || c->close_drained) return;
+    if (!he__tls_waiting(c)) {
+        he__conn_close(w, c);
+        return;
+    }
+    c->close_drained = true;
+    he__conn_timer_set(w, c, HE_TIMER_SEND);
+    /* inside a turn (pull, sent): its end drains; else a kick does */
+    if (!c->send_kick) he__send_kick(w, c);
 }
 
 void he__conn_op_done(he_worker_t *w, he_conn_t *c)

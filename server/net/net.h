@@ -238,6 +238,7 @@ struct he_conn {
     bool body_lent;      /* c->body is a range of a body the protocol keeps (an h2
                           * stream's): the send path never releases it */
     bool send_kick;      /* he__send_kick's loop is running: a unit ending goes back to it */
+    bool close_drained;  /* the protocol is done: close once gathered TLS records went */
     uint8_t send_op;     /* enum he_send_op in flight (one at a time) */
     uint32_t zc_pending; /* send_zc notifications not yet reaped */
     uint32_t zc_nosend;  /* of those, sends that sent nothing */
@@ -433,6 +434,10 @@ void he__conn_close(he_worker_t *w, he_conn_t *c);
 /* The end after a last response (Connection: close, a drain): half-closes
  * first while the kernel still holds bytes of it, see conn.c */
 void he__conn_close_graceful(he_worker_t *w, he_conn_t *c);
+/* The protocol is done with c, whose last units may still wait as
+ * gathered TLS records (a pulling protocol's, tls_conn.c): they go first,
+ * under timeouts.send, then c closes. Without any, he__conn_close. */
+void he__conn_close_drained(he_worker_t *w, he_conn_t *c);
 void he__conn_op_done(he_worker_t *w, he_conn_t *c);
 void he__conn_arm_recv(he_worker_t *w, he_conn_t *c);
 /* The most unparsed input a connection may hold before it is closed (see

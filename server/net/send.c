@@ -555,12 +555,34 @@ void he__send_start(he_worker_t *w, he_conn_t *c)
  * end inline (sendfile), and a fast reader would never leave the loop. */
 #define HE_SEND_KICK_BUDGET (1u << 20)
 
+/* Records a pulling protocol's turn gathered under userspace TLS (tls_conn.c)
+ * go when the turn ends, and before the next turn pulls more: true when
+ * none wait. A socket that is full takes a POLLOUT, whose completion
+ * kicks again; a connection its protocol is done with (close_drained)
+ * closes once they went. */
+static bool he_send_drain(he_worker_t *w, he_conn_t *c)
+{
+    int rc;
+    if (!he__tls_waiting(c) && !c->close_drained) return true;
+    rc = he__tls_drain(w, c);
+    if (rc == HE_TLS_AGAIN) {
+        if (c->send_op == HE_SEND_OP_NONE) he_send_arm_pollout(w, c);
+        return false;
+    }
+    if (rc < 0)
+        he_send_fail(w, c, rc);
+    else if (c->close_drained)
+        he__conn_close(w, c);
+    return rc == HE_TLS_DONE && !c->closing;
+}
+
 void he__send_kick(he_worker_t *w, he_conn_t *c)
 {
     uint32_t gen = c->gen;
     uint64_t moved = 0;
 
-    if (c->send_kick || !c->protocol->pull) return;
+    if (c->send_kick || !c->protocol->pull || c->closing) return;
+    if (!c->sending && !he_send_drain(w, c)) return;
     c->send_kick = true;
     while (c->in_use && c->gen == gen && !c->closing && !c->sending && c->send_op == HE_SEND_OP_NONE) {
         if (moved >= HE_SEND_KICK_BUDGET) {
@@ -571,7 +593,9 @@ void he__send_kick(he_worker_t *w, he_conn_t *c)
         moved += c->hdr_len + (c->body.ops ? c->body.end - c->body.off : 0);
         he__send_start(w, c);
     }
-    if (c->in_use && c->gen == gen) c->send_kick = false;
+    if (!c->in_use || c->gen != gen) return;
+    c->send_kick = false;
+    if (!c->closing && !c->sending) (void)he_send_drain(w, c);
 }
 
 void he__send_kick_later(he_worker_t *w, he_conn_t *c)
@@ -665,7 +689,7 @@ void he__send_dispose(he_worker_t *w, he_conn_t *c)
         memset(&c->body, 0, sizeof(c->body)); /* the protocol's dispose releases it */
     else
         he__body_release(&c->body);
-    c->body_lent = c->send_kick = false;
+    c->body_lent = c->send_kick = c->close_drained = false;
     c->sending = c->send_wait = c->finish_wait = false;
     c->send_op = HE_SEND_OP_NONE;
     c->zc_pending = c->zc_nosend = 0;

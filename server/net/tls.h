@@ -159,6 +159,10 @@ bool he__tls_want_recv(he_worker_t *w, he_conn_t *c);
  * HE_TLS_AGAIN_READ: the read side resumes it; HE_TLS_WAIT: the body
  * source has nothing yet; or a negative errno. */
 int he__tls_send(he_worker_t *w, he_conn_t *c);
+/* Writes the records a pulling protocol's turn gathered (he__tls_send
+ * leaves them to the turn's end): HE_TLS_DONE when none wait (the buffer
+ * is freed), HE_TLS_AGAIN when the socket is full, or a negative errno. */
+int he__tls_drain(he_worker_t *w, he_conn_t *c);
 /* tls.first_record: the most bytes the next record may carry, or 0 for
  * no limit (16 KiB records). The first tls.first_record bytes of a
  * connection, and the first after a second without writes, go in a record
@@ -179,6 +183,12 @@ void he__tls_conn_free(he_worker_t *w, he_conn_t *c);
 static inline bool he__tls_userspace(const he_conn_t *c)
 {
     return c->tls && !c->tls->ktls_tx;
+}
+
+/* True when sealed records wait in c's write buffer (tls_out.c). */
+static inline bool he__tls_waiting(const he_conn_t *c)
+{
+    return c->tls && c->tls->out.len;
 }
 
 #endif

@@ -502,25 +502,43 @@ static int he_tls_flush(he_tls_conn_t *t)
 static int he_tls_send_records(he_worker_t *w, he_conn_t *c);
 
 /* tls.write_buffer: an HTTP/1.1 body larger than the buffer has its
- * records gathered (tls_out.c). HTTP/2's frames interleave streams one
- * unit a turn, and a short body is a record or two: both write a record
- * at a time. Sealed records leave at the end of every turn, also when
- * the next step waits for input or for the body's source, and a response
- * is done only when they are out. */
+ * records gathered (tls_out.c), and so has every unit of a pulling
+ * protocol's turn (HTTP/2's frames, he__send_kick): a turn's frames, of
+ * many streams and responses, leave in writes of the buffer's size
+ * instead of one write per record. A short HTTP/1.1 body is a record or
+ * two and writes them as they come. Sealed records leave at the end of
+ * every HTTP/1.1 turn, also when the next step waits for input or for the
+ * body's source, and a response is done only when they are out; a
+ * pulling protocol's units are done once sealed, and the turn's end
+ * drains them (he__tls_drain). */
 int he__tls_send(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = c->tls;
     const he_body_t *b = &c->body;
     size_t size = w->conf->tls_write_buffer;
+    bool pull = c->protocol->pull != NULL;
     int rc, flushed;
 
     /* out of memory: a write per record, as without */
-    if (size && !t->out.buf && !c->protocol->pull && b->ops && b->end - b->off > size)
+    if (size && !t->out.buf && (pull ? c->send_kick : b->ops && b->end - b->off > size))
         (void)he__tls_out_gather(&t->out, size);
     rc = he_tls_send_records(w, c);
     if (rc < 0) return rc;
+    /* a unit of a turn: sealed is done, and the turn's end drains */
+    if (rc == HE_TLS_DONE && pull && c->send_kick && t->out.buf) return rc;
     flushed = he_tls_flush(t);
     if (flushed != HE_TLS_DONE) return flushed;
+    if (rc == HE_TLS_DONE) he__tls_out_release(&t->out);
+    return rc;
+}
+
+int he__tls_drain(he_worker_t *w, he_conn_t *c)
+{
+    he_tls_conn_t *t = c->tls;
+    int rc;
+    (void)w;
+    if (t->fatal) return -EPIPE;
+    rc = he_tls_flush(t);
     if (rc == HE_TLS_DONE) he__tls_out_release(&t->out);
     return rc;
 }

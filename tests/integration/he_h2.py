@@ -13,7 +13,7 @@ import struct
 import sys
 import time
 
-from he import expect
+from he import TLS_NAME, client_context, expect
 
 try:
     import h2.config  # noqa: E402
@@ -186,13 +186,19 @@ class RawH2:
     opened wide at the start, so reading never has to answer with
     WINDOW_UPDATE; a small SO_RCVBUF and a delay per read make it slow."""
 
-    def __init__(self, port, host="127.0.0.1", window=(1 << 30), rcvbuf=None, timeout=10):
+    def __init__(self, port, host="127.0.0.1", window=(1 << 30), rcvbuf=None, timeout=10, tls=False):
+        """tls: over TLS with ALPN h2 (the server's tls.listen port)."""
         import hpack
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.settimeout(timeout)
         self.sock.connect((host, port))
+        if tls:
+            ctx = client_context()
+            ctx.set_alpn_protocols(["h2"])
+            self.sock = ctx.wrap_socket(self.sock, server_hostname=TLS_NAME)
+            expect(self.sock.selected_alpn_protocol() == "h2", "ALPN chose h2")
         self.enc, self.dec = hpack.Encoder(), hpack.Decoder()
         self.next_id = 1
         self.buf = b""

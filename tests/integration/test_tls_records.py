@@ -14,11 +14,14 @@ past the idle second with a write pending in OpenSSL gets its whole body,
 with the write buffer and without. tls.write_buffer gathers a large
 body's records into fewer write(2) calls (counted in /proc/PID/io), a
 reload changes its size for the next body, and a small response on the
-same connection after a buffered one is whole. Bodies are checked byte
-for byte. (kTLS, where the kernel cuts the records, closes the
+same connection after a buffered one is whole. Over HTTP/2 a turn's
+frames are gathered the same way, many streams' playlists on one
+connection are whole, and a drain sends a slow reader's gathered tail
+before it closes. Bodies are checked byte for byte. (kTLS, where the kernel cuts the records, closes the
 head's record instead: test_ktls_vm.)
 """
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -29,6 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from he import Server, client_context, expect, expect_eq, make_library, run_main  # noqa: E402
 from he_admin import reload_and_wait  # noqa: E402
+from he_h2 import RawH2  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-tlsrec-")
 ROOT = make_library(os.path.join(TMP, "lib"), big_mb=8)
@@ -205,12 +209,12 @@ def write_calls(srv):
         return int([ln for ln in f if ln.startswith("syscw:")][0].split()[1])
 
 
-def fetch_counting_writes(srv, path):
+def fetch_counting_writes(srv, path, version="--http1.1"):
     """write(2) calls (every thread of the server) during one curl GET,
     and the body."""
     out = os.path.join(TMP, "wb.out")
     before = write_calls(srv)
-    subprocess.run(["curl", "-sf", "--http1.1", "--max-time", "30", "-o", out] + srv.curl_args() +
+    subprocess.run(["curl", "-sf", version, "--max-time", "30", "-o", out] + srv.curl_args() +
                    [srv.url(path)], check=True)
     after = write_calls(srv)
     with open(out, "rb") as f:
@@ -238,6 +242,58 @@ def test_write_buffer_gathers_records():
         _, body = fetch_counting_writes(srv, "/master.m3u8")
         expect(body == lib("/master.m3u8"), "a playlist (below the buffer's size) is whole")
         expect("error" not in srv.read_log().lower(), "no error in the log")
+
+
+def test_h2_frames_gathered():
+    """HTTP/2: a turn's frames (DATA of 16 KiB less their 9-byte heads,
+    one record each) leave in writes of the buffer's size, and the
+    playlists of many streams on one connection as well. A record a
+    write without the buffer."""
+    want = lib("/misc/big.ts")
+    records = len(want) // FULL
+    pls = ["/%s/index.m3u8" % r for r in ("288p", "360p", "576p", "720p", "1080p")] * 8
+    with server(write_buffer="0") as srv:
+        fetch_counting_writes(srv, "/master.m3u8", "--http2")
+        per_record, body = fetch_counting_writes(srv, "/misc/big.ts", "--http2")
+        expect(body == want, "h2, write_buffer 0: 8 MiB byte-identical")
+        expect(per_record >= records, "h2, write_buffer 0: a write per record: %d writes, %d records" %
+               (per_record, records))
+        reload_with(srv, "  write_buffer: 0\n", "  write_buffer: 64k\n")
+        fetch_counting_writes(srv, "/master.m3u8", "--http2")
+        gathered, body = fetch_counting_writes(srv, "/misc/big.ts", "--http2")
+        expect(body == want, "h2, write_buffer 64k: 8 MiB byte-identical")
+        expect(gathered * 3 <= per_record, "h2, write_buffer 64k: %d writes against %d" % (gathered, per_record))
+        # 40 streams at once on one connection, each a playlist in memory
+        cl = RawH2(srv.port, tls=True)
+        try:
+            sids = [cl.get(p) for p in pls]
+            cl.read(lambda: all(s in cl.ended for s in sids), wait=20)
+            for sid, p in zip(sids, pls):
+                expect_eq((cl.status.get(sid), bytes(cl.body[sid])), ("200", lib(p)), "stream %d: %s" % (sid, p))
+        finally:
+            cl.close()
+        expect("error" not in srv.read_log().lower(), "no error in the log")
+
+
+def test_h2_drain_sends_gathered_tail():
+    """SIGTERM while a slow HTTP/2 reader is mid-stream: the stream's last
+    frames may still be gathered records when the session ends, and they
+    go before the close; the body arrives whole, then GOAWAY(NO_ERROR) and
+    the close, and the process exits 0."""
+    for wb in ("64k", "1m"):
+        with server(extra="send:\n  notsent_lowat: 16k\ntimeouts:\n  drain: 20s\n", write_buffer=wb) as srv:
+            cl = RawH2(srv.port, rcvbuf=32768, timeout=30, tls=True)
+            sid = cl.get("/misc/big.ts")
+            cl.read(lambda: len(cl.body[sid]) > 256 * 1024, wait=10, delay=0.02)
+            expect(sid not in cl.ended, "write_buffer %s: the stream is under way" % wb)
+            srv.signal(signal.SIGTERM)
+            cl.read(lambda: False, wait=40, delay=0.005, chunk=16384)
+            expect(bytes(cl.body[sid]) == lib("/misc/big.ts"), "write_buffer %s: 8 MiB byte-identical (%d bytes)" %
+                   (wb, len(cl.body[sid])))
+            expect_eq(cl.goaway, (sid, 0), "write_buffer %s: GOAWAY(NO_ERROR) naming the stream" % wb)
+            expect(cl.closed, "write_buffer %s: then the close" % wb)
+            expect_eq(srv.proc.wait(15), 0, "write_buffer %s: exit status after the drain" % wb)
+            cl.close()
 
 
 def test_long_head_goes_whole():
