@@ -14,7 +14,6 @@
 #include "server/base/log.h"
 #include "server/net/net.h"
 #include "server/net/tls.h"
-#include "server/net/tls.h"
 
 static int he_conn_outq(const he_conn_t *c)
 {

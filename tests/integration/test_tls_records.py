@@ -17,8 +17,9 @@ reload changes its size for the next body, and a small response on the
 same connection after a buffered one is whole. Over HTTP/2 a turn's
 frames are gathered the same way, many streams' playlists on one
 connection are whole, and a drain sends a slow reader's gathered tail
-before it closes. Bodies are checked byte for byte. (kTLS, where the kernel cuts the records, closes the
-head's record instead: test_ktls_vm.)
+before it closes. Bodies are checked byte for byte. (kTLS, where the
+kernel cuts the records, closes the head's record instead:
+test_ktls_vm.)
 """
 import os
 import signal
