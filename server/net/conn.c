@@ -472,7 +472,7 @@ void he__conn_close_graceful(he_worker_t *w, he_conn_t *c)
 void he__conn_close_drained(he_worker_t *w, he_conn_t *c)
 {
     if (c->closing || !c->in_use || c->close_drained) return;
-    if (!he__tls_waiting(c)) {
+    if (!he__tls_out_held(c)) {
         he__conn_close(w, c);
         return;
     }

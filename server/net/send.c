@@ -557,13 +557,14 @@ void he__send_start(he_worker_t *w, he_conn_t *c)
 
 /* Records a pulling protocol's turn gathered under userspace TLS (tls_conn.c)
  * go when the turn ends, and before the next turn pulls more: true when
- * none wait. A socket that is full takes a POLLOUT, whose completion
- * kicks again; a connection its protocol is done with (close_drained)
- * closes once they went. */
+ * none wait. The buffer goes with them, also when the turn's last record
+ * happened to empty it, so an idle connection holds none. A socket that
+ * is full takes a POLLOUT, whose completion kicks again; a connection its
+ * protocol is done with (close_drained) closes once they went. */
 static bool he_send_drain(he_worker_t *w, he_conn_t *c)
 {
     int rc;
-    if (!he__tls_waiting(c) && !c->close_drained) return true;
+    if (!he__tls_out_held(c) && !c->close_drained) return true;
     rc = he__tls_drain(w, c);
     if (rc == HE_TLS_AGAIN) {
         if (c->send_op == HE_SEND_OP_NONE) he_send_arm_pollout(w, c);

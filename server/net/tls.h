@@ -185,10 +185,11 @@ static inline bool he__tls_userspace(const he_conn_t *c)
     return c->tls && !c->tls->ktls_tx;
 }
 
-/* True when sealed records wait in c's write buffer (tls_out.c). */
-static inline bool he__tls_waiting(const he_conn_t *c)
+/* True while c holds a write buffer (tls_out.c): sealed records may wait
+ * in it, and he__tls_drain writes them and then frees it. */
+static inline bool he__tls_out_held(const he_conn_t *c)
 {
-    return c->tls && c->tls->out.len;
+    return c->tls && c->tls->out.buf;
 }
 
 #endif
