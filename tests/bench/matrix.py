@@ -26,6 +26,9 @@ Servers (--servers, comma-separated):
   hlsedge@K=V;K=V  the same with config keys set, e.g.
                    "hlsedge@send.sendfile_chunk=2m;send.cork=true" (a sweep)
                    (hlsedge-cache@K=V and hlsedge-ssd@K=V likewise)
+  hlsedge/TAG      the binary given as --build TAG=PATH instead (two builds
+                   in one matrix: hlsedge,hlsedge/new); hlsedge/TAG@K=V,
+                   hlsedge-cache/TAG too
   nginx-video      Debian's nginx with the usual video settings: sendfile on,
                    tcp_nopush on, open_file_cache; sendfile_max_chunk left at
                    its default (2m in nginx 1.22)
@@ -104,6 +107,32 @@ def proc_ticks(pids):
         total += int(f[11]) + int(f[12])
         if i == 0:
             total += int(f[13]) + int(f[14])
+    return total
+
+
+def cross_cpu_interrupts():
+    """Function-call and rescheduling interrupts received so far, per CPU:
+    the wake-ups one CPU sent another (RPS hands a frame to the other
+    side's CPU with one; on a guest each is an exit to the hypervisor)."""
+    counts = {}
+    for line in open("/proc/interrupts"):
+        f = line.split()
+        if f and f[0] in ("CAL:", "RES:"):
+            for cpu, v in enumerate(f[1:1 + os.cpu_count()]):
+                counts[cpu] = counts.get(cpu, 0) + int(v)
+    return counts
+
+
+def syscalls(pids):
+    """read- and write-side system calls of the server's processes."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in open("/proc/%d/io" % pid):
+                if line.startswith(("syscr:", "syscw:")):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
     return total
 
 
@@ -210,7 +239,7 @@ def launch_hlsedge(name, port, args, tmp, conf):
     path = os.path.join(tmp, "hlsedge-%d.yaml" % port)
     open(path, "w").write(conf)
     s = Server(name, port, args, tmp)
-    s.proc = subprocess.Popen(args.rt + ["taskset", "-c", str(args.server_cpu), args.hlsedge, "-c", path],
+    s.proc = subprocess.Popen(args.rt + ["taskset", "-c", str(args.server_cpu), hlsedge_binary(name, args), "-c", path],
                               stdout=open(path + ".log", "w"), stderr=subprocess.STDOUT)
     return s
 
@@ -237,7 +266,17 @@ def with_sections(name, conf, sections, where):
 
 
 def base_name(name):
-    return name.split("@", 1)[0]
+    """The server kind: "hlsedge-cache" of "hlsedge-cache/new@cache.ram_size=48m"."""
+    return name.split("@", 1)[0].split("/", 1)[0]
+
+
+def hlsedge_binary(name, args):
+    tag = name.split("@", 1)[0].partition("/")[2]
+    if not tag:
+        return args.hlsedge
+    if tag not in args.builds:
+        die("%s: no --build %s=PATH" % (name, tag))
+    return args.builds[tag]
 
 
 def start_hlsedge(name, port, args, tmp, root):
@@ -478,6 +517,7 @@ def measure(client, content, server, args, files, run=0):
     t0 = proc_ticks(pids)
     b0, w0 = cpu_busy(args.server_cpu)
     cb0, cw0 = cpu_busy(args.client_cpu)
+    i0, sc0 = cross_cpu_interrupts(), syscalls(pids)
     rec = None
     if args.perf:
         # both CPUs: over loopback each does part of the other's TCP work
@@ -494,7 +534,14 @@ def measure(client, content, server, args, files, run=0):
     t1 = proc_ticks(pids)
     b1, w1 = cpu_busy(args.server_cpu)
     cb1, cw1 = cpu_busy(args.client_cpu)
+    i1, sc1 = cross_cpu_interrupts(), syscalls(pids)
     cpu = (t1 - t0) / CLK
+    # per thousand responses: the wake-ups each side's CPU took, and the
+    # server's read and write calls (io_uring's operations are not counted)
+    kreq = r["requests"] / 1000.0
+    r["ipi_server_cpu_per_kreq"] = (i1.get(args.server_cpu, 0) - i0.get(args.server_cpu, 0)) / kreq if kreq else 0
+    r["ipi_client_cpu_per_kreq"] = (i1.get(args.client_cpu, 0) - i0.get(args.client_cpu, 0)) / kreq if kreq else 0
+    r["syscalls_per_kreq"] = (sc1 - sc0) / kreq if kreq else 0
     r["cpu_s"] = cpu
     r["busy"] = (b1 - b0) / (w1 - w0) if w1 > w0 else float("nan")
     r["client_busy"] = (cb1 - cb0) / (cw1 - cw0) if cw1 > cw0 else float("nan")
@@ -535,6 +582,8 @@ def main():
     ap.add_argument("--library", default=os.path.join(REPO, "demo", "library"))
     ap.add_argument("--hlsedge", default=os.path.join(REPO, "build", "hlsedge"))
     ap.add_argument("--loadgen", default=os.path.join(REPO, "build", "hlsedge-loadgen"))
+    ap.add_argument("--build", action="append", default=[], metavar="TAG=PATH",
+                    help="another hlsedge binary, run as server hlsedge/TAG (repeatable)")
     ap.add_argument("--rt", action="store_true",
                     help="servers and clients under chrt -r 10 (SCHED_RR), so other jobs on the "
                          "machine cannot take the measured CPUs; the kernel's RT throttling "
@@ -546,6 +595,12 @@ def main():
                     help="perf record both CPUs during each measured run, into OUT/perf/")
     ap.add_argument("--out", default=os.path.join(REPO, "var", "bench", "matrix-" + time.strftime("%Y%m%d-%H%M%S")))
     args = ap.parse_args()
+    args.builds = {}
+    for b in args.build:
+        tag, _, path = b.partition("=")
+        if not tag or not os.access(path, os.X_OK):
+            die("--build %s: TAG=PATH of an executable" % b)
+        args.builds[tag] = os.path.abspath(path)
     args.rt = ["chrt", "-r", "10"] if args.rt else []
     args.addr, args.client_ns = "127.0.0.1", []
     # a SIGTERM stops the servers and takes the namespace down as an error would
@@ -594,6 +649,7 @@ def main():
            "nginx": subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip(),
            "h2o": subprocess.run(["h2o", "--version"], capture_output=True, text=True).stdout.split("\n")[0],
            "rt": bool(args.rt), "netns": args.netns, "runs": args.runs, "duration_s": args.duration, "servers": servers,
+           "builds": args.builds,
            "git": subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"], capture_output=True,
                                  text=True).stdout.strip()}
     json.dump(env, open(os.path.join(args.out, "env.json"), "w"), indent=1)
@@ -646,9 +702,12 @@ def main():
                                 raw.flush()
                                 per[s.name].append(r)
                                 log("%s %s run %d: %.3f GB/CPU-s, %.0f req/CPU-s, p99 %.1f ms, busy %.2f, "
-                                    "client %.2f, %.3f GB/both-CPU-s, err %d" %
+                                    "client %.2f, %.3f GB/both-CPU-s, err %d; per 1k responses: "
+                                    "IPIs to server CPU %.0f, to client CPU %.0f, read/write calls %.0f" %
                                     (cell, s.name, run, r["gb_per_cpu_s"], r["req_per_cpu_s"], r["p99_ms"],
-                                     r["busy"], r["client_busy"], r["gb_per_both_cpu_s"], r["errors"]))
+                                     r["busy"], r["client_busy"], r["gb_per_both_cpu_s"], r["errors"],
+                                     r["ipi_server_cpu_per_kreq"], r["ipi_client_cpu_per_kreq"],
+                                     r["syscalls_per_kreq"]))
                         results.append((cell, per))
             finally:
                 for s in running:
