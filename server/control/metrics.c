@@ -137,6 +137,14 @@ static void he_prom_hist(he_buf_t *b, const char *name, const char *help, const 
 
 #define HE_OFF(f) offsetof(he_stats_t, f)
 
+/* A snapshot reads the two counters apart: never below zero. */
+static uint64_t he_metrics_held(const he_stats_t *st)
+{
+    return st->tls_write_buffers_taken > st->tls_write_buffers_freed
+               ? st->tls_write_buffers_taken - st->tls_write_buffers_freed
+               : 0;
+}
+
 /* The copies of files in huge pages (fd_cache.memory): process-wide, not
  * per worker, read from their store as they are now. */
 static void he_metrics_fcopy_prom(he_buf_t *b)
@@ -313,6 +321,15 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
     he_prom_per_worker(b, s, "tls_ktls_fallback_total", "counter",
                        "TLS connections that could not use kTLS for their cipher.",
                        HE_OFF(tls_conn_ktls_fallback));
+    he_prom_per_worker(b, s, "tls_write_buffers_total", "counter",
+                       "Userspace TLS write buffers taken (tls.write_buffer).",
+                       HE_OFF(tls_write_buffers_taken));
+    he_prom_head(b, "tls_write_buffers_held", "gauge",
+                 "Userspace TLS write buffers held now: connections with records gathered or "
+                 "a large body under way.");
+    for (unsigned i = 0; i < s->nworkers; i++)
+        he_buf_printf(b, "hlsedge_tls_write_buffers_held{worker=\"%u\"} %llu\n", s->workers[i].id,
+                      (unsigned long long)he_metrics_held(&s->workers[i].st));
     he__prom_per_worker_by(b, s, "tls_errors_total",
                            "TLS connections that ended before or during the handshake, by cause.",
                            "cause", he_metrics_tls_errors, HE_OFF(tls_errors),
@@ -521,6 +538,8 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
     he_json_u64(b, "bytes_userspace", t->tls_bytes_userspace, true);
     he_json_u64(b, "resumed", t->tls_resumed, true);
     he_json_u64(b, "ktls_fallback", t->tls_conn_ktls_fallback, true);
+    he_json_u64(b, "write_buffers_taken", t->tls_write_buffers_taken, true);
+    he_json_u64(b, "write_buffers_held", he_metrics_held(t), true);
     he_buf_printf(b, "\"errors\":{");
     for (int e = 0; e < HE_STATS_TLS_ERR_COUNT; e++)
         he_buf_printf(b, "%s\"%s\":%llu", e ? "," : "", he_metrics_tls_errors[e],

@@ -499,6 +499,13 @@ static int he_tls_flush(he_tls_conn_t *t)
     return n;
 }
 
+/* The write buffer goes once its records are out; counted, so /stats
+ * shows what idle connections hold (none). */
+static void he_tls_out_drop(he_worker_t *w, he_tls_conn_t *t)
+{
+    if (t->out.buf && he__tls_out_release(&t->out)) w->stats.tls_write_buffers_freed++;
+}
+
 static int he_tls_send_records(he_worker_t *w, he_conn_t *c);
 
 /* tls.write_buffer: an HTTP/1.1 body larger than the buffer has its
@@ -520,15 +527,16 @@ int he__tls_send(he_worker_t *w, he_conn_t *c)
     int rc, flushed;
 
     /* out of memory: a write per record, as without */
-    if (size && !t->out.buf && (pull ? c->send_kick : b->ops && b->end - b->off > size))
-        (void)he__tls_out_gather(&t->out, size);
+    if (size && !t->out.buf && (pull ? c->send_kick : b->ops && b->end - b->off > size) &&
+        he__tls_out_gather(&t->out, size) == 0)
+        w->stats.tls_write_buffers_taken++;
     rc = he_tls_send_records(w, c);
     if (rc < 0) return rc;
     /* a unit of a turn: sealed is done, and the turn's end drains */
     if (rc == HE_TLS_DONE && pull && c->send_kick && t->out.buf) return rc;
     flushed = he_tls_flush(t);
     if (flushed != HE_TLS_DONE) return flushed;
-    if (rc == HE_TLS_DONE) he__tls_out_release(&t->out);
+    if (rc == HE_TLS_DONE) he_tls_out_drop(w, t);
     return rc;
 }
 
@@ -536,10 +544,9 @@ int he__tls_drain(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = c->tls;
     int rc;
-    (void)w;
     if (t->fatal) return -EPIPE;
     rc = he_tls_flush(t);
-    if (rc == HE_TLS_DONE) he__tls_out_release(&t->out);
+    if (rc == HE_TLS_DONE) he_tls_out_drop(w, t);
     return rc;
 }
 
@@ -665,7 +672,6 @@ int he__tls_close_notify(he_worker_t *w, he_conn_t *c)
 void he__tls_conn_free(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = c->tls;
-    (void)w;
     if (!t) return;
     if (t->ssl) {
         /* close_notify, best effort: the socket is non-blocking */
@@ -674,6 +680,7 @@ void he__tls_conn_free(he_worker_t *w, he_conn_t *c)
         if (notify && SSL_shutdown(t->ssl) >= 0) he__tls_out_flush(&t->out, t->wbio);
         SSL_free(t->ssl);
     }
+    if (t->out.buf) w->stats.tls_write_buffers_freed++;
     free(t->out.buf); /* a response cut short leaves records unsent */
     ERR_clear_error();
     he__tls_set_release(t->set);

@@ -17,7 +17,8 @@ reload changes its size for the next body, and a small response on the
 same connection after a buffered one is whole. Over HTTP/2 a turn's
 frames are gathered the same way, many streams' playlists on one
 connection are whole, and a drain sends a slow reader's gathered tail
-before it closes. Bodies are checked byte for byte. (kTLS, where the
+before it closes. /stats counts the write buffers held: one while a full
+socket holds up records, none on an idle connection. Bodies are checked byte for byte. (kTLS, where the
 kernel cuts the records, closes the head's record instead:
 test_ktls_vm.)
 """
@@ -32,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from he import Server, client_context, expect, expect_eq, make_library, run_main  # noqa: E402
-from he_admin import reload_and_wait  # noqa: E402
+from he_admin import reload_and_wait, stats, wait_for  # noqa: E402
 from he_h2 import RawH2  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-tlsrec-")
@@ -295,6 +296,63 @@ def test_h2_drain_sends_gathered_tail():
             expect(cl.closed, "write_buffer %s: then the close" % wb)
             expect_eq(srv.proc.wait(15), 0, "write_buffer %s: exit status after the drain" % wb)
             cl.close()
+
+
+def buffers(srv):
+    t = stats(srv)["tls"]
+    return t["write_buffers_taken"], t["write_buffers_held"]
+
+
+def test_idle_connections_hold_no_write_buffer():
+    """The write buffer is a connection's only while records wait or a
+    large body is under way (/stats tls.write_buffers_held). With a 4 KiB
+    buffer every DATA record fills it and leaves at once, so an HTTP/2
+    turn ends with the buffer empty, and it must go all the same; checked
+    after a segment and after many playlists, over HTTP/2 and HTTP/1.1,
+    while the connection stays open."""
+    for wb in ("4k", "64k"):
+        with server(extra="send:\n  notsent_lowat: 16k\n", write_buffer=wb) as srv:
+            cl = RawH2(srv.port, rcvbuf=32768, timeout=30, tls=True)
+            try:
+                sid = cl.get("/misc/big.ts")
+                cl.read(lambda: len(cl.body[sid]) > 256 * 1024, wait=10, delay=0.02)
+                expect(sid not in cl.ended, "h2, write_buffer %s: the stream is under way" % wb)
+                _, held = buffers(srv)
+                expect_eq(held, 1, "h2, write_buffer %s: a buffer held while a full socket holds up records" % wb)
+                cl.read(lambda: sid in cl.ended, wait=30, chunk=262144)
+                expect(bytes(cl.body[sid]) == lib("/misc/big.ts"), "h2, write_buffer %s: 8 MiB whole" % wb)
+            finally:
+                cl.close()
+            cl = RawH2(srv.port, timeout=30, tls=True)  # a reader that keeps up
+            try:
+                sid = cl.get("/misc/big.ts")
+                cl.read(lambda: sid in cl.ended, wait=30, chunk=262144)
+                expect(bytes(cl.body[sid]) == lib("/misc/big.ts"), "h2, write_buffer %s: 8 MiB whole" % wb)
+                wait_for(lambda: buffers(srv)[1] == 0, 5,
+                         "h2, write_buffer %s: no buffer held once the segment went" % wb)
+                pls = ["/%s/index.m3u8" % r for r in ("288p", "360p", "576p", "720p", "1080p")] * 4
+                sids = [cl.get(p) for p in pls]
+                cl.read(lambda: all(s in cl.ended for s in sids), wait=20)
+                expect(all(bytes(cl.body[s]) == lib(p) for s, p in zip(sids, pls)),
+                       "h2, write_buffer %s: 20 playlists whole" % wb)
+                taken, held = wait_for(lambda: (lambda b: b if b[1] == 0 else None)(buffers(srv)), 5,
+                                       "h2, write_buffer %s: no buffer held on the idle connection" % wb)
+                expect(taken >= 2, "h2, write_buffer %s: buffers were taken: %d" % (wb, taken))
+                expect(not cl.closed, "h2, write_buffer %s: the connection is still open" % wb)
+            finally:
+                cl.close()
+            c = RecordClient(srv.port)
+            try:
+                for path in (SEG, "/master.m3u8", SEG):
+                    _, body = c.get(path)[:2]
+                    expect(body == lib(path), "h1, write_buffer %s: %s whole" % (wb, path))
+                before = taken
+                taken, held = wait_for(lambda: (lambda b: b if b[1] == 0 else None)(buffers(srv)), 5,
+                                       "h1, write_buffer %s: no buffer held on the idle connection" % wb)
+                expect(taken >= before + 2, "h1, write_buffer %s: a buffer for each segment: %d -> %d" %
+                       (wb, before, taken))
+            finally:
+                c.close()
 
 
 def test_long_head_goes_whole():
