@@ -124,16 +124,21 @@ def cross_cpu_interrupts():
 
 
 def syscalls(pids):
-    """read- and write-side system calls of the server's processes."""
-    total = 0
+    """read- and write-side system calls of the server's processes, and
+    the times its threads went to sleep (voluntary context switches)."""
+    calls = sleeps = 0
     for pid in pids:
         try:
             for line in open("/proc/%d/io" % pid):
                 if line.startswith(("syscr:", "syscw:")):
-                    total += int(line.split()[1])
+                    calls += int(line.split()[1])
+            for tid in os.listdir("/proc/%d/task" % pid):
+                for line in open("/proc/%d/task/%s/status" % (pid, tid)):
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        sleeps += int(line.split()[1])
         except OSError:
             pass
-    return total
+    return calls, sleeps
 
 
 def cpu_busy(cpu):
@@ -541,7 +546,8 @@ def measure(client, content, server, args, files, run=0):
     kreq = r["requests"] / 1000.0
     r["ipi_server_cpu_per_kreq"] = (i1.get(args.server_cpu, 0) - i0.get(args.server_cpu, 0)) / kreq if kreq else 0
     r["ipi_client_cpu_per_kreq"] = (i1.get(args.client_cpu, 0) - i0.get(args.client_cpu, 0)) / kreq if kreq else 0
-    r["syscalls_per_kreq"] = (sc1 - sc0) / kreq if kreq else 0
+    r["syscalls_per_kreq"] = (sc1[0] - sc0[0]) / kreq if kreq else 0
+    r["sleeps_per_kreq"] = (sc1[1] - sc0[1]) / kreq if kreq else 0
     r["cpu_s"] = cpu
     r["busy"] = (b1 - b0) / (w1 - w0) if w1 > w0 else float("nan")
     r["client_busy"] = (cb1 - cb0) / (cw1 - cw0) if cw1 > cw0 else float("nan")
@@ -703,11 +709,12 @@ def main():
                                 per[s.name].append(r)
                                 log("%s %s run %d: %.3f GB/CPU-s, %.0f req/CPU-s, p99 %.1f ms, busy %.2f, "
                                     "client %.2f, %.3f GB/both-CPU-s, err %d; per 1k responses: "
-                                    "IPIs to server CPU %.0f, to client CPU %.0f, read/write calls %.0f" %
+                                    "IPIs to server CPU %.0f, to client CPU %.0f, read/write calls %.0f, "
+                                    "sleeps %.0f" %
                                     (cell, s.name, run, r["gb_per_cpu_s"], r["req_per_cpu_s"], r["p99_ms"],
                                      r["busy"], r["client_busy"], r["gb_per_both_cpu_s"], r["errors"],
                                      r["ipi_server_cpu_per_kreq"], r["ipi_client_cpu_per_kreq"],
-                                     r["syscalls_per_kreq"]))
+                                     r["syscalls_per_kreq"], r["sleeps_per_kreq"]))
                         results.append((cell, per))
             finally:
                 for s in running:
