@@ -18,9 +18,9 @@ same connection after a buffered one is whole. Over HTTP/2 a turn's
 frames are gathered the same way, many streams' playlists on one
 connection are whole, and a drain sends a slow reader's gathered tail
 before it closes. /stats counts the write buffers held: one while a full
-socket holds up records, none on an idle connection. Bodies are checked byte for byte. (kTLS, where the
-kernel cuts the records, closes the head's record instead:
-test_ktls_vm.)
+socket holds up records, none on an idle connection. Bodies are checked
+byte for byte. (kTLS, where the kernel cuts the records, closes the
+head's record instead: test_ktls_vm.)
 """
 import os
 import signal
@@ -298,9 +298,12 @@ def test_h2_drain_sends_gathered_tail():
             cl.close()
 
 
-def buffers(srv):
-    t = stats(srv)["tls"]
-    return t["write_buffers_taken"], t["write_buffers_held"]
+def buffers_held(srv, n, what):
+    """Waits until /stats says n write buffers are held; (taken, held)."""
+    def now():
+        t = stats(srv)["tls"]
+        return (t["write_buffers_taken"], n) if t["write_buffers_held"] == n else None
+    return wait_for(now, 5, what)
 
 
 def test_idle_connections_hold_no_write_buffer():
@@ -317,8 +320,7 @@ def test_idle_connections_hold_no_write_buffer():
                 sid = cl.get("/misc/big.ts")
                 cl.read(lambda: len(cl.body[sid]) > 256 * 1024, wait=10, delay=0.02)
                 expect(sid not in cl.ended, "h2, write_buffer %s: the stream is under way" % wb)
-                _, held = buffers(srv)
-                expect_eq(held, 1, "h2, write_buffer %s: a buffer held while a full socket holds up records" % wb)
+                buffers_held(srv, 1, "h2, write_buffer %s: a buffer held while a full socket holds up records" % wb)
                 cl.read(lambda: sid in cl.ended, wait=30, chunk=262144)
                 expect(bytes(cl.body[sid]) == lib("/misc/big.ts"), "h2, write_buffer %s: 8 MiB whole" % wb)
             finally:
@@ -328,15 +330,13 @@ def test_idle_connections_hold_no_write_buffer():
                 sid = cl.get("/misc/big.ts")
                 cl.read(lambda: sid in cl.ended, wait=30, chunk=262144)
                 expect(bytes(cl.body[sid]) == lib("/misc/big.ts"), "h2, write_buffer %s: 8 MiB whole" % wb)
-                wait_for(lambda: buffers(srv)[1] == 0, 5,
-                         "h2, write_buffer %s: no buffer held once the segment went" % wb)
+                buffers_held(srv, 0, "h2, write_buffer %s: no buffer held once the segment went" % wb)
                 pls = ["/%s/index.m3u8" % r for r in ("288p", "360p", "576p", "720p", "1080p")] * 4
                 sids = [cl.get(p) for p in pls]
                 cl.read(lambda: all(s in cl.ended for s in sids), wait=20)
                 expect(all(bytes(cl.body[s]) == lib(p) for s, p in zip(sids, pls)),
                        "h2, write_buffer %s: 20 playlists whole" % wb)
-                taken, held = wait_for(lambda: (lambda b: b if b[1] == 0 else None)(buffers(srv)), 5,
-                                       "h2, write_buffer %s: no buffer held on the idle connection" % wb)
+                taken, _ = buffers_held(srv, 0, "h2, write_buffer %s: no buffer held on the idle connection" % wb)
                 expect(taken >= 2, "h2, write_buffer %s: buffers were taken: %d" % (wb, taken))
                 expect(not cl.closed, "h2, write_buffer %s: the connection is still open" % wb)
             finally:
@@ -347,8 +347,7 @@ def test_idle_connections_hold_no_write_buffer():
                     _, body = c.get(path)[:2]
                     expect(body == lib(path), "h1, write_buffer %s: %s whole" % (wb, path))
                 before = taken
-                taken, held = wait_for(lambda: (lambda b: b if b[1] == 0 else None)(buffers(srv)), 5,
-                                       "h1, write_buffer %s: no buffer held on the idle connection" % wb)
+                taken, _ = buffers_held(srv, 0, "h1, write_buffer %s: no buffer held on the idle connection" % wb)
                 expect(taken >= before + 2, "h1, write_buffer %s: a buffer for each segment: %d -> %d" %
                        (wb, before, taken))
             finally:
