@@ -137,12 +137,10 @@ static void he_prom_hist(he_buf_t *b, const char *name, const char *help, const 
 
 #define HE_OFF(f) offsetof(he_stats_t, f)
 
-/* A snapshot reads the two counters apart: never below zero. */
+/* Userspace TLS write buffers held now: taken and not yet freed. */
 static uint64_t he_metrics_held(const he_stats_t *st)
 {
-    return st->tls_write_buffers_taken > st->tls_write_buffers_freed
-               ? st->tls_write_buffers_taken - st->tls_write_buffers_freed
-               : 0;
+    return he__metrics_sub(st->tls_write_buffers_taken, st->tls_write_buffers_freed);
 }
 
 /* The copies of files in huge pages (fd_cache.memory): process-wide, not

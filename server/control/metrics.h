@@ -82,10 +82,17 @@ typedef struct he_metrics_snap {
     uint64_t admin_refused_address, admin_refused_token;
 } he_metrics_snap_t;
 
+/* a - b for two counters a snapshot read apart (the worker may have
+ * moved between the reads): never below zero. */
+static inline uint64_t he__metrics_sub(uint64_t a, uint64_t b)
+{
+    return a >= b ? a - b : 0;
+}
+
 /* Active connections of a stats block (accepted and not yet closed). */
 static inline uint64_t he_metrics_active(const he_stats_t *st)
 {
-    return st->conn_accepted >= st->conn_closed ? st->conn_accepted - st->conn_closed : 0;
+    return he__metrics_sub(st->conn_accepted, st->conn_closed);
 }
 
 void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *out);

@@ -29,11 +29,6 @@ static uint64_t he_mh_requests(const he_stats_t *st)
     return n;
 }
 
-static uint64_t he_mh_sub(uint64_t a, uint64_t b)
-{
-    return a >= b ? a - b : 0;
-}
-
 static const struct {
     const char *name, *help;
     size_t off;
@@ -57,9 +52,11 @@ void he__metrics_h2_prom(const he_metrics_snap_t *s, he_buf_t *b)
                      "spoke.\n# TYPE hlsedge_protocol_connections_total counter\n");
     for (unsigned i = 0; i < s->nworkers; i++) {
         const he_stats_t *st = &s->workers[i].st;
-        he_buf_printf(b, "hlsedge_protocol_connections_total{worker=\"%u\",protocol=\"http/1.1\"} "
-                         "%llu\n",
-                      s->workers[i].id, (unsigned long long)he_mh_sub(st->conn_accepted, st->h2_conns));
+        he_buf_printf(b,
+                      "hlsedge_protocol_connections_total{worker=\"%u\",protocol=\"http/1.1\"} "
+                      "%llu\n",
+                      s->workers[i].id,
+                      (unsigned long long)he__metrics_sub(st->conn_accepted, st->h2_conns));
         he_buf_printf(b, "hlsedge_protocol_connections_total{worker=\"%u\",protocol=\"h2\"} %llu\n",
                       s->workers[i].id, (unsigned long long)(st->h2_conns - st->h2_conns_h2c));
         he_buf_printf(b, "hlsedge_protocol_connections_total{worker=\"%u\",protocol=\"h2c\"} %llu\n",
@@ -71,7 +68,7 @@ void he__metrics_h2_prom(const he_metrics_snap_t *s, he_buf_t *b)
         const he_stats_t *st = &s->workers[i].st;
         he_buf_printf(b, "hlsedge_protocol_requests_total{worker=\"%u\",protocol=\"http/1.1\"} %llu\n",
                       s->workers[i].id,
-                      (unsigned long long)he_mh_sub(he_mh_requests(st), st->h2_requests));
+                      (unsigned long long)he__metrics_sub(he_mh_requests(st), st->h2_requests));
         he_buf_printf(b, "hlsedge_protocol_requests_total{worker=\"%u\",protocol=\"h2\"} %llu\n",
                       s->workers[i].id, (unsigned long long)st->h2_requests);
     }
@@ -79,8 +76,9 @@ void he__metrics_h2_prom(const he_metrics_snap_t *s, he_buf_t *b)
                      "# TYPE hlsedge_http2_streams_open gauge\n");
     for (unsigned i = 0; i < s->nworkers; i++) {
         const he_stats_t *st = &s->workers[i].st;
-        he_buf_printf(b, "hlsedge_http2_streams_open{worker=\"%u\"} %llu\n", s->workers[i].id,
-                      (unsigned long long)he_mh_sub(st->h2_streams_opened, st->h2_streams_closed));
+        he_buf_printf(
+            b, "hlsedge_http2_streams_open{worker=\"%u\"} %llu\n", s->workers[i].id,
+            (unsigned long long)he__metrics_sub(st->h2_streams_opened, st->h2_streams_closed));
     }
     he__prom_per_worker_by(b, s, "http2_goaways_total", "HTTP/2 GOAWAY frames sent, by cause.",
                            "cause", he_mh_goaway, HE_MH(h2_goaway), HE_STATS_H2_GOAWAY_COUNT);
@@ -102,12 +100,12 @@ void he__metrics_h2_json(const he_metrics_snap_t *s, he_buf_t *b)
                   "\"http2\":{\"connections\":{\"http/1.1\":%llu,\"h2\":%llu,\"h2c\":%llu},"
                   "\"requests\":{\"http/1.1\":%llu,\"h2\":%llu},\"streams_open\":%llu,"
                   "\"goaways\":{",
-                  (unsigned long long)he_mh_sub(t->conn_accepted, t->h2_conns),
+                  (unsigned long long)he__metrics_sub(t->conn_accepted, t->h2_conns),
                   (unsigned long long)(t->h2_conns - t->h2_conns_h2c),
                   (unsigned long long)t->h2_conns_h2c,
-                  (unsigned long long)he_mh_sub(he_mh_requests(t), t->h2_requests),
+                  (unsigned long long)he__metrics_sub(he_mh_requests(t), t->h2_requests),
                   (unsigned long long)t->h2_requests,
-                  (unsigned long long)he_mh_sub(t->h2_streams_opened, t->h2_streams_closed));
+                  (unsigned long long)he__metrics_sub(t->h2_streams_opened, t->h2_streams_closed));
     for (int g = 0; g < HE_STATS_H2_GOAWAY_COUNT; g++)
         he_buf_printf(b, "%s\"%s\":%llu", g ? "," : "", he_mh_goaway[g],
                       (unsigned long long)t->h2_goaway[g]);
