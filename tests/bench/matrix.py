@@ -123,7 +123,7 @@ def cross_cpu_interrupts():
     return counts
 
 
-def syscalls(pids):
+def calls_and_sleeps(pids):
     """read- and write-side system calls of the server's processes, and
     the times its threads went to sleep (voluntary context switches)."""
     calls = sleeps = 0
@@ -522,7 +522,7 @@ def measure(client, content, server, args, files, run=0):
     t0 = proc_ticks(pids)
     b0, w0 = cpu_busy(args.server_cpu)
     cb0, cw0 = cpu_busy(args.client_cpu)
-    i0, sc0 = cross_cpu_interrupts(), syscalls(pids)
+    i0, sc0 = cross_cpu_interrupts(), calls_and_sleeps(pids)
     rec = None
     if args.perf:
         # both CPUs: over loopback each does part of the other's TCP work
@@ -539,15 +539,16 @@ def measure(client, content, server, args, files, run=0):
     t1 = proc_ticks(pids)
     b1, w1 = cpu_busy(args.server_cpu)
     cb1, cw1 = cpu_busy(args.client_cpu)
-    i1, sc1 = cross_cpu_interrupts(), syscalls(pids)
+    i1, sc1 = cross_cpu_interrupts(), calls_and_sleeps(pids)
     cpu = (t1 - t0) / CLK
     # per thousand responses: the wake-ups each side's CPU took, and the
     # server's read and write calls (io_uring's operations are not counted)
     kreq = r["requests"] / 1000.0
-    r["ipi_server_cpu_per_kreq"] = (i1.get(args.server_cpu, 0) - i0.get(args.server_cpu, 0)) / kreq if kreq else 0
-    r["ipi_client_cpu_per_kreq"] = (i1.get(args.client_cpu, 0) - i0.get(args.client_cpu, 0)) / kreq if kreq else 0
-    r["syscalls_per_kreq"] = (sc1[0] - sc0[0]) / kreq if kreq else 0
-    r["sleeps_per_kreq"] = (sc1[1] - sc0[1]) / kreq if kreq else 0
+    per_kreq = lambda n: n / kreq if kreq else 0
+    r["ipi_server_cpu_per_kreq"] = per_kreq(i1.get(args.server_cpu, 0) - i0.get(args.server_cpu, 0))
+    r["ipi_client_cpu_per_kreq"] = per_kreq(i1.get(args.client_cpu, 0) - i0.get(args.client_cpu, 0))
+    r["syscalls_per_kreq"] = per_kreq(sc1[0] - sc0[0])
+    r["sleeps_per_kreq"] = per_kreq(sc1[1] - sc0[1])
     r["cpu_s"] = cpu
     r["busy"] = (b1 - b0) / (w1 - w0) if w1 > w0 else float("nan")
     r["client_busy"] = (cb1 - cb0) / (cw1 - cw0) if cw1 > cw0 else float("nan")
