@@ -38,7 +38,9 @@ typedef struct he_req {
     bool has_body;
     /* headers of interest; a value cut to its buffer is dropped when the
      * headers are complete (a cut Range or If-Range drops the range), so
-     * a cut can only turn a conditional or range request into a full 200 */
+     * a cut can only turn a conditional or range request into a full 200.
+     * No protocol clears these buffers (range to authz, and accept_enc)
+     * for a new request, only their lengths: keep other fields out of them */
     char range[HE_HDR_SMALL];
     char inm[256];
     char ims[40];
