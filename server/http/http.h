@@ -223,7 +223,11 @@ typedef enum he_http_field {
     HE_HTTP_F_CACHE_CONTROL,
     HE_HTTP_F_COUNT
 } he_http_field_t;
-extern const char *const he__http_field_h2[HE_HTTP_F_COUNT]; /* "content-type" */
+typedef struct he_http_name {
+    const char *name; /* "content-type" */
+    uint8_t len;
+} he_http_name_t;
+extern const he_http_name_t he__http_field_h2[HE_HTTP_F_COUNT];
 typedef void (*he_http_field_fn)(void *ctx, he_http_field_t f, const char *v, size_t n);
 void he__http_head_fields(const he_worker_t *w, const he_http_head_t *h, he_http_field_fn fn,
                           void *ctx);

@@ -14,47 +14,45 @@
 
 /* ---------------------------------------------------------------- heads */
 
-/* The fields' names as each protocol spells them; HTTP/1.1's with their
- * lengths, as every response spells a dozen. */
-#define HE_HTTP1_NAME(s) {"" s, sizeof(s) - 1}
-static const struct {
-    const char *name;
-    uint8_t len;
-} he_http1_names[HE_HTTP_F_COUNT] = {
-    [HE_HTTP_F_SERVER] = HE_HTTP1_NAME("Server: "),
-    [HE_HTTP_F_DATE] = HE_HTTP1_NAME("Date: "),
-    [HE_HTTP_F_ACAO] = HE_HTTP1_NAME("Access-Control-Allow-Origin: "),
-    [HE_HTTP_F_ACEH] = HE_HTTP1_NAME("Access-Control-Expose-Headers: "),
-    [HE_HTTP_F_TAO] = HE_HTTP1_NAME("Timing-Allow-Origin: "),
-    [HE_HTTP_F_EXTRA] = HE_HTTP1_NAME(""),
-    [HE_HTTP_F_CONTENT_TYPE] = HE_HTTP1_NAME("Content-Type: "),
-    [HE_HTTP_F_CONTENT_LENGTH] = HE_HTTP1_NAME("Content-Length: "),
-    [HE_HTTP_F_CONTENT_ENCODING] = HE_HTTP1_NAME("Content-Encoding: "),
-    [HE_HTTP_F_VARY] = HE_HTTP1_NAME("Vary: "),
-    [HE_HTTP_F_ACCEPT_RANGES] = HE_HTTP1_NAME("Accept-Ranges: "),
-    [HE_HTTP_F_CONTENT_RANGE] = HE_HTTP1_NAME("Content-Range: "),
-    [HE_HTTP_F_LAST_MODIFIED] = HE_HTTP1_NAME("Last-Modified: "),
-    [HE_HTTP_F_ETAG] = HE_HTTP1_NAME("ETag: "),
-    [HE_HTTP_F_AGE] = HE_HTTP1_NAME("Age: "),
-    [HE_HTTP_F_CACHE_CONTROL] = HE_HTTP1_NAME("Cache-Control: "),
+/* The fields' names as each protocol spells them, with their lengths, as
+ * every response spells a dozen. */
+#define HE_HTTP_NAME(s) {"" s, sizeof(s) - 1}
+static const he_http_name_t he_http1_names[HE_HTTP_F_COUNT] = {
+    [HE_HTTP_F_SERVER] = HE_HTTP_NAME("Server: "),
+    [HE_HTTP_F_DATE] = HE_HTTP_NAME("Date: "),
+    [HE_HTTP_F_ACAO] = HE_HTTP_NAME("Access-Control-Allow-Origin: "),
+    [HE_HTTP_F_ACEH] = HE_HTTP_NAME("Access-Control-Expose-Headers: "),
+    [HE_HTTP_F_TAO] = HE_HTTP_NAME("Timing-Allow-Origin: "),
+    [HE_HTTP_F_EXTRA] = HE_HTTP_NAME(""),
+    [HE_HTTP_F_CONTENT_TYPE] = HE_HTTP_NAME("Content-Type: "),
+    [HE_HTTP_F_CONTENT_LENGTH] = HE_HTTP_NAME("Content-Length: "),
+    [HE_HTTP_F_CONTENT_ENCODING] = HE_HTTP_NAME("Content-Encoding: "),
+    [HE_HTTP_F_VARY] = HE_HTTP_NAME("Vary: "),
+    [HE_HTTP_F_ACCEPT_RANGES] = HE_HTTP_NAME("Accept-Ranges: "),
+    [HE_HTTP_F_CONTENT_RANGE] = HE_HTTP_NAME("Content-Range: "),
+    [HE_HTTP_F_LAST_MODIFIED] = HE_HTTP_NAME("Last-Modified: "),
+    [HE_HTTP_F_ETAG] = HE_HTTP_NAME("ETag: "),
+    [HE_HTTP_F_AGE] = HE_HTTP_NAME("Age: "),
+    [HE_HTTP_F_CACHE_CONTROL] = HE_HTTP_NAME("Cache-Control: "),
 };
-const char *const he__http_field_h2[HE_HTTP_F_COUNT] = {
-    [HE_HTTP_F_SERVER] = "server",
-    [HE_HTTP_F_DATE] = "date",
-    [HE_HTTP_F_ACAO] = "access-control-allow-origin",
-    [HE_HTTP_F_ACEH] = "access-control-expose-headers",
-    [HE_HTTP_F_TAO] = "timing-allow-origin",
-    [HE_HTTP_F_EXTRA] = "",
-    [HE_HTTP_F_CONTENT_TYPE] = "content-type",
-    [HE_HTTP_F_CONTENT_LENGTH] = "content-length",
-    [HE_HTTP_F_CONTENT_ENCODING] = "content-encoding",
-    [HE_HTTP_F_VARY] = "vary",
-    [HE_HTTP_F_ACCEPT_RANGES] = "accept-ranges",
-    [HE_HTTP_F_CONTENT_RANGE] = "content-range",
-    [HE_HTTP_F_LAST_MODIFIED] = "last-modified",
-    [HE_HTTP_F_ETAG] = "etag",
-    [HE_HTTP_F_AGE] = "age",
-    [HE_HTTP_F_CACHE_CONTROL] = "cache-control",
+
+const he_http_name_t he__http_field_h2[HE_HTTP_F_COUNT] = {
+    [HE_HTTP_F_SERVER] = HE_HTTP_NAME("server"),
+    [HE_HTTP_F_DATE] = HE_HTTP_NAME("date"),
+    [HE_HTTP_F_ACAO] = HE_HTTP_NAME("access-control-allow-origin"),
+    [HE_HTTP_F_ACEH] = HE_HTTP_NAME("access-control-expose-headers"),
+    [HE_HTTP_F_TAO] = HE_HTTP_NAME("timing-allow-origin"),
+    [HE_HTTP_F_EXTRA] = HE_HTTP_NAME(""),
+    [HE_HTTP_F_CONTENT_TYPE] = HE_HTTP_NAME("content-type"),
+    [HE_HTTP_F_CONTENT_LENGTH] = HE_HTTP_NAME("content-length"),
+    [HE_HTTP_F_CONTENT_ENCODING] = HE_HTTP_NAME("content-encoding"),
+    [HE_HTTP_F_VARY] = HE_HTTP_NAME("vary"),
+    [HE_HTTP_F_ACCEPT_RANGES] = HE_HTTP_NAME("accept-ranges"),
+    [HE_HTTP_F_CONTENT_RANGE] = HE_HTTP_NAME("content-range"),
+    [HE_HTTP_F_LAST_MODIFIED] = HE_HTTP_NAME("last-modified"),
+    [HE_HTTP_F_ETAG] = HE_HTTP_NAME("etag"),
+    [HE_HTTP_F_AGE] = HE_HTTP_NAME("age"),
+    [HE_HTTP_F_CACHE_CONTROL] = HE_HTTP_NAME("cache-control"),
 };
 
 #define HE_HTTP_FIELD_LIT(fn, ctx, f, s) fn(ctx, f, "" s, sizeof(s) - 1)
