@@ -100,6 +100,7 @@ typedef struct he_tls_out {
     uint32_t size;  /* written once this many bytes are there */
     uint32_t alloc; /* size plus room for one more record */
     uint32_t off, len;
+    bool ktls_send; /* the socket BIO sends by kTLS, as last asked */
 } he_tls_out_t;
 #define HE_TLS_OUT_MAX (1u << 20) /* tls.write_buffer's largest */
 

@@ -96,6 +96,7 @@ static long he_tls_out_ctrl(BIO *b, int cmd, long num, void *ptr)
 {
     he_tls_out_t *o = BIO_get_data(b);
     BIO *next = BIO_next(b);
+    long ret;
     int n;
 
     if (!next) return 0;
@@ -114,8 +115,17 @@ static long he_tls_out_ctrl(BIO *b, int cmd, long num, void *ptr)
         return (long)o->len + BIO_ctrl(next, cmd, num, ptr);
     case BIO_CTRL_DUP:
         return 0; /* the state is the connection's: never copied */
+    case BIO_CTRL_GET_KTLS_SEND:
+        /* OpenSSL 3.0 asks eight times per record it writes; asking the
+         * socket BIO through BIO_ctrl each time was a tenth of SSL_write
+         * for a playlist */
+        return o->ktls_send;
     default:
-        return BIO_ctrl(next, cmd, num, ptr);
+        /* only a control can switch the socket to kTLS (its set-up, which
+         * OpenSSL sends to this BIO, the SSL's wbio): look again after each */
+        ret = BIO_ctrl(next, cmd, num, ptr);
+        o->ktls_send = BIO_ctrl(next, BIO_CTRL_GET_KTLS_SEND, 0, NULL) > 0;
+        return ret;
     }
 }
 
