@@ -108,8 +108,8 @@ static he_h2_stream_t *he_h2_stream_of(he_h2_conn_t *h2, int32_t id)
 /* A new stream's fields zeroed, but not its request's header buffers,
  * err_body or url: each is read only up to a length set as it is written
  * (as HTTP/1.1 reuses them). Zeroing the whole stream, 6.8 KB at the
- * default max_uri_bytes, was a seventh of the worker's instructions
- * serving playlists over HTTP/2. */
+ * default max_uri_bytes, was a fifth of the worker's user-space
+ * instructions per playlist request over HTTP/2. */
 static void he_h2_stream_clear(he_h2_stream_t *st)
 {
     he_req_t *r = &st->req;
