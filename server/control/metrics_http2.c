@@ -58,7 +58,8 @@ void he__metrics_h2_prom(const he_metrics_snap_t *s, he_buf_t *b)
                       s->workers[i].id,
                       (unsigned long long)he__metrics_sub(st->conn_accepted, st->h2_conns));
         he_buf_printf(b, "hlsedge_protocol_connections_total{worker=\"%u\",protocol=\"h2\"} %llu\n",
-                      s->workers[i].id, (unsigned long long)(st->h2_conns - st->h2_conns_h2c));
+                      s->workers[i].id,
+                      (unsigned long long)he__metrics_sub(st->h2_conns, st->h2_conns_h2c));
         he_buf_printf(b, "hlsedge_protocol_connections_total{worker=\"%u\",protocol=\"h2c\"} %llu\n",
                       s->workers[i].id, (unsigned long long)st->h2_conns_h2c);
     }
@@ -101,7 +102,7 @@ void he__metrics_h2_json(const he_metrics_snap_t *s, he_buf_t *b)
                   "\"requests\":{\"http/1.1\":%llu,\"h2\":%llu},\"streams_open\":%llu,"
                   "\"goaways\":{",
                   (unsigned long long)he__metrics_sub(t->conn_accepted, t->h2_conns),
-                  (unsigned long long)(t->h2_conns - t->h2_conns_h2c),
+                  (unsigned long long)he__metrics_sub(t->h2_conns, t->h2_conns_h2c),
                   (unsigned long long)t->h2_conns_h2c,
                   (unsigned long long)he__metrics_sub(he_mh_requests(t), t->h2_requests),
                   (unsigned long long)t->h2_requests,
