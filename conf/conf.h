@@ -190,6 +190,7 @@ typedef struct he_conf {
     char tls_certs[HE_CONF_MAX_CERTS][PATH_MAX];
     unsigned ntls_certs;
     bool tls_ktls;                     /* tls.ktls: use kernel TLS when available */
+    bool tls_seal_records;             /* tls.seal_records: seal records without kTLS */
     bool tls_tickets;                  /* tls.session_tickets */
     unsigned tls_ticket_rotate_ms;     /* tls.ticket_rotate: new ticket key this often */
     unsigned tls_session_cache;        /* tls.session_cache: entries, 0 = off */

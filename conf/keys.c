@@ -232,6 +232,9 @@ const he__conf_key_t he__conf_keys[] = {
                    "certificate file", "certificate files", "",
                    "PEM files, chain and key; the first is the default"),
     HE_CONF_K_BOOL("tls.ktls", tls_ktls, "true", "kernel TLS when the kernel and cipher allow"),
+    HE_CONF_K_BOOL("tls.seal_records", tls_seal_records, "true",
+                   "without kTLS, hlsedge seals AES-GCM records from the file's pages itself "
+                   "(read at start)"),
     HE_CONF_K_BOOL("tls.session_tickets", tls_tickets, "true", "resumption by session tickets"),
     HE_CONF_K_DURATION("tls.ticket_rotate", tls_ticket_rotate_ms, HE_CONF_MINUTE_MS,
                        24 * HE_CONF_HOUR_MS, "1h", "new ticket key this often"),

@@ -139,6 +139,7 @@ typedef struct he_stats {
     uint64_t tls_errors[HE_STATS_TLS_ERR_COUNT];
     uint64_t tls_write_buffers_taken; /* tls.write_buffer: held = taken - freed */
     uint64_t tls_write_buffers_freed;
+    uint64_t tls_conn_sealed; /* userspace connections whose records hlsedge sealed */
 
     /* HTTP/2 (http/http2.c); HTTP/1.x is the rest of conn_accepted and requests */
     uint64_t h2_conns;          /* connections that spoke h2 (ALPN or h2c) */

@@ -319,6 +319,10 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
     he_prom_per_worker(b, s, "tls_ktls_fallback_total", "counter",
                        "TLS connections that could not use kTLS for their cipher.",
                        HE_OFF(tls_conn_ktls_fallback));
+    he_prom_per_worker(b, s, "tls_sealed_connections_total", "counter",
+                       "Userspace TLS connections whose records hlsedge sealed itself "
+                       "(tls.seal_records) rather than SSL_write.",
+                       HE_OFF(tls_conn_sealed));
     he_prom_per_worker(b, s, "tls_write_buffers_total", "counter",
                        "Userspace TLS write buffers taken (tls.write_buffer).",
                        HE_OFF(tls_write_buffers_taken));
@@ -536,6 +540,7 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
     he_json_u64(b, "bytes_userspace", t->tls_bytes_userspace, true);
     he_json_u64(b, "resumed", t->tls_resumed, true);
     he_json_u64(b, "ktls_fallback", t->tls_conn_ktls_fallback, true);
+    he_json_u64(b, "connections_sealed", t->tls_conn_sealed, true);
     he_json_u64(b, "write_buffers_taken", t->tls_write_buffers_taken, true);
     he_json_u64(b, "write_buffers_held", he_metrics_held(t), true);
     he_buf_printf(b, "\"errors\":{");

@@ -53,7 +53,8 @@ typedef struct he_tls_cert {
 
 struct he_tls_set {
     atomic_uint refs; /* he_tls.cur, each worker's cached pointer, each connection */
-    bool ktls;        /* SSL_OP_ENABLE_KTLS is set */
+    bool ktls;        /* kTLS set-up goes to the kernel */
+    bool seal;        /* else hlsedge seals the records (tls.seal_records, probed) */
     unsigned ncerts;
     he_tls_cert_t certs[HE_CONF_MAX_CERTS];
 };
@@ -71,6 +72,7 @@ struct he_tls {
     he_tls_worker_t *pw;
     unsigned nworkers;
     char ktls_state[96];
+    char seal_state[192]; /* tls.seal_records: "on", or off and why */
     bool tickets;
     unsigned rotate_ms, session_cache, handshake_timeout_ms;
     unsigned reloads, reload_errors;
@@ -277,7 +279,9 @@ static SSL_CTX *he_tls_ctx_new(const he_conf_t *conf, he_tls_set_t *set, he_tls_
     if (!ctx) return NULL;
     if (!conf->tls_tickets) opts |= SSL_OP_NO_TICKET;
 #ifdef SSL_OP_ENABLE_KTLS
-    if (set->ktls) opts |= SSL_OP_ENABLE_KTLS;
+    /* OpenSSL offers the write keys only with this option: to the kernel,
+     * or to the write filter that seals (tls_seal.c) */
+    if (set->ktls || set->seal) opts |= SSL_OP_ENABLE_KTLS;
 #endif
     SSL_CTX_set_options(ctx, opts);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -376,8 +380,13 @@ bool he__tls_set_ktls(const he_tls_set_t *set)
     return set->ktls;
 }
 
-static int he_tls_set_build(const he_conf_t *conf, bool ktls, he_tls_set_t **out, char *err,
-                            size_t errlen)
+bool he__tls_set_seal(const he_tls_set_t *set)
+{
+    return set->seal;
+}
+
+static int he_tls_set_build(const he_conf_t *conf, bool ktls, bool seal, he_tls_set_t **out,
+                            char *err, size_t errlen)
 {
     he_tls_set_t *set;
     if (conf->ntls_certs == 0) {
@@ -391,6 +400,7 @@ static int he_tls_set_build(const he_conf_t *conf, bool ktls, he_tls_set_t **out
     }
     atomic_init(&set->refs, 1);
     set->ktls = ktls;
+    set->seal = seal;
     for (unsigned i = 0; i < conf->ntls_certs && i < HE_CONF_MAX_CERTS; i++) {
         int rc = he_tls_cert_load(conf, set, &set->certs[i], conf->tls_certs[i], err, errlen);
         set->ncerts = i + 1;
@@ -452,11 +462,37 @@ int he_tls_new(he_tls_t **out, const he_conf_t *conf, const he_features_t *f, un
     }
     memset(tls->pw, 0, sizeof(*tls->pw) * (nworkers ? nworkers : 1));
     he_tls_apply_conf(tls, conf);
-    rc = he_tls_set_build(conf, ktls, &tls->cur, err, errlen);
+    snprintf(tls->seal_state, sizeof(tls->seal_state), "off (OpenSSL built without kTLS)");
+#ifndef OPENSSL_NO_KTLS
+    if (!conf->tls_seal_records)
+        snprintf(tls->seal_state, sizeof(tls->seal_state), "off (disabled by config)");
+#endif
+    rc = he_tls_set_build(conf, ktls, false, &tls->cur, err, errlen);
     if (rc < 0) {
         he_tls_free(tls);
         return rc;
     }
+#ifndef OPENSSL_NO_KTLS
+    if (conf->tls_seal_records) {
+        /* Sealing rests on OpenSSL's internal kTLS hand-over: proven on the
+         * library that is loaded, with the first certificate, before any
+         * client relies on it; a failure falls back to SSL_write. */
+        char why[160];
+        he_tls_set_t *set = tls->cur;
+        set->seal = true;
+        for (unsigned i = 0; i < set->ncerts; i++)
+            SSL_CTX_set_options(set->certs[i].ctx, SSL_OP_ENABLE_KTLS);
+        if (he__tls_seal_probe(set->certs[0].ctx, why, sizeof(why)) == 0) {
+            snprintf(tls->seal_state, sizeof(tls->seal_state), "on");
+        } else {
+            snprintf(tls->seal_state, sizeof(tls->seal_state), "off (probe: %s)", why);
+            set->seal = false;
+            if (!set->ktls)
+                for (unsigned i = 0; i < set->ncerts; i++)
+                    SSL_CTX_clear_options(set->certs[i].ctx, SSL_OP_ENABLE_KTLS);
+        }
+    }
+#endif
     he__tls_guard_install();
     *out = tls;
     return 0;
@@ -480,7 +516,7 @@ int he_tls_reload(he_tls_t *tls, const he_conf_t *conf, char *err, size_t errlen
     int rc;
 
     pthread_mutex_lock(&tls->lock);
-    rc = he_tls_set_build(conf, tls->cur->ktls, &set, err, errlen);
+    rc = he_tls_set_build(conf, tls->cur->ktls, tls->cur->seal, &set, err, errlen);
     if (rc < 0) {
         tls->reload_errors++;
         snprintf(tls->reload_err, sizeof(tls->reload_err), "%s", err);
@@ -534,6 +570,19 @@ const char *he_tls_ktls_state(const he_tls_t *tls)
 
 /* ---------------------------------------------------------------- describe */
 
+/* The send path in one phrase, for the log and /stats. */
+static const char *he_tls_send_path(const he_tls_set_t *set)
+{
+    if (set->ktls && set->seal)
+        return "kTLS sendfile/send; records sealed by hlsedge from the page cache (mmap) or RAM "
+               "when a suite is not offloaded";
+    if (set->ktls) return "kTLS sendfile/send (SSL_write when a suite is not offloaded)";
+    if (set->seal)
+        return "records sealed by hlsedge (AES-GCM) from the page cache (mmap) or RAM, "
+               "SSL_write for other suites";
+    return "SSL_write from the page cache (mmap) or RAM";
+}
+
 static void he_tls_sum(const he_server_t *s, he_stats_t *t)
 {
     memset(t, 0, sizeof(*t));
@@ -545,6 +594,7 @@ static void he_tls_sum(const he_server_t *s, he_stats_t *t)
         t->tls_conn_ktls += w->tls_conn_ktls;
         t->tls_conn_userspace += w->tls_conn_userspace;
         t->tls_conn_ktls_fallback += w->tls_conn_ktls_fallback;
+        t->tls_conn_sealed += w->tls_conn_sealed;
         t->tls_bytes_ktls += w->tls_bytes_ktls;
         t->tls_bytes_userspace += w->tls_bytes_userspace;
         for (int e = 0; e < HE_STATS_TLS_ERR_COUNT; e++)
@@ -583,11 +633,12 @@ void he_tls_describe(const he_server_t *s, const he_stats_t *totals, char *buf, 
     pthread_mutex_lock(&tls->lock);
     he_buf_printf(&b, "],\"ktls\":");
     he_buf_json_str(&b, tls->ktls_state);
+    he_buf_printf(&b, ",\"seal_records\":");
+    he_buf_json_str(&b, tls->seal_state);
     he_buf_printf(&b,
                   ",\"send_path\":\"%s\",\"protocols\":[\"TLSv1.2\",\"TLSv1.3\"],"
                   "\"certificates\":[",
-                  tls->cur->ktls ? "kTLS sendfile/send (SSL_write when a suite is not offloaded)"
-                                 : "SSL_write from the page cache (mmap) or RAM");
+                  he_tls_send_path(tls->cur));
     for (unsigned i = 0; i < tls->cur->ncerts; i++) {
         const he_tls_cert_t *c = &tls->cur->certs[i];
         he_buf_printf(&b, "%s{\"file\":", i ? "," : "");
@@ -619,11 +670,11 @@ void he_tls_describe(const he_server_t *s, const he_stats_t *totals, char *buf, 
         he_buf_printf(&b, "%s\"%s\":%llu", e ? "," : "", he_tls_err_names[e],
                       (unsigned long long)t->tls_errors[e]);
     he_buf_printf(&b,
-                  "},\"connections\":{\"ktls\":%llu,\"userspace\":%llu,\"ktls_fallback\":%llu},"
-                  "\"bytes\":{\"ktls\":%llu,\"userspace\":%llu}}",
+                  "},\"connections\":{\"ktls\":%llu,\"userspace\":%llu,\"ktls_fallback\":%llu,"
+                  "\"sealed\":%llu},\"bytes\":{\"ktls\":%llu,\"userspace\":%llu}}",
                   (unsigned long long)t->tls_conn_ktls, (unsigned long long)t->tls_conn_userspace,
                   (unsigned long long)t->tls_conn_ktls_fallback,
-                  (unsigned long long)t->tls_bytes_ktls,
+                  (unsigned long long)t->tls_conn_sealed, (unsigned long long)t->tls_bytes_ktls,
                   (unsigned long long)t->tls_bytes_userspace);
 }
 
@@ -647,10 +698,8 @@ int he__tls_server_init(he_server_t *s, char *err, size_t errlen)
                 "shared by all workers); session cache %u; handshake timeout %u ms",
                 addrs, tls->ktls_state, tls->tickets ? "on" : "off", tls->rotate_ms / 1000,
                 tls->session_cache, tls->handshake_timeout_ms);
-    he_log_info("TLS send path: %s", tls->cur->ktls
-                                         ? "kTLS (sendfile/send; the kernel encrypts), SSL_write "
-                                           "for connections whose suite is not offloaded"
-                                         : "SSL_write from the page cache (mmap) and RAM");
+    he_log_info("TLS send path: %s; sealed records: %s", he_tls_send_path(tls->cur),
+                tls->seal_state);
     for (unsigned i = 0; i < tls->cur->ncerts; i++) {
         const he_tls_cert_t *c = &tls->cur->certs[i];
         char names[512] = "";
@@ -671,7 +720,8 @@ void he__tls_server_free(he_server_t *s)
     he_tls_sum(s, &t);
     he_log_info("TLS totals: %llu handshakes (%llu resumed), %llu failed (plain_http %llu, "
                 "garbage %llu, truncated %llu, protocol %llu, other %llu); connections: kTLS "
-                "%llu, userspace %llu (kTLS fallback %llu); bytes: kTLS %llu, userspace %llu",
+                "%llu, userspace %llu (kTLS fallback %llu, sealed by hlsedge %llu); bytes: kTLS "
+                "%llu, userspace %llu",
                 (unsigned long long)t.tls_handshakes, (unsigned long long)t.tls_resumed,
                 (unsigned long long)t.tls_handshake_errors,
                 (unsigned long long)t.tls_errors[HE_STATS_TLS_ERR_PLAIN_HTTP],
@@ -680,8 +730,8 @@ void he__tls_server_free(he_server_t *s)
                 (unsigned long long)t.tls_errors[HE_STATS_TLS_ERR_PROTOCOL],
                 (unsigned long long)t.tls_errors[HE_STATS_TLS_ERR_OTHER],
                 (unsigned long long)t.tls_conn_ktls, (unsigned long long)t.tls_conn_userspace,
-                (unsigned long long)t.tls_conn_ktls_fallback, (unsigned long long)t.tls_bytes_ktls,
-                (unsigned long long)t.tls_bytes_userspace);
+                (unsigned long long)t.tls_conn_ktls_fallback, (unsigned long long)t.tls_conn_sealed,
+                (unsigned long long)t.tls_bytes_ktls, (unsigned long long)t.tls_bytes_userspace);
     he_tls_free(s->tls);
     s->tls = NULL;
 }

@@ -12,11 +12,18 @@
  *   tls_out.c   the SSL's write BIO: a filter over the socket's that
  *               gathers a large body's records into tls.write_buffer
  *               writes.
+ *   tls_seal.c  records sealed by hlsedge (tls.seal_records): after the
+ *               handshake OpenSSL hands its write BIO the keys, as it
+ *               would hand them to the kernel for kTLS, and the filter
+ *               encrypts each record from the caller's pages straight into
+ *               the write buffer.
  *
  * After the handshake a connection either has kTLS for sending (the kernel
  * encrypts: send.c's plain send/sendfile path runs unchanged) or sends
  * through SSL_write from the header buffer, RAM bodies and a read-only
- * mapping of the file (one copy: the encryption). Requests are always read
+ * mapping of the file; with sealed records (tls_seal.c) the encryption
+ * reads those pages and writes the record where it leaves from, the only
+ * copy in user space. Requests are always read
  * with SSL_read (OpenSSL 3.0 has no kTLS receive for TLS 1.3), so TLS
  * connections never get a ring recv: it would take ciphertext from under
  * OpenSSL. */
@@ -80,11 +87,51 @@ void he__tls_ticket_rotate_set(unsigned rotate_ms);
  * on them (*set) that he__tls_set_release drops. */
 SSL *he__tls_ssl_new(he_tls_t *tls, unsigned worker, he_tls_set_t **set);
 void he__tls_set_release(he_tls_set_t *set);
-/* Whether SSL_OP_ENABLE_KTLS was set on the contexts of set. */
+/* Whether kTLS set-up goes to the kernel on the contexts of set. */
 bool he__tls_set_ktls(const he_tls_set_t *set);
+/* Whether the write filter seals the records when the kernel does not
+ * (tls.seal_records, and the start-up probe passed). */
+bool he__tls_set_seal(const he_tls_set_t *set);
 /* A per-worker 16 KiB buffer for header + first body bytes in one record. */
 char *he__tls_stage(he_tls_t *tls, unsigned worker);
 #define HE_TLS_STAGE 16384
+
+/* ---------------------------------------------------------------- sealed records */
+
+/* tls_seal.c. OpenSSL 3.0 hands the write keys of a kTLS-capable suite to
+ * its write BIO (BIO_set_ktls, control 72, with a struct
+ * tls12_crypto_info_* of <linux/tls.h>, as for the kernel), then writes
+ * each record's plaintext from the caller's buffer, announcing a record
+ * other than application data with control 74 (its type) first. Those
+ * controls are OpenSSL's internal ones, reserved by number in
+ * <openssl/bio.h>; he__tls_seal_probe proves them on the library that is
+ * loaded before any connection relies on them. */
+#define HE_BIO_CTRL_SET_KTLS 72
+#define HE_BIO_CTRL_SET_KTLS_TX_CTRL_MSG 74
+#define HE_BIO_CTRL_CLEAR_KTLS_TX_CTRL_MSG 75
+
+typedef struct he_tls_seal he_tls_seal_t;
+/* Most bytes a record adds to its plaintext: the header, TLS 1.2's explicit
+ * nonce or TLS 1.3's inner type, and the tag. */
+#define HE_TLS_SEAL_OVERHEAD (5 + 8 + 16)
+#define HE_TLS_SEAL_MAX_PLAIN 16384
+
+/* A sealing state for the keys in crypto_info (AES-128-GCM or AES-256-GCM,
+ * TLS 1.2 or 1.3). NULL for any other suite or version, or out of memory:
+ * OpenSSL then seals the records itself. */
+he_tls_seal_t *he__tls_seal_new(const void *crypto_info);
+void he__tls_seal_free(he_tls_seal_t *s);
+/* Seals in[0..len) (len <= HE_TLS_SEAL_MAX_PLAIN) as one record of the
+ * given content type into out, which has room for len plus
+ * HE_TLS_SEAL_OVERHEAD. Returns the record's length, or -EPROTO when the
+ * cipher failed or the keys are spent: after a TLS 1.3 KeyUpdate, whose
+ * new keys OpenSSL 3.0 never hands over, the connection cannot send. */
+int he__tls_seal_record(he_tls_seal_t *s, uint8_t type, const void *in, size_t len,
+                        unsigned char *out);
+/* Whether a client reads records sealed by hlsedge from a server on ctx:
+ * a TLS 1.3 and a TLS 1.2 handshake over a socketpair, and three records
+ * each way checked byte for byte. 0, or a negative errno with why in err. */
+int he__tls_seal_probe(SSL_CTX *ctx, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- connection */
 
@@ -100,7 +147,12 @@ typedef struct he_tls_out {
     uint32_t size;  /* written once this many bytes are there */
     uint32_t alloc; /* size plus room for one more record */
     uint32_t off, len;
-    bool ktls_send; /* the socket BIO sends by kTLS, as last asked */
+    bool ktls_send;      /* the socket BIO sends by kTLS, as last asked */
+    bool kernel_ok;      /* kTLS set-up goes to the socket (tls.ktls, and the kernel has it) */
+    bool seal_ok;        /* else the filter takes the keys (tls.seal_records) */
+    uint8_t record_type; /* the next write's content type (control 74); 0: application data */
+    he_tls_seal_t *seal; /* the filter seals the records: OpenSSL writes plaintext */
+    uint64_t *taken;     /* counts each buffer allocated (the worker's stats), or NULL */
 } he_tls_out_t;
 #define HE_TLS_OUT_MAX (1u << 20) /* tls.write_buffer's largest */
 
@@ -118,6 +170,9 @@ int he__tls_out_flush(he_tls_out_t *o, BIO *filter);
 /* Frees the buffer when it is empty, and writes pass through again; false
  * (nothing done) when bytes still wait. */
 bool he__tls_out_release(he_tls_out_t *o);
+/* Frees the buffer, whatever waits in it, and the sealing state: for
+ * he__tls_conn_free, after SSL_free. True when a buffer went. */
+bool he__tls_out_free(he_tls_out_t *o);
 
 typedef struct he_tls_conn {
     SSL *ssl;
@@ -128,6 +183,7 @@ typedef struct he_tls_conn {
     uint8_t state;         /* enum he_tls_state */
     bool poll_armed;       /* a HE_OP_TLS_POLL is in flight */
     bool ktls_tx;          /* the kernel encrypts sends: send.c's plain path */
+    bool sealed;           /* tls_out.c seals the records (tls.seal_records) */
     bool reading;          /* the SSL_read loop is under way (a response may call back) */
     bool eof;              /* the ring's recv saw the client's FIN */
     bool write_wants_read; /* SSL_write said WANT_READ: resume from the read side */

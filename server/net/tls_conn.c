@@ -210,20 +210,24 @@ static void he_tls_established(he_worker_t *w, he_conn_t *c)
     t->state = HE_TLS_OPEN;
     w->stats.tls_handshakes++;
     if (reused) w->stats.tls_resumed++;
-#ifndef OPENSSL_NO_KTLS
-    if (ktls) t->ktls_tx = BIO_get_ktls_send(SSL_get_wbio(t->ssl));
-#endif
+    /* the filter's answer to BIO_get_ktls_send covers its sealing too:
+     * only the socket's means the kernel encrypts */
+    t->ktls_tx = t->out.ktls_send;
+    t->sealed = t->out.seal != NULL;
     if (t->ktls_tx) {
         w->stats.tls_conn_ktls++;
     } else {
         w->stats.tls_conn_userspace++;
         if (ktls) w->stats.tls_conn_ktls_fallback++;
+        if (t->sealed) w->stats.tls_conn_sealed++;
     }
     he_log_debug("worker %u: fd %d: %s %s%s, send %s, receive SSL_read", w->id, c->fd,
                  SSL_get_version(t->ssl), SSL_get_cipher_name(t->ssl), reused ? " resumed" : "",
                  t->ktls_tx ? "kTLS"
-                 : ktls     ? "SSL_write (suite not offloaded)"
-                            : "SSL_write");
+                 : t->sealed
+                     ? (ktls ? "sealed by hlsedge (suite not offloaded)" : "sealed by hlsedge")
+                 : ktls ? "SSL_write (suite not offloaded)"
+                        : "SSL_write");
     he__conn_timer_set(w, c, HE_TIMER_HEADER);
     {
         const unsigned char *alpn;
@@ -390,6 +394,9 @@ void he__tls_conn_start(he_worker_t *w, he_conn_t *c)
         t->rbio = NULL;
         goto fail;
     }
+    t->out.taken = &w->stats.tls_write_buffers_taken;
+    t->out.kernel_ok = he__tls_set_ktls(t->set);
+    t->out.seal_ok = he__tls_set_seal(t->set);
     BIO_set_mem_eof_return(t->rbio, -1); /* empty: "retry", until the ring sees EOF */
     SSL_set_bio(t->ssl, t->rbio, t->wbio); /* the SSL owns both now */
     SSL_set_accept_state(t->ssl);
@@ -527,9 +534,8 @@ int he__tls_send(he_worker_t *w, he_conn_t *c)
     int rc, flushed;
 
     /* out of memory: a write per record, as without */
-    if (size && !t->out.buf && (pull ? c->send_kick : b->ops && b->end - b->off > size) &&
-        he__tls_out_gather(&t->out, size) == 0)
-        w->stats.tls_write_buffers_taken++;
+    if (size && !t->out.buf && (pull ? c->send_kick : b->ops && b->end - b->off > size))
+        (void)he__tls_out_gather(&t->out, size); /* counted in w->stats by the filter */
     rc = he_tls_send_records(w, c);
     if (rc < 0) return rc;
     /* a unit of a turn: sealed is done, and the turn's end drains */
@@ -680,8 +686,7 @@ void he__tls_conn_free(he_worker_t *w, he_conn_t *c)
         if (notify && SSL_shutdown(t->ssl) >= 0) he__tls_out_flush(&t->out, t->wbio);
         SSL_free(t->ssl);
     }
-    if (t->out.buf) w->stats.tls_write_buffers_freed++;
-    free(t->out.buf); /* a response cut short leaves records unsent */
+    if (he__tls_out_free(&t->out)) w->stats.tls_write_buffers_freed++;
     ERR_clear_error();
     he__tls_set_release(t->set);
     free(t);

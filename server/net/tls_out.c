@@ -18,7 +18,14 @@
  * The filter is never taken off or put back: bytes it holds are always
  * ahead of anything written later, whatever writes it (an alert, a
  * close_notify), and what waits is in plain view: a response is done only
- * when nothing does. */
+ * when nothing does.
+ *
+ * With tls.seal_records the filter takes the write keys OpenSSL offers for
+ * kTLS when the kernel cannot (tls_seal.c): each write is then one
+ * record's plaintext, sealed into the buffer (or, when none is held, a
+ * thread's scratch record written at once), and what a full socket leaves
+ * of it waits in a buffer taken for it: a sealed record has spent its
+ * sequence number and cannot be handed back. */
 #include <errno.h>
 #include <openssl/err.h>
 #include <pthread.h>
@@ -55,6 +62,64 @@ static int he_tls_out_drain(he_tls_out_t *o, BIO *next)
     return 1;
 }
 
+/* A sealed record's tail the socket did not take waits in a buffer. */
+static int he_tls_out_hold(he_tls_out_t *o, const unsigned char *p, size_t len)
+{
+    int rc = he__tls_out_gather(o, HE_TLS_SEAL_MAX_PLAIN);
+    if (rc < 0) return rc;
+    memcpy(o->buf, p, len);
+    o->off = 0;
+    o->len = (uint32_t)len;
+    return 0;
+}
+
+/* One record's plaintext (OpenSSL writes no more at once), sealed where it
+ * leaves from. */
+static int he_tls_out_seal(BIO *b, he_tls_out_t *o, BIO *next, const char *in, int inl)
+{
+    static __thread unsigned char scratch[HE_TLS_SEAL_MAX_PLAIN + HE_TLS_SEAL_OVERHEAD];
+    uint8_t type = o->record_type ? o->record_type : 23; /* application_data */
+    size_t need = (size_t)inl + HE_TLS_SEAL_OVERHEAD;
+    unsigned char *dst;
+    int n, w;
+
+    if ((size_t)inl > HE_TLS_SEAL_MAX_PLAIN) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    if (!o->len) o->off = 0;
+    if (o->len && o->off + o->len + need > o->alloc) {
+        n = he_tls_out_drain(o, next); /* what waits goes first */
+        if (n < 0) return -1;
+        if (n == 0) {
+            BIO_copy_next_retry(b); /* not sealed yet: OpenSSL writes it again */
+            return -1;
+        }
+    }
+    dst = o->buf ? (unsigned char *)o->buf + o->off + o->len : scratch;
+    n = he__tls_seal_record(o->seal, type, in, (size_t)inl, dst);
+    if (n < 0) {
+        errno = -n;
+        return -1;
+    }
+    o->record_type = 0;
+    if (o->buf) {
+        o->len += (uint32_t)n;
+        if (o->len >= o->size && he_tls_out_drain(o, next) < 0) return -1;
+        return inl;
+    }
+    errno = 0;
+    w = BIO_write(next, scratch, n);
+    if (w == n) return inl;
+    if (w <= 0 && !BIO_should_retry(next)) return -1; /* errno is the socket's */
+    if (w < 0) w = 0;
+    if (he_tls_out_hold(o, scratch + w, (size_t)(n - w)) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return inl;
+}
+
 static int he_tls_out_write(BIO *b, const char *in, int inl)
 {
     he_tls_out_t *o = BIO_get_data(b);
@@ -64,6 +129,7 @@ static int he_tls_out_write(BIO *b, const char *in, int inl)
     BIO_clear_retry_flags(b);
     if (!next) return -1;
     if (inl <= 0) return 0;
+    if (o->seal) return he_tls_out_seal(b, o, next, in, inl);
     if (!o->len && (!o->buf || (size_t)inl > o->alloc)) goto pass;
     if (o->off + o->len + (uint32_t)inl > o->alloc) {
         /* No room behind what waits: it goes first. Never moved to the
@@ -118,15 +184,38 @@ static long he_tls_out_ctrl(BIO *b, int cmd, long num, void *ptr)
     case BIO_CTRL_GET_KTLS_SEND:
         /* OpenSSL 3.0 asks eight times per record it writes; asking the
          * socket BIO through BIO_ctrl each time was a tenth of SSL_write
-         * for a playlist */
-        return o->ktls_send;
-    default:
-        /* only a control can switch the socket to kTLS (its set-up, which
-         * OpenSSL sends to this BIO, the SSL's wbio): look again after each */
-        ret = BIO_ctrl(next, cmd, num, ptr);
-        o->ktls_send = BIO_ctrl(next, BIO_CTRL_GET_KTLS_SEND, 0, NULL) > 0;
+         * for a playlist. Sealing here is kTLS as far as OpenSSL knows. */
+        return o->ktls_send || o->seal;
+    case HE_BIO_CTRL_SET_KTLS:
+        /* The write keys, after OpenSSL flushed through us: the kernel's
+         * when it has kTLS and takes the suite, else ours to seal with. */
+        if (!num) break; /* a receive side: never this BIO's */
+        ret = 0;
+        if (o->kernel_ok) {
+            ret = BIO_ctrl(next, cmd, num, ptr);
+            o->ktls_send = BIO_ctrl(next, BIO_CTRL_GET_KTLS_SEND, 0, NULL) > 0;
+        }
+        if (ret <= 0 && o->seal_ok && !o->seal && !o->ktls_send) {
+            o->seal = he__tls_seal_new(ptr);
+            ret = o->seal != NULL;
+        }
         return ret;
+    case HE_BIO_CTRL_SET_KTLS_TX_CTRL_MSG:
+        if (!o->seal) break;
+        o->record_type = (uint8_t)num; /* the next write's type */
+        return 0;
+    case HE_BIO_CTRL_CLEAR_KTLS_TX_CTRL_MSG:
+        if (!o->seal) break;
+        o->record_type = 0;
+        return 0;
+    default:
+        break;
     }
+    /* only a control can switch the socket to kTLS (its set-up, which
+     * OpenSSL sends to this BIO, the SSL's wbio): look again after each */
+    ret = BIO_ctrl(next, cmd, num, ptr);
+    o->ktls_send = BIO_ctrl(next, BIO_CTRL_GET_KTLS_SEND, 0, NULL) > 0;
+    return ret;
 }
 
 static long he_tls_out_callback_ctrl(BIO *b, int cmd, BIO_info_cb *fp)
@@ -175,6 +264,7 @@ int he__tls_out_gather(he_tls_out_t *o, size_t size)
     if (o->buf) return 0;
     if (!size || size > HE_TLS_OUT_MAX) return -EINVAL;
     if (!(o->buf = malloc(size + HE_TLS_OUT_SLACK))) return -ENOMEM;
+    if (o->taken) (*o->taken)++;
     o->size = (uint32_t)size;
     o->alloc = (uint32_t)size + HE_TLS_OUT_SLACK;
     o->off = o->len = 0;
@@ -196,4 +286,15 @@ bool he__tls_out_release(he_tls_out_t *o)
     o->buf = NULL;
     o->size = o->alloc = o->off = 0;
     return true;
+}
+
+bool he__tls_out_free(he_tls_out_t *o)
+{
+    bool had = o->buf != NULL;
+    free(o->buf); /* a response cut short leaves records unsent */
+    o->buf = NULL;
+    o->size = o->alloc = o->off = o->len = 0;
+    he__tls_seal_free(o->seal);
+    o->seal = NULL;
+    return had;
 }

@@ -41,10 +41,11 @@ def totals(log):
     """The 'TLS totals' line the server logs at exit, as a dict."""
     m = re.search(r"TLS totals: (\d+) handshakes \((\d+) resumed\), (\d+) failed \(plain_http (\d+), "
                   r"garbage (\d+), truncated (\d+), protocol (\d+), other (\d+)\); connections: kTLS (\d+), "
-                  r"userspace (\d+) \(kTLS fallback (\d+)\); bytes: kTLS (\d+), userspace (\d+)", log)
+                  r"userspace (\d+) \(kTLS fallback (\d+), sealed by hlsedge (\d+)\); bytes: kTLS (\d+), "
+                  r"userspace (\d+)", log)
     expect(m, "no TLS totals line in the log:\n" + log[-2000:])
     keys = ("handshakes resumed failed plain_http garbage truncated protocol other conn_ktls conn_userspace "
-            "conn_fallback bytes_ktls bytes_userspace").split()
+            "conn_fallback conn_sealed bytes_ktls bytes_userspace").split()
     return dict(zip(keys, map(int, m.groups())))
 
 
@@ -473,14 +474,67 @@ def test_send_path_reported():
         expect_eq(ktls_line.group(1) == "on", kernel, "kTLS state matches the kernel")
         if not kernel:
             expect("kernel has no tls ULP" in log, "why kTLS is off")
-            expect("SSL_write from the page cache" in log, "send path named")
+            expect("records sealed by hlsedge (AES-GCM)" in log, "send path named")
+            expect("sealed records: on" in log, "the start-up probe passed")
     t = totals(srv.log_text)
     expect_eq(t["handshakes"], 1)
     if not kernel:
         expect_eq(t["conn_userspace"], 1, "userspace connections")
+        expect_eq(t["conn_sealed"], 1, "its records sealed by hlsedge")
         expect(t["bytes_userspace"] > len(lib("1080p/seg_00000.ts")), "userspace bytes counted")
+    with Server(ROOT, tls=True, tls_extra="  ktls: false\n  seal_records: false\n") as srv:
+        log = srv.read_log()
+        expect("kTLS: off (disabled by config)" in log, "config switch reported")
+        expect("sealed records: off (disabled by config)" in log, "sealing off reported")
+        expect("SSL_write from the page cache" in log, "send path named")
+        s = connect(srv.port, tls=True)
+        expect_eq(get(s, "/1080p/seg_00000.ts")[1], lib("1080p/seg_00000.ts"), "SSL_write's records")
+        s.close()
+    t = totals(srv.log_text)
+    expect_eq((t["conn_userspace"], t["conn_sealed"]), (1, 0), "SSL_write, not sealed")
+
+
+def test_sealed_records_every_suite():
+    """Records sealed by hlsedge for each AES-GCM suite of TLS 1.3 and 1.2,
+    with RSA and ECDSA certificates; ChaCha20-Poly1305, which the filter
+    does not seal, stays OpenSSL's. curl fetches a large body (many
+    records, the write buffer) and a small one (a record written at once)
+    on one connection, checked byte for byte; the connection then ends
+    with curl's close_notify and the server's, a sealed alert."""
+    cases = [  # (curl's version and suite flags, suite, server name, sealed)
+        (["--tlsv1.3", "--tls13-ciphers", "TLS_AES_128_GCM_SHA256"], "TLS_AES_128_GCM_SHA256", "hlsedge.test", True),
+        (["--tlsv1.3", "--tls13-ciphers", "TLS_AES_256_GCM_SHA384"], "TLS_AES_256_GCM_SHA384", "hlsedge.test", True),
+        (["--tlsv1.3", "--tls13-ciphers", "TLS_CHACHA20_POLY1305_SHA256"], "TLS_CHACHA20_POLY1305_SHA256",
+         "hlsedge.test", False),
+        (["--tls-max", "1.2", "--ciphers", "ECDHE-RSA-AES128-GCM-SHA256"], "ECDHE-RSA-AES128-GCM-SHA256",
+         "hlsedge.test", True),
+        (["--tls-max", "1.2", "--ciphers", "ECDHE-RSA-AES256-GCM-SHA384"], "ECDHE-RSA-AES256-GCM-SHA384",
+         "hlsedge.test", True),
+        (["--tls-max", "1.2", "--ciphers", "ECDHE-ECDSA-AES256-GCM-SHA384"], "ECDHE-ECDSA-AES256-GCM-SHA384",
+         "b.test", True),
+        (["--tls-max", "1.2", "--ciphers", "ECDHE-RSA-CHACHA20-POLY1305"], "ECDHE-RSA-CHACHA20-POLY1305",
+         "hlsedge.test", False),
+    ]
+    out = tempfile.mkdtemp(prefix="he-seal-")
+    big, small = os.path.join(out, "big"), os.path.join(out, "small")
     with Server(ROOT, tls=True, tls_extra="  ktls: false\n") as srv:
-        expect("kTLS: off (disabled by config)" in srv.read_log(), "config switch reported")
+        for flags, suite, name, _ in cases:
+            base = "https://%s:%d" % (name, srv.port)
+            r = subprocess.run(["curl", "-sSvk", "--http1.1", "--resolve", "%s:%d:127.0.0.1" % (name, srv.port)]
+                               + flags + [base + "/1080p/seg_00000.ts", "-o", big, base + "/master.m3u8", "-o", small],
+                               capture_output=True, timeout=60)
+            err = r.stderr.decode(errors="replace")
+            expect_eq(r.returncode, 0, "curl over %s: %s" % (suite, err[-1500:]))
+            expect(" / " + suite in err, "negotiated %s:\n%s" % (suite, err[-1500:]))
+            expect("Re-using existing connection" in err or "Reusing existing" in err,
+                   "both on one connection")
+            with open(big, "rb") as f:
+                expect(f.read() == lib("1080p/seg_00000.ts"), "large body over %s" % suite)
+            with open(small, "rb") as f:
+                expect(f.read() == lib("master.m3u8"), "small body over %s" % suite)
+    t = totals(srv.log_text)
+    expect_eq(t["conn_userspace"], len(cases))
+    expect_eq(t["conn_sealed"], sum(1 for c in cases if c[3]), "sealed connections")
 
 
 def test_file_truncated_during_userspace_send():

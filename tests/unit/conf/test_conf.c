@@ -66,6 +66,7 @@ static void test_defaults(void)
     HE_CHECK_INT(conf.ntls_certs, 0);
     HE_CHECK_STR(conf.tls_certs[0], "");
     HE_CHECK(conf.tls_ktls);
+    HE_CHECK(conf.tls_seal_records);
     HE_CHECK(conf.tls_tickets);
     HE_CHECK_INT(conf.tls_ticket_rotate_ms, 3600000);
     HE_CHECK_INT(conf.tls_session_cache, 20480);

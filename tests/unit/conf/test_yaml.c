@@ -94,7 +94,7 @@ static void test_unknown_keys(void)
                "ttl, key_params, prefetch, zero_copy_min, zero_copy_adapt, ram_sendfile, ram_splice, ram_huge_pages)");
     expect_err("tls:\n  certificate: a.pem\n", -EINVAL,
                "t.yaml:2:3: tls.certificate: unknown key, did you mean \"certificates\"? (valid "
-               "here: listen, certificates, ktls, session_tickets, ticket_rotate, session_cache, "
+               "here: listen, certificates, ktls, seal_records, session_tickets, ticket_rotate, session_cache, "
                "handshake_timeout, first_record, write_buffer)");
     expect_err("origin:\n  url: http://a\n", -EINVAL,
                "t.yaml:2:3: origin.url: unknown key, did you mean \"urls\"? (valid here: urls, "
