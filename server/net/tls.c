@@ -282,6 +282,7 @@ static SSL_CTX *he_tls_ctx_new(const he_conf_t *conf, he_tls_set_t *set, he_tls_
     /* OpenSSL offers the write keys only with this option: to the kernel,
      * or to the write filter that seals (tls_seal.c) */
     if (set->ktls || set->seal) opts |= SSL_OP_ENABLE_KTLS;
+    if (set->seal) SSL_CTX_set_keylog_callback(ctx, he__tls_seal_keylog); /* KeyUpdate */
 #endif
     SSL_CTX_set_options(ctx, opts);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -480,16 +481,19 @@ int he_tls_new(he_tls_t **out, const he_conf_t *conf, const he_features_t *f, un
         char why[160];
         he_tls_set_t *set = tls->cur;
         set->seal = true;
-        for (unsigned i = 0; i < set->ncerts; i++)
+        for (unsigned i = 0; i < set->ncerts; i++) {
             SSL_CTX_set_options(set->certs[i].ctx, SSL_OP_ENABLE_KTLS);
+            SSL_CTX_set_keylog_callback(set->certs[i].ctx, he__tls_seal_keylog);
+        }
         if (he__tls_seal_probe(set->certs[0].ctx, why, sizeof(why)) == 0) {
             snprintf(tls->seal_state, sizeof(tls->seal_state), "on");
         } else {
             snprintf(tls->seal_state, sizeof(tls->seal_state), "off (probe: %s)", why);
             set->seal = false;
-            if (!set->ktls)
-                for (unsigned i = 0; i < set->ncerts; i++)
-                    SSL_CTX_clear_options(set->certs[i].ctx, SSL_OP_ENABLE_KTLS);
+            for (unsigned i = 0; i < set->ncerts; i++) {
+                SSL_CTX_set_keylog_callback(set->certs[i].ctx, NULL);
+                if (!set->ktls) SSL_CTX_clear_options(set->certs[i].ctx, SSL_OP_ENABLE_KTLS);
+            }
         }
     }
 #endif

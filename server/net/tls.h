@@ -124,13 +124,20 @@ void he__tls_seal_free(he_tls_seal_t *s);
 /* Seals in[0..len) (len <= HE_TLS_SEAL_MAX_PLAIN) as one record of the
  * given content type into out, which has room for len plus
  * HE_TLS_SEAL_OVERHEAD. Returns the record's length, or -EPROTO when the
- * cipher failed or the keys are spent: after a TLS 1.3 KeyUpdate, whose
- * new keys OpenSSL 3.0 never hands over, the connection cannot send. */
+ * cipher failed, or after a TLS 1.3 KeyUpdate until he__tls_seal_rekey. */
 int he__tls_seal_record(he_tls_seal_t *s, uint8_t type, const void *in, size_t len,
                         unsigned char *out);
-/* Whether a client reads records sealed by hlsedge from a server on ctx:
- * a TLS 1.3 and a TLS 1.2 handshake over a socketpair, and three records
- * each way checked byte for byte. 0, or a negative errno with why in err. */
+/* The next TLS 1.3 write secret (32 or 48 bytes): key and IV from it,
+ * sequence number 0. 0, or a negative errno (then nothing more is sealed). */
+int he__tls_seal_rekey(he_tls_seal_t *s, const unsigned char *secret, size_t len);
+/* The contexts' keylog callback while sealing is on: hands the write
+ * secret OpenSSL 3.0 logs after a KeyUpdate to the connection's filter. */
+void he__tls_seal_keylog(const SSL *ssl, const char *line);
+/* Whether a client reads records sealed by hlsedge from a server on ctx
+ * (which has SSL_OP_ENABLE_KTLS and he__tls_seal_keylog): a TLS 1.3 and a
+ * TLS 1.2 handshake over a socketpair, three records each checked byte for
+ * byte, and in TLS 1.3 three more after a KeyUpdate the client asked for.
+ * 0, or a negative errno with why in err. */
 int he__tls_seal_probe(SSL_CTX *ctx, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- connection */
@@ -170,6 +177,8 @@ int he__tls_out_flush(he_tls_out_t *o, BIO *filter);
 /* Frees the buffer when it is empty, and writes pass through again; false
  * (nothing done) when bytes still wait. */
 bool he__tls_out_release(he_tls_out_t *o);
+/* The filter's state when b is one of these filters, else NULL. */
+he_tls_out_t *he__tls_out_of(BIO *b);
 /* Frees the buffer, whatever waits in it, and the sealing state: for
  * he__tls_conn_free, after SSL_free. True when a buffer went. */
 bool he__tls_out_free(he_tls_out_t *o);

@@ -41,6 +41,7 @@
 #define HE_TLS_OUT_SLACK (16384 + 2048 + 5)
 
 static BIO_METHOD *he_tls_out_method;
+static int he_tls_out_type;
 static pthread_once_t he_tls_out_once = PTHREAD_ONCE_INIT;
 
 /* Writes what the buffer holds to next. 1: empty; 0: the socket is full
@@ -232,7 +233,8 @@ static int he_tls_out_create(BIO *b)
 
 static void he_tls_out_method_make(void)
 {
-    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_FILTER, "hlsedge TLS write");
+    int type = BIO_get_new_index() | BIO_TYPE_FILTER;
+    BIO_METHOD *m = BIO_meth_new(type, "hlsedge TLS write");
     if (!m) return;
     if (!BIO_meth_set_write(m, he_tls_out_write) || !BIO_meth_set_ctrl(m, he_tls_out_ctrl) ||
         !BIO_meth_set_callback_ctrl(m, he_tls_out_callback_ctrl) ||
@@ -240,6 +242,7 @@ static void he_tls_out_method_make(void)
         BIO_meth_free(m);
         return;
     }
+    he_tls_out_type = type;
     he_tls_out_method = m; /* lives as long as the process, as OpenSSL's own do */
 }
 
@@ -286,6 +289,12 @@ bool he__tls_out_release(he_tls_out_t *o)
     o->buf = NULL;
     o->size = o->alloc = o->off = 0;
     return true;
+}
+
+he_tls_out_t *he__tls_out_of(BIO *b)
+{
+    if (!b || !he_tls_out_method || BIO_method_type(b) != he_tls_out_type) return NULL;
+    return BIO_get_data(b);
 }
 
 bool he__tls_out_free(he_tls_out_t *o)

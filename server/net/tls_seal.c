@@ -21,11 +21,21 @@
  *   sequence number, type, version and plaintext length.
  * A nonce is never used twice under one key: the sequence number and the
  * explicit nonce move on with every record sealed, and nothing seals for a
- * connection but its own filter. */
+ * connection but its own filter.
+ *
+ * A TLS 1.3 KeyUpdate: OpenSSL 3.0 writes the message (sealed here under
+ * the old keys, as it must be), then derives its next write secret and
+ * never hands the keys over, which breaks its kTLS. It does log the
+ * secret (SSL_CTX_set_keylog_callback, SERVER_TRAFFIC_SECRET_N), so the
+ * callback gives it to the filter, which derives the key and IV from it
+ * (RFC 8446 7.1, 7.3) and starts again at sequence number 0. Until then
+ * nothing is sealed; without it the connection cannot send. */
 #include <errno.h>
 #include <linux/tls.h>
+#include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +50,9 @@ struct he_tls_seal {
     unsigned char iv[12]; /* 1.3: the write IV; 1.2: salt then explicit nonce */
     uint64_t seq;         /* the next record's sequence number */
     uint16_t version;     /* TLS1_2_VERSION or TLS1_3_VERSION */
-    bool spent;           /* a KeyUpdate went: the keys are OpenSSL's secret now */
+    uint8_t key_len;      /* 16 or 32 */
+    bool rekey_wait;      /* a KeyUpdate went: the next keys come by he__tls_seal_rekey */
+    bool spent;           /* the cipher failed: nothing more is sealed */
 };
 
 static EVP_CIPHER *he_tls_seal_aes128, *he_tls_seal_aes256;
@@ -91,6 +103,7 @@ he_tls_seal_t *he__tls_seal_new(const void *crypto_info)
     }
     if (!cipher || !(s = calloc(1, sizeof(*s)))) return NULL;
     s->version = info->version;
+    s->key_len = info->cipher_type == TLS_CIPHER_AES_GCM_128 ? 16 : 32;
     memcpy(s->iv, salt, 4);
     memcpy(s->iv + 4, iv, 8);
     s->seq = he_tls_seal_be64(rec_seq);
@@ -119,7 +132,7 @@ int he__tls_seal_record(he_tls_seal_t *s, uint8_t type, const void *in, size_t l
     unsigned char nonce[12], aad[13], *ct;
     int n;
 
-    if (s->spent || len > HE_TLS_SEAL_MAX_PLAIN) return -EPROTO;
+    if (s->spent || s->rekey_wait || len > HE_TLS_SEAL_MAX_PLAIN) return -EPROTO;
     memcpy(nonce, s->iv, 12);
     out[0] = tls13 ? 23 : type; /* TLS 1.3 hides the type inside */
     out[1] = 3;
@@ -155,11 +168,90 @@ int he__tls_seal_record(he_tls_seal_t *s, uint8_t type, const void *in, size_t l
         for (int i = 11; i >= 4 && ++s->iv[i] == 0; i--)
             ;
     }
-    /* KeyUpdate (handshake type 24): sealed under the old keys, as it must
-     * be; OpenSSL 3.0 then derives new ones and never hands them over (its
-     * kTLS has the same gap) */
-    if (tls13 && type == 22 && len && ((const unsigned char *)in)[0] == 24) s->spent = true;
+    /* KeyUpdate (handshake type 24): sealed under the old keys; the next
+     * record waits for the new ones */
+    if (tls13 && type == 22 && len && ((const unsigned char *)in)[0] == 24) s->rekey_wait = true;
     return (int)(5 + body);
+}
+
+/* HKDF-Expand-Label(secret, label, "", out_len) of RFC 8446 7.1. */
+static int he_tls_seal_expand(const char *digest, const unsigned char *secret, size_t secret_len,
+                              const char *label, unsigned char *out, size_t out_len)
+{
+    unsigned char info[2 + 1 + 255 + 1];
+    size_t llen = 6 + strlen(label), n = 0;
+    int mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY, rc;
+    EVP_KDF *kdf;
+    EVP_KDF_CTX *kctx;
+    OSSL_PARAM params[5];
+
+    info[n++] = (unsigned char)(out_len >> 8);
+    info[n++] = (unsigned char)out_len;
+    info[n++] = (unsigned char)llen;
+    memcpy(info + n, "tls13 ", 6);
+    memcpy(info + n + 6, label, llen - 6);
+    n += llen;
+    info[n++] = 0; /* an empty context */
+    params[0] = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode);
+    params[1] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)digest, 0);
+    params[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)secret, secret_len);
+    params[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info, n);
+    params[4] = OSSL_PARAM_construct_end();
+    if (!(kdf = EVP_KDF_fetch(NULL, "HKDF", NULL))) return -ENOTSUP;
+    kctx = EVP_KDF_CTX_new(kdf);
+    EVP_KDF_free(kdf);
+    if (!kctx) return -ENOMEM;
+    rc = EVP_KDF_derive(kctx, out, out_len, params) == 1 ? 0 : -EPROTO;
+    EVP_KDF_CTX_free(kctx);
+    return rc;
+}
+
+int he__tls_seal_rekey(he_tls_seal_t *s, const unsigned char *secret, size_t len)
+{
+    /* the suite's hash by its length: SHA-256 for AES-128-GCM, SHA-384 for 256 */
+    const char *digest = len == 32 ? "SHA256" : len == 48 ? "SHA384" : NULL;
+    unsigned char key[32], iv[12];
+    int rc = -EINVAL;
+
+    if (s->version != TLS_1_3_VERSION || !digest) goto fail;
+    if ((rc = he_tls_seal_expand(digest, secret, len, "key", key, s->key_len)) < 0 ||
+        (rc = he_tls_seal_expand(digest, secret, len, "iv", iv, sizeof(iv))) < 0)
+        goto fail;
+    if (EVP_EncryptInit_ex(s->ctx, NULL, NULL, key, NULL) != 1) {
+        rc = -EPROTO;
+        goto fail;
+    }
+    memcpy(s->iv, iv, sizeof(iv));
+    s->seq = 0;
+    s->rekey_wait = false;
+    OPENSSL_cleanse(key, sizeof(key));
+    OPENSSL_cleanse(iv, sizeof(iv));
+    return 0;
+fail:
+    ERR_clear_error();
+    OPENSSL_cleanse(key, sizeof(key));
+    s->spent = true;
+    return rc;
+}
+
+void he__tls_seal_keylog(const SSL *ssl, const char *line)
+{
+    static const char label[] = "SERVER_TRAFFIC_SECRET_N ";
+    he_tls_out_t *o = he__tls_out_of(SSL_get_wbio(ssl));
+    unsigned char secret[64];
+    const char *p;
+    size_t n = 0;
+
+    if (!o || !o->seal || strncmp(line, label, sizeof(label) - 1) != 0) return;
+    p = strchr(line + sizeof(label) - 1, ' '); /* past the client random */
+    if (!p) return;
+    for (p++; n < sizeof(secret) && OPENSSL_hexchar2int((unsigned char)p[0]) >= 0 &&
+              OPENSSL_hexchar2int((unsigned char)p[1]) >= 0;
+         p += 2)
+        secret[n++] = (unsigned char)(OPENSSL_hexchar2int((unsigned char)p[0]) << 4 |
+                                      OPENSSL_hexchar2int((unsigned char)p[1]));
+    he__tls_seal_rekey(o->seal, secret, n);
+    OPENSSL_cleanse(secret, sizeof(secret));
 }
 
 /* ---------------------------------------------------------------- probe */
@@ -213,6 +305,24 @@ static int he_tls_probe_data(SSL *srv, SSL *cli)
     return 0;
 }
 
+/* The client asks for a KeyUpdate (TLS 1.3): the server's next write
+ * seals the KeyUpdate under the old keys and its records under the new
+ * ones, which only the keylog callback brings to the filter. */
+static int he_tls_probe_key_update(SSL *srv, SSL *cli)
+{
+    unsigned char b[16];
+    int r = 0;
+
+    if (SSL_key_update(cli, SSL_KEY_UPDATE_REQUESTED) != 1 || SSL_write(cli, "k", 1) != 1)
+        return -EPROTO;
+    for (int i = 0; i < 100 && r <= 0; i++) {
+        r = SSL_read(srv, b, sizeof(b));
+        if (r <= 0 && SSL_get_error(srv, r) != SSL_ERROR_WANT_READ) return -EPROTO;
+    }
+    if (r != 1 || b[0] != 'k') return -EPROTO;
+    return he_tls_probe_data(srv, cli);
+}
+
 static int he_tls_probe_one(SSL_CTX *ctx, int version, char *err, size_t errlen)
 {
     const char *name = version == TLS1_3_VERSION ? "TLS 1.3" : "TLS 1.2";
@@ -257,6 +367,8 @@ static int he_tls_probe_one(SSL_CTX *ctx, int version, char *err, size_t errlen)
     }
     if ((rc = he_tls_probe_data(srv, cli)) < 0)
         snprintf(err, errlen, "%s: the client could not read the sealed records", name);
+    else if (version == TLS1_3_VERSION && (rc = he_tls_probe_key_update(srv, cli)) < 0)
+        snprintf(err, errlen, "%s: the client could not read the records after a KeyUpdate", name);
 out:
     ERR_clear_error();
     SSL_free(cli);

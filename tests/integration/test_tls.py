@@ -537,6 +537,50 @@ def test_sealed_records_every_suite():
     expect_eq(t["conn_sealed"], sum(1 for c in cases if c[3]), "sealed connections")
 
 
+def test_key_update_while_sealed():
+    """A TLS 1.3 client asks for a KeyUpdate between two requests
+    (openssl s_client's K command): the server's KeyUpdate goes sealed
+    under the old keys, the filter takes the new ones from the keylog
+    callback, and the second response, a segment of many records, reads
+    whole under them. OpenSSL 3.0's kTLS hand-over alone would lose it."""
+    seg = lib("1080p/seg_00000.ts")
+    out = bytearray()
+    with Server(ROOT, tls=True, tls_extra="  ktls: false\n") as srv:
+        p = subprocess.Popen(["openssl", "s_client", "-connect", "127.0.0.1:%d" % srv.port, "-tls1_3",
+                              "-servername", "hlsedge.test", "-crlf"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        reader = threading.Thread(target=lambda: [out.extend(b) for b in iter(lambda: p.stdout.read1(1 << 16), b"")])
+        reader.start()
+
+        def wait_for_out(what, seconds):
+            end = time.time() + seconds
+            while what not in out and time.time() < end:
+                time.sleep(0.05)
+        try:
+            p.stdin.write(b"GET /master.m3u8 HTTP/1.1\nHost: x\n\n")
+            p.stdin.flush()
+            wait_for_out(b"#EXTM3U", 10)
+            p.stdin.write(b"K\n")  # s_client: a KeyUpdate that asks the server for one too
+            p.stdin.flush()
+            wait_for_out(b"KEYUPDATE", 10)
+            p.stdin.write(b"GET /1080p/seg_00000.ts HTTP/1.1\nHost: x\n\n")
+            p.stdin.flush()
+            wait_for_out(seg[-4096:], 20)
+        finally:
+            p.kill()
+            p.wait()
+            reader.join(10)
+        out = bytes(out)
+        expect(b"KEYUPDATE" in out, "s_client sent the KeyUpdate")
+        expect_eq(out.count(b"HTTP/1.1 200 OK"), 2, "both responses:\n%s" % out[-600:])
+        expect(seg[-4096:] in out, "the segment's end arrived after the key update (%d bytes out, %d in it)"
+               % (len(out), len(seg)))
+        expect(b":error:" not in out, "no TLS error at the client:\n%s" % out[-600:])
+        expect_eq(srv.get("/master.m3u8").status, 200, "server alive")
+    t = totals(srv.log_text)
+    expect_eq(t["conn_sealed"], 2, "the connections were sealed by hlsedge")
+
+
 def test_file_truncated_during_userspace_send():
     """The body is encrypted from a mapping of the file: a file truncated
     in place mid-send must end that response, not the server (SIGBUS)."""

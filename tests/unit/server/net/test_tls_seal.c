@@ -34,7 +34,10 @@ static SSL_CTX *server_ctx(bool enable_ktls)
     HE_CHECK(X509_sign(x, key, EVP_sha256()) > 0);
     HE_CHECK_INT(SSL_CTX_use_certificate(ctx, x), 1);
     HE_CHECK_INT(SSL_CTX_use_PrivateKey(ctx, key), 1);
-    if (enable_ktls) SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS);
+    if (enable_ktls) {
+        SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS);
+        SSL_CTX_set_keylog_callback(ctx, he__tls_seal_keylog);
+    }
     X509_free(x);
     EVP_PKEY_free(key);
     return ctx;
@@ -50,6 +53,13 @@ static void test_probe(void)
     ctx = server_ctx(false);
     HE_CHECK_INT(he__tls_seal_probe(ctx, err, sizeof(err)), -ENOTSUP);
     HE_CHECK(strstr(err, "did not hand the write keys") != NULL);
+    SSL_CTX_free(ctx);
+    /* without the keylog callback the keys after a KeyUpdate never come:
+     * the filter seals nothing more, and the probe says so */
+    ctx = server_ctx(true);
+    SSL_CTX_set_keylog_callback(ctx, NULL);
+    HE_CHECK_INT(he__tls_seal_probe(ctx, err, sizeof(err)), -EPROTO);
+    HE_CHECK(strstr(err, "after a KeyUpdate") != NULL);
     SSL_CTX_free(ctx);
 }
 
@@ -174,9 +184,12 @@ static void test_records(uint16_t version)
     HE_CHECK(memcmp(out, in, sizeof(in)) == 0);
     HE_CHECK_INT(he__tls_seal_record(s, 23, in, sizeof(in) + 1, r1), -EPROTO);
     if (tls13) {
-        /* KeyUpdate: sealed under these keys, then nothing more is */
+        /* KeyUpdate: sealed under these keys, then nothing until the next
+         * ones; a secret of a length no suite has spends the keys */
         n1 = he__tls_seal_record(s, 22, "\x18\x00\x00\x01\x00", 5, r1);
         HE_CHECK_INT(open_record(&g, 0x103, r1, n1, out, &type), 5);
+        HE_CHECK_INT(he__tls_seal_record(s, 23, in, 10, r1), -EPROTO);
+        HE_CHECK_INT(he__tls_seal_rekey(s, in, 20), -EINVAL);
         HE_CHECK_INT(he__tls_seal_record(s, 23, in, 10, r1), -EPROTO);
     } else {
         /* a handshake record (a Finished) leaves the keys usable */
