@@ -434,6 +434,7 @@ int he_tls_new(he_tls_t **out, const he_conf_t *conf, const he_features_t *f, un
 {
     he_tls_t *tls = calloc(1, sizeof(*tls));
     bool ktls = false;
+    bool seal = false;
     int rc;
 
     *out = NULL;
@@ -467,24 +468,19 @@ int he_tls_new(he_tls_t **out, const he_conf_t *conf, const he_features_t *f, un
 #ifndef OPENSSL_NO_KTLS
     if (!conf->tls_seal_records)
         snprintf(tls->seal_state, sizeof(tls->seal_state), "off (disabled by config)");
+    seal = conf->tls_seal_records;
 #endif
-    rc = he_tls_set_build(conf, ktls, false, &tls->cur, err, errlen);
+    rc = he_tls_set_build(conf, ktls, seal, &tls->cur, err, errlen);
     if (rc < 0) {
         he_tls_free(tls);
         return rc;
     }
-#ifndef OPENSSL_NO_KTLS
-    if (conf->tls_seal_records) {
+    if (seal) {
         /* Sealing rests on OpenSSL's internal kTLS hand-over: proven on the
          * library that is loaded, with the first certificate, before any
          * client relies on it; a failure falls back to SSL_write. */
         char why[160];
         he_tls_set_t *set = tls->cur;
-        set->seal = true;
-        for (unsigned i = 0; i < set->ncerts; i++) {
-            SSL_CTX_set_options(set->certs[i].ctx, SSL_OP_ENABLE_KTLS);
-            SSL_CTX_set_keylog_callback(set->certs[i].ctx, he__tls_seal_keylog);
-        }
         if (he__tls_seal_probe(set->certs[0].ctx, why, sizeof(why)) == 0) {
             snprintf(tls->seal_state, sizeof(tls->seal_state), "on");
         } else {
@@ -496,7 +492,6 @@ int he_tls_new(he_tls_t **out, const he_conf_t *conf, const he_features_t *f, un
             }
         }
     }
-#endif
     he__tls_guard_install();
     *out = tls;
     return 0;

@@ -192,7 +192,6 @@ typedef struct he_tls_conn {
     uint8_t state;         /* enum he_tls_state */
     bool poll_armed;       /* a HE_OP_TLS_POLL is in flight */
     bool ktls_tx;          /* the kernel encrypts sends: send.c's plain path */
-    bool sealed;           /* tls_out.c seals the records (tls.seal_records) */
     bool reading;          /* the SSL_read loop is under way (a response may call back) */
     bool eof;              /* the ring's recv saw the client's FIN */
     bool write_wants_read; /* SSL_write said WANT_READ: resume from the read side */

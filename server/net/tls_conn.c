@@ -206,6 +206,7 @@ static void he_tls_established(he_worker_t *w, he_conn_t *c)
     he_tls_conn_t *t = c->tls;
     bool ktls = he__tls_set_ktls(t->set);
     bool reused = SSL_session_reused(t->ssl);
+    bool sealed;
 
     t->state = HE_TLS_OPEN;
     w->stats.tls_handshakes++;
@@ -213,21 +214,20 @@ static void he_tls_established(he_worker_t *w, he_conn_t *c)
     /* the filter's answer to BIO_get_ktls_send covers its sealing too:
      * only the socket's means the kernel encrypts */
     t->ktls_tx = t->out.ktls_send;
-    t->sealed = t->out.seal != NULL;
+    sealed = t->out.seal != NULL;
     if (t->ktls_tx) {
         w->stats.tls_conn_ktls++;
     } else {
         w->stats.tls_conn_userspace++;
         if (ktls) w->stats.tls_conn_ktls_fallback++;
-        if (t->sealed) w->stats.tls_conn_sealed++;
+        if (sealed) w->stats.tls_conn_sealed++;
     }
     he_log_debug("worker %u: fd %d: %s %s%s, send %s, receive SSL_read", w->id, c->fd,
                  SSL_get_version(t->ssl), SSL_get_cipher_name(t->ssl), reused ? " resumed" : "",
                  t->ktls_tx ? "kTLS"
-                 : t->sealed
-                     ? (ktls ? "sealed by hlsedge (suite not offloaded)" : "sealed by hlsedge")
-                 : ktls ? "SSL_write (suite not offloaded)"
-                        : "SSL_write");
+                 : sealed ? (ktls ? "sealed by hlsedge (suite not offloaded)" : "sealed by hlsedge")
+                 : ktls   ? "SSL_write (suite not offloaded)"
+                          : "SSL_write");
     he__conn_timer_set(w, c, HE_TIMER_HEADER);
     {
         const unsigned char *alpn;

@@ -68,8 +68,7 @@ static int he_tls_out_hold(he_tls_out_t *o, const unsigned char *p, size_t len)
 {
     int rc = he__tls_out_gather(o, HE_TLS_SEAL_MAX_PLAIN);
     if (rc < 0) return rc;
-    memcpy(o->buf, p, len);
-    o->off = 0;
+    memcpy(o->buf, p, len); /* a new buffer: off is 0 */
     o->len = (uint32_t)len;
     return 0;
 }
@@ -88,7 +87,6 @@ static int he_tls_out_seal(BIO *b, he_tls_out_t *o, BIO *next, const char *in, i
         errno = EMSGSIZE;
         return -1;
     }
-    if (!o->len) o->off = 0;
     if (o->len && o->off + o->len + need > o->alloc) {
         n = he_tls_out_drain(o, next); /* what waits goes first */
         if (n < 0) return -1;

@@ -237,12 +237,15 @@ fail:
 void he__tls_seal_keylog(const SSL *ssl, const char *line)
 {
     static const char label[] = "SERVER_TRAFFIC_SECRET_N ";
-    he_tls_out_t *o = he__tls_out_of(SSL_get_wbio(ssl));
+    he_tls_out_t *o;
     unsigned char secret[64];
     const char *p;
     size_t n = 0;
 
-    if (!o || !o->seal || strncmp(line, label, sizeof(label) - 1) != 0) return;
+    /* every secret of every handshake comes here: the label first */
+    if (strncmp(line, label, sizeof(label) - 1) != 0) return;
+    o = he__tls_out_of(SSL_get_wbio(ssl));
+    if (!o || !o->seal) return;
     p = strchr(line + sizeof(label) - 1, ' '); /* past the client random */
     if (!p) return;
     for (p++; n < sizeof(secret) && OPENSSL_hexchar2int((unsigned char)p[0]) >= 0 &&
@@ -256,28 +259,27 @@ void he__tls_seal_keylog(const SSL *ssl, const char *line)
 
 /* ---------------------------------------------------------------- probe */
 
+/* One step of a side's handshake: 0 (done is set once it completes) or
+ * -EPROTO when it failed. */
+static int he_tls_probe_step(SSL *s, bool *done)
+{
+    int r, e;
+    if (*done) return 0;
+    r = SSL_do_handshake(s);
+    if (r == 1) {
+        *done = true;
+        return 0;
+    }
+    e = SSL_get_error(s, r);
+    return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -EPROTO;
+}
+
 static int he_tls_probe_pump(SSL *srv, SSL *cli)
 {
-    int sdone = 0, cdone = 0;
-    for (int i = 0; i < 200 && !(sdone && cdone); i++) {
-        int r;
-        if (!sdone) {
-            r = SSL_do_handshake(srv);
-            if (r == 1)
-                sdone = 1;
-            else if (SSL_get_error(srv, r) != SSL_ERROR_WANT_READ &&
-                     SSL_get_error(srv, r) != SSL_ERROR_WANT_WRITE)
-                return -EPROTO;
-        }
-        if (!cdone) {
-            r = SSL_do_handshake(cli);
-            if (r == 1)
-                cdone = 1;
-            else if (SSL_get_error(cli, r) != SSL_ERROR_WANT_READ &&
-                     SSL_get_error(cli, r) != SSL_ERROR_WANT_WRITE)
-                return -EPROTO;
-        }
-    }
+    bool sdone = false, cdone = false;
+    for (int i = 0; i < 200 && !(sdone && cdone); i++)
+        if (he_tls_probe_step(srv, &sdone) < 0 || he_tls_probe_step(cli, &cdone) < 0)
+            return -EPROTO;
     return sdone && cdone ? 0 : -ETIMEDOUT;
 }
 
