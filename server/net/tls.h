@@ -33,6 +33,7 @@
 #include <openssl/ssl.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/uio.h>
 
 #include "server/net/net.h"
 
@@ -127,6 +128,11 @@ void he__tls_seal_free(he_tls_seal_t *s);
  * cipher failed, or after a TLS 1.3 KeyUpdate until he__tls_seal_rekey. */
 int he__tls_seal_record(he_tls_seal_t *s, uint8_t type, const void *in, size_t len,
                         unsigned char *out);
+/* The same from count pieces, at most HE_TLS_SEAL_MAX_PLAIN bytes in all:
+ * a response's head and its body's first bytes, or a frame's head and its
+ * payload, sealed as one record without copying them together first. */
+int he__tls_seal_recordv(he_tls_seal_t *s, uint8_t type, const struct iovec *in, int count,
+                         unsigned char *out);
 /* The next TLS 1.3 write secret (32 or 48 bytes): key and IV from it,
  * sequence number 0. 0, or a negative errno (then nothing more is sealed). */
 int he__tls_seal_rekey(he_tls_seal_t *s, const unsigned char *secret, size_t len);
@@ -170,6 +176,13 @@ BIO *he__tls_out_new(he_tls_out_t *o, int fd);
  * until he__tls_out_release. 0 (also when already gathering), -EINVAL for
  * a size of 0 or above HE_TLS_OUT_MAX, -ENOMEM. */
 int he__tls_out_gather(he_tls_out_t *o, size_t size);
+/* Seals len bytes of application data from count pieces (len at most
+ * HE_TLS_SEAL_MAX_PLAIN) as one record and writes or holds it as the
+ * filter does what SSL_write hands it, without SSL_write: for a connection
+ * whose records hlsedge seals (o->seal), when OpenSSL has nothing of its
+ * own to write first. len; 0 when what waits must go first and the socket
+ * is full (nothing sealed); or a negative errno. */
+int he__tls_out_seal(he_tls_out_t *o, BIO *filter, const struct iovec *in, int count, size_t len);
 /* Writes what waits in the buffer: HE_TLS_DONE when it is empty,
  * HE_TLS_AGAIN when the socket is full, or a negative errno. filter is
  * he__tls_out_new's. */

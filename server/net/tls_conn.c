@@ -556,6 +556,20 @@ int he__tls_drain(he_worker_t *w, he_conn_t *c)
     return rc;
 }
 
+/* Whether this turn's records are sealed straight from the head and the
+ * body (he__tls_out_seal) instead of by SSL_write, which takes one buffer
+ * and so a copy of head and body together, and costs its record layer's
+ * calls for each record: when hlsedge seals the records anyway and
+ * OpenSSL owes the socket nothing (a write to retry, a KeyUpdate to
+ * answer, a handshake message). OpenSSL keeps no write sequence of its own
+ * once the keys are handed over: whatever it writes later is sealed by the
+ * same state, in order. */
+static bool he_tls_seal_direct(he_tls_conn_t *t)
+{
+    return t->out.seal && !t->write_pending && SSL_is_init_finished(t->ssl) &&
+           SSL_get_key_update_type(t->ssl) == SSL_KEY_UPDATE_NONE && !SSL_want_write(t->ssl);
+}
+
 static int he_tls_send_records(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = c->tls;
@@ -563,16 +577,20 @@ static int he_tls_send_records(he_worker_t *w, he_conn_t *c)
     size_t budget = HE_TLS_WRITE_BUDGET;
     uint64_t now;
     size_t cap;
+    bool direct;
 
     if (t->write_wants_read) return HE_TLS_AGAIN_READ;
     /* A write OpenSSL wants retried must get at least the length it had
      * (else SSL_R_BAD_LENGTH): no cap then, even after a second's stall. */
     now = he__now_ns();
+    direct = he_tls_seal_direct(t);
     cap = t->write_pending ? 0 : he__tls_record_cap(w, c, now); /* 0 once the small bytes went */
     for (;;) {
         uint32_t hrem = c->hdr_len - c->hdr_sent;
         he_body_span_t s;
         ssize_t got = 0;
+        struct iovec in[2];
+        int count = 1;
         const char *p;
         size_t len, h;
         int n, e, err;
@@ -589,14 +607,21 @@ static int he_tls_send_records(he_worker_t *w, he_conn_t *c)
         }
         if (hrem && got > 0 && (!cap || cap > hrem)) {
             /* Header and the first body bytes in one record and one write:
-             * the copy of at most 16 KiB saves a record and a syscall. */
-            char *st = he__tls_stage(w->server->tls, w->id);
+             * sealed from both, or the copy of at most 16 KiB for
+             * SSL_write, saves a record and a syscall. */
             size_t room = (cap ? cap : HE_TLS_STAGE) - hrem;
             size_t take = s.len < room ? s.len : room;
-            memcpy(st, c->hdr + c->hdr_sent, hrem);
-            memcpy(st + hrem, s.p, take);
-            p = st;
+            in[0] = (struct iovec){.iov_base = c->hdr + c->hdr_sent, .iov_len = hrem};
+            in[1] = (struct iovec){.iov_base = (void *)s.p, .iov_len = take};
+            count = 2;
             len = hrem + take;
+            p = NULL;
+            if (!direct) {
+                char *st = he__tls_stage(w->server->tls, w->id);
+                memcpy(st, c->hdr + c->hdr_sent, hrem);
+                memcpy(st + hrem, s.p, take);
+                p = st;
+            }
         } else if (hrem) {
             p = c->hdr + c->hdr_sent; /* a head longer than the cap goes whole */
             len = hrem;
@@ -607,10 +632,26 @@ static int he_tls_send_records(he_worker_t *w, he_conn_t *c)
             len = s.len < turn_left ? s.len : turn_left;
             if (cap && len > cap) len = cap;
         }
+        if (direct) {
+            if (count == 1) {
+                if (len > HE_TLS_SEAL_MAX_PLAIN) len = HE_TLS_SEAL_MAX_PLAIN; /* a record */
+                in[0] = (struct iovec){.iov_base = (void *)p, .iov_len = len};
+            }
+            n = he__tls_out_seal(&t->out, t->wbio, in, count, len);
+            he_tls_guard_lo = NULL;
+            if (he_tls_guard_hit) goto shrank;
+            if (n == 0) return HE_TLS_AGAIN; /* nothing sealed: OpenSSL owes nothing */
+            if (n < 0) {
+                t->fatal = true;
+                return n;
+            }
+            goto sent;
+        }
         /* Partial-write mode: each call sends at most one record. */
         n = SSL_write(t->ssl, p, (int)len);
         he_tls_guard_lo = NULL;
         if (he_tls_guard_hit) {
+        shrank:
             he_tls_guard_hit = 0;
             he_log_warn("worker %u: %s shrank while sending over TLS, closing", w->id,
                         b->name ? b->name : "a file");
@@ -635,8 +676,9 @@ static int he_tls_send_records(he_worker_t *w, he_conn_t *c)
             ERR_clear_error();
             return err;
         }
-        if (!c->t_first_byte_ns) c->t_first_byte_ns = now;
         t->write_pending = false;
+    sent:
+        if (!c->t_first_byte_ns) c->t_first_byte_ns = now;
         t->last_write_ns = now;
         t->small_left = (size_t)n < t->small_left ? t->small_left - (uint32_t)n : 0;
         cap = t->small_left;

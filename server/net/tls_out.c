@@ -25,7 +25,9 @@
  * record's plaintext, sealed into the buffer (or, when none is held, a
  * thread's scratch record written at once), and what a full socket leaves
  * of it waits in a buffer taken for it: a sealed record has spent its
- * sequence number and cannot be handed back. */
+ * sequence number and cannot be handed back. The send loop seals its
+ * application data the same way without SSL_write (he__tls_out_seal),
+ * from the head and body where they lie. */
 #include <errno.h>
 #include <openssl/err.h>
 #include <pthread.h>
@@ -73,50 +75,57 @@ static int he_tls_out_hold(he_tls_out_t *o, const unsigned char *p, size_t len)
     return 0;
 }
 
-/* One record's plaintext (OpenSSL writes no more at once), sealed where it
- * leaves from. */
-static int he_tls_out_seal(BIO *b, he_tls_out_t *o, BIO *next, const char *in, int inl)
+/* One record's plaintext, in count pieces of len bytes in all, sealed
+ * where it leaves from. len, or 0 when what waits must go first and the
+ * socket is full (nothing sealed: next's retry flags say so), or -1 with
+ * errno. */
+static int he_tls_out_seal(he_tls_out_t *o, BIO *next, uint8_t type, const struct iovec *in,
+                           int count, size_t len)
 {
     static __thread unsigned char scratch[HE_TLS_SEAL_MAX_PLAIN + HE_TLS_SEAL_OVERHEAD];
-    uint8_t type = o->record_type ? o->record_type : 23; /* application_data */
-    size_t need = (size_t)inl + HE_TLS_SEAL_OVERHEAD;
+    size_t need = len + HE_TLS_SEAL_OVERHEAD;
     unsigned char *dst;
     int n, w;
 
-    if ((size_t)inl > HE_TLS_SEAL_MAX_PLAIN) {
+    if (len > HE_TLS_SEAL_MAX_PLAIN) {
         errno = EMSGSIZE;
         return -1;
     }
     if (o->len && o->off + o->len + need > o->alloc) {
         n = he_tls_out_drain(o, next); /* what waits goes first */
-        if (n < 0) return -1;
-        if (n == 0) {
-            BIO_copy_next_retry(b); /* not sealed yet: OpenSSL writes it again */
-            return -1;
-        }
+        if (n <= 0) return n < 0 ? -1 : 0;
     }
     dst = o->buf ? (unsigned char *)o->buf + o->off + o->len : scratch;
-    n = he__tls_seal_record(o->seal, type, in, (size_t)inl, dst);
+    n = he__tls_seal_recordv(o->seal, type, in, count, dst);
     if (n < 0) {
         errno = -n;
         return -1;
     }
-    o->record_type = 0;
     if (o->buf) {
         o->len += (uint32_t)n;
         if (o->len >= o->size && he_tls_out_drain(o, next) < 0) return -1;
-        return inl;
+        return (int)len;
     }
     errno = 0;
     w = BIO_write(next, scratch, n);
-    if (w == n) return inl;
+    if (w == n) return (int)len;
     if (w <= 0 && !BIO_should_retry(next)) return -1; /* errno is the socket's */
     if (w < 0) w = 0;
     if (he_tls_out_hold(o, scratch + w, (size_t)(n - w)) < 0) {
         errno = ENOMEM;
         return -1;
     }
-    return inl;
+    return (int)len;
+}
+
+int he__tls_out_seal(he_tls_out_t *o, BIO *filter, const struct iovec *in, int count, size_t len)
+{
+    int n;
+    if (!o->seal || o->record_type) return -EINVAL; /* OpenSSL is amid a record of its own */
+    errno = 0;
+    n = he_tls_out_seal(o, BIO_next(filter), 23, in, count, len); /* application_data */
+    if (n >= 0) return n;
+    return errno ? -errno : -EIO;
 }
 
 static int he_tls_out_write(BIO *b, const char *in, int inl)
@@ -128,7 +137,17 @@ static int he_tls_out_write(BIO *b, const char *in, int inl)
     BIO_clear_retry_flags(b);
     if (!next) return -1;
     if (inl <= 0) return 0;
-    if (o->seal) return he_tls_out_seal(b, o, next, in, inl);
+    if (o->seal) {
+        /* OpenSSL writes no more than a record at once */
+        struct iovec one = {.iov_base = (void *)in, .iov_len = (size_t)inl};
+        n = he_tls_out_seal(o, next, o->record_type ? o->record_type : 23, &one, 1, (size_t)inl);
+        if (n > 0) o->record_type = 0;
+        if (n == 0) {
+            BIO_copy_next_retry(b); /* not sealed yet: OpenSSL writes it again */
+            n = -1;
+        }
+        return n;
+    }
     if (!o->len && (!o->buf || (size_t)inl > o->alloc)) goto pass;
     if (o->off + o->len + (uint32_t)inl > o->alloc) {
         /* No room behind what waits: it goes first. Never moved to the

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "server/net/tls.h"
@@ -124,15 +125,18 @@ void he__tls_seal_free(he_tls_seal_t *s)
     free(s);
 }
 
-int he__tls_seal_record(he_tls_seal_t *s, uint8_t type, const void *in, size_t len,
-                        unsigned char *out)
+int he__tls_seal_recordv(he_tls_seal_t *s, uint8_t type, const struct iovec *in, int count,
+                         unsigned char *out)
 {
     bool tls13 = s->version == TLS_1_3_VERSION;
-    size_t body = tls13 ? len + 1 + 16 : 8 + len + 16;
-    unsigned char nonce[12], aad[13], *ct;
+    size_t len = 0, body;
+    unsigned char nonce[12], aad[13], *ct, *at;
     int n;
 
+    for (int i = 0; i < count; i++)
+        len += in[i].iov_len;
     if (s->spent || s->rekey_wait || len > HE_TLS_SEAL_MAX_PLAIN) return -EPROTO;
+    body = tls13 ? len + 1 + 16 : 8 + len + 16;
     memcpy(nonce, s->iv, 12);
     out[0] = tls13 ? 23 : type; /* TLS 1.3 hides the type inside */
     out[1] = 3;
@@ -153,16 +157,21 @@ int he__tls_seal_record(he_tls_seal_t *s, uint8_t type, const void *in, size_t l
         aad[12] = (unsigned char)len;
         ct = out + 13;
     }
+    at = ct;
     if (EVP_EncryptInit_ex(s->ctx, NULL, NULL, NULL, nonce) != 1 ||
-        EVP_EncryptUpdate(s->ctx, NULL, &n, tls13 ? out : aad, tls13 ? 5 : 13) != 1 ||
-        (len && EVP_EncryptUpdate(s->ctx, ct, &n, in, (int)len) != 1) ||
-        (tls13 && EVP_EncryptUpdate(s->ctx, ct + len, &n, &type, 1) != 1) ||
-        EVP_EncryptFinal_ex(s->ctx, ct + len + tls13, &n) != 1 ||
-        EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_AEAD_GET_TAG, 16, ct + len + tls13) != 1) {
-        ERR_clear_error();
-        s->spent = true; /* what went wrong once is not tried again */
-        return -EPROTO;
+        EVP_EncryptUpdate(s->ctx, NULL, &n, tls13 ? out : aad, tls13 ? 5 : 13) != 1)
+        goto failed;
+    /* GCM is a stream: the pieces' ciphertext is the whole's */
+    for (int i = 0; i < count; i++) {
+        if (in[i].iov_len &&
+            EVP_EncryptUpdate(s->ctx, at, &n, in[i].iov_base, (int)in[i].iov_len) != 1)
+            goto failed;
+        at += in[i].iov_len;
     }
+    if ((tls13 && EVP_EncryptUpdate(s->ctx, ct + len, &n, &type, 1) != 1) ||
+        EVP_EncryptFinal_ex(s->ctx, ct + len + tls13, &n) != 1 ||
+        EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_AEAD_GET_TAG, 16, ct + len + tls13) != 1)
+        goto failed;
     s->seq++;
     if (!tls13) { /* the explicit nonce counts up, as a big-endian integer */
         for (int i = 11; i >= 4 && ++s->iv[i] == 0; i--)
@@ -170,8 +179,22 @@ int he__tls_seal_record(he_tls_seal_t *s, uint8_t type, const void *in, size_t l
     }
     /* KeyUpdate (handshake type 24): sealed under the old keys; the next
      * record waits for the new ones */
-    if (tls13 && type == 22 && len && ((const unsigned char *)in)[0] == 24) s->rekey_wait = true;
+    if (tls13 && type == 22 && len && count && in[0].iov_len &&
+        ((const unsigned char *)in[0].iov_base)[0] == 24)
+        s->rekey_wait = true;
     return (int)(5 + body);
+
+failed:
+    ERR_clear_error();
+    s->spent = true; /* what went wrong once is not tried again */
+    return -EPROTO;
+}
+
+int he__tls_seal_record(he_tls_seal_t *s, uint8_t type, const void *in, size_t len,
+                        unsigned char *out)
+{
+    struct iovec one = {.iov_base = (void *)in, .iov_len = len};
+    return he__tls_seal_recordv(s, type, &one, 1, out);
 }
 
 /* HKDF-Expand-Label(secret, label, "", out_len) of RFC 8446 7.1. */
