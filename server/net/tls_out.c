@@ -101,6 +101,7 @@ static int he_tls_out_seal(he_tls_out_t *o, BIO *next, uint8_t type, const struc
         errno = -n;
         return -1;
     }
+    o->record_type = 0; /* OpenSSL's record of its type is sealed */
     if (o->buf) {
         o->len += (uint32_t)n;
         if (o->len >= o->size && he_tls_out_drain(o, next) < 0) return -1;
@@ -141,7 +142,6 @@ static int he_tls_out_write(BIO *b, const char *in, int inl)
         /* OpenSSL writes no more than a record at once */
         struct iovec one = {.iov_base = (void *)in, .iov_len = (size_t)inl};
         n = he_tls_out_seal(o, next, o->record_type ? o->record_type : 23, &one, 1, (size_t)inl);
-        if (n > 0) o->record_type = 0;
         if (n == 0) {
             BIO_copy_next_retry(b); /* not sealed yet: OpenSSL writes it again */
             n = -1;
