@@ -508,6 +508,23 @@ unsigned he__cache_ram_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st, ch
     while (got < want && n->nfree)
         out[got++] = n->arena + (size_t)n->free_chunks[--n->nfree] * cs;
     pthread_mutex_unlock(&n->lock);
+    if (got && (n->arena_fd >= 0 || n->arena_huge)) {
+        /* Freed chunks were dropped (he_cache_arena_punch), so a fill's
+         * first write to each page faults a new one in: some 470 faults for a
+         * 1.9 MB segment in base pages, and a tier under eviction drifts to
+         * base pages. One MADV_POPULATE_WRITE per run of adjacent chunks
+         * makes them in one call (cold misses at a full tier: 1.4x the
+         * bytes per CPU-second, docs/performance.md "Cold misses"). Before
+         * Linux 5.14 it fails with EINVAL, and the writes fault as before. */
+        unsigned i = 0;
+        while (i < got) {
+            unsigned j = i + 1;
+            while (j < got && out[j] == out[j - 1] + cs)
+                j++;
+            (void)madvise(out[i], (size_t)(j - i) * cs, MADV_POPULATE_WRITE);
+            i = j;
+        }
+    }
     if (!got) {
         if (!(out[0] = malloc(cs))) return 0;
         if (st) st->ram_overflow++;
