@@ -45,7 +45,12 @@ enum he_cache_fetch_state {
     HE_FS_DONE
 };
 
-#define HE_FETCH_IBUF 16384
+/* What one receive from the origin may bring. A cold segment of 1.9 MB
+ * arrived in some 120 receives of 16 KiB, each parsed, copied into the
+ * object and handed to every viewer waiting on it; at 256 KiB a miss
+ * costs 1.3x less server CPU (docs/performance.md, "Cold misses"). It
+ * is memory only while a fetch is under way. */
+#define HE_FETCH_IBUF (256 * 1024)
 #define HE_FETCH_OBUF 16384
 
 struct he_cache_fetch {
