@@ -49,7 +49,8 @@ enum he_cache_fetch_state {
  * arrived in some 120 receives of 16 KiB, each parsed, copied into the
  * object and handed to every viewer waiting on it; at 256 KiB a miss
  * costs 1.3x less server CPU (docs/performance.md, "Cold misses"). It
- * is memory only while a fetch is under way. */
+ * is memory only while a fetch is under way (pbuf, a TLS origin's
+ * plaintext, is as large). */
 #define HE_FETCH_IBUF (256 * 1024)
 #define HE_FETCH_OBUF 16384
 

@@ -50,7 +50,10 @@ Clients (--clients):
   h2loadN          h2load -cN -m10 (HTTP/2, TLS only: ALPN h2), the content's
                    paths shuffled once; p99 from h2load's per-request log
 Content (--content): segments (.ts), playlists (.m3u8), zipf (Zipf s=1.1
-over every playlist and segment, through hlsedge-loadgen URL-list mode).
+over every playlist and segment, through hlsedge-loadgen URL-list mode),
+cold (cache misses: segments under a path no run asked for before,
+/cold/TAG/..., which the origin serves as the segment itself; wrk only,
+cache servers only, each path once: every request a fill from the origin).
 Loopback, or with --netns a veth pair into a namespace of the client's,
 the receive of each side on its own CPU; every client run is bounded by
 --duration.
@@ -370,7 +373,8 @@ def start_h2o(name, port, args, tmp, root):
 
 def start_origin(args, tmp, root):
     """The origin the cache tiers fill from: nginx on the client's CPU (it
-    only works during the warm-up; measured runs are all hits)."""
+    only works during the warm-up, and in the cold cells: /cold/TAG/PATH is
+    PATH)."""
     port = args.base_port + 900
     d = os.path.join(tmp, "origin")
     os.makedirs(d, exist_ok=True)
@@ -379,6 +383,7 @@ def start_origin(args, tmp, root):
             " types { application/vnd.apple.mpegurl m3u8; video/mp2t ts; }\n"
             " client_body_temp_path %s; proxy_temp_path %s; fastcgi_temp_path %s; uwsgi_temp_path %s;"
             " scgi_temp_path %s;\n server { listen 127.0.0.1:%d; root %s;\n"
+            "  location ^~ /cold/ { rewrite ^/cold/[^/]+(/.*)$ $1 last; }\n"
             "  location ~ \\.ts$ { add_header Cache-Control \"%s\"; }\n"
             "  location ~ \\.m3u8$ { add_header Cache-Control \"max-age=3600\"; } }\n}\n" %
             ("user root;" if os.getuid() == 0 else "", d, d, d, d, d, d, d, port, root, CC_TS))
@@ -478,7 +483,8 @@ def run_client(client, content, server, args, files, duration):
         conns = int(client[3:])
         out = subprocess.run(pin + ["wrk", "-t1", "-c%d" % conns, "-d%ds" % duration, "--timeout", "10s",
                                     "-s", os.path.join(BENCH, "random-paths.lua"), base, "--",
-                                    files[content]], capture_output=True, text=True, timeout=duration + 60)
+                                    files[content]] + (["seq"] if content == "cold" else []),
+                             capture_output=True, text=True, timeout=duration + 60)
         line = [ln for ln in out.stdout.split("\n") if ln.startswith("WRK_RESULT ")]
         if not line:
             die("wrk gave no result: %s %s" % (out.stdout[-300:], out.stderr[-300:]))
@@ -541,6 +547,17 @@ def run_h2load(conns, content, server, args, files, duration, pin, base):
             "errors": int(m.group(4)) + int(m.group(5))}
 
 
+def cold_paths(tmp, segs, tag, count=50000):
+    """A list of segment paths no earlier run asked for: /cold/TAG-N/SEG,
+    N counting up, so that a cache holds none of them (wrk walks it in
+    order, each path once)."""
+    path = os.path.join(tmp, "cold-%s.txt" % tag)
+    with open(path, "w") as f:
+        for n in range(count):
+            f.write("/cold/%s-%d%s\n" % (tag, n, segs[n % len(segs)]))
+    return path
+
+
 def perf_path(args, client, content, server, run):
     return os.path.join(args.out, "perf", "%s-%s-%s-%s-%d" % (
         client, content, "https" if args.tls_on else "http", server.name.replace(";", "+").replace("/", "_"), run))
@@ -594,6 +611,8 @@ def measure(client, content, server, args, files, run=0):
 
 
 def cell_ok(client, content, tls):
+    if content == "cold":
+        return client.startswith("wrk")
     if client == "linerate" or client.startswith("viewers"):
         return content == "segments"  # HLS viewers fetch both; listed once
     if client.startswith("lg"):
@@ -729,14 +748,21 @@ def main():
                         if not cell_ok(client, content, args.tls_on):
                             continue
                         cell = "%s %s %s" % (client, content, "https" if args.tls_on else "http")
-                        for s in running:
+                        # misses: only the servers in front of the origin
+                        cell_servers = [s for s in running if content != "cold" or base_name(s.name) in CACHES]
+                        if not cell_servers:
+                            continue
+                        run_files = lambda s, tag: (dict(files, cold=cold_paths(
+                            tmp, segs, "%s-%d-%s" % ("https" if args.tls_on else "http", s.port, tag)))
+                            if content == "cold" else files)
+                        for s in cell_servers:
                             if args.warmup:
-                                run_client(client, content, s, args, files, args.warmup)
-                        per = {s.name: [] for s in running}
+                                run_client(client, content, s, args, run_files(s, "w%s" % client), args.warmup)
+                        per = {s.name: [] for s in cell_servers}
                         for run in range(args.runs):
-                            order = running[run % len(running):] + running[:run % len(running)]
+                            order = cell_servers[run % len(cell_servers):] + cell_servers[:run % len(cell_servers)]
                             for s in order:
-                                r = measure(client, content, s, args, files, run)
+                                r = measure(client, content, s, args, run_files(s, "%s%d" % (client, run)), run)
                                 r.update(cell=cell, server=s.name, run=run, cipher=s.cipher)
                                 if args.perf:
                                     json.dump(dict(r, server_pids=s.pids(), server_cpu=args.server_cpu,
