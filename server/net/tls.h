@@ -122,15 +122,12 @@ typedef struct he_tls_seal he_tls_seal_t;
  * OpenSSL then seals the records itself. */
 he_tls_seal_t *he__tls_seal_new(const void *crypto_info);
 void he__tls_seal_free(he_tls_seal_t *s);
-/* Seals in[0..len) (len <= HE_TLS_SEAL_MAX_PLAIN) as one record of the
- * given content type into out, which has room for len plus
- * HE_TLS_SEAL_OVERHEAD. Returns the record's length, or -EPROTO when the
+/* Seals the count pieces of in (at most HE_TLS_SEAL_MAX_PLAIN bytes in
+ * all) as one record of the given content type into out, which has room
+ * for their length plus HE_TLS_SEAL_OVERHEAD: a response's head and its
+ * body's first bytes, or a frame's head and its payload, without copying
+ * them together first. Returns the record's length, or -EPROTO when the
  * cipher failed, or after a TLS 1.3 KeyUpdate until he__tls_seal_rekey. */
-int he__tls_seal_record(he_tls_seal_t *s, uint8_t type, const void *in, size_t len,
-                        unsigned char *out);
-/* The same from count pieces, at most HE_TLS_SEAL_MAX_PLAIN bytes in all:
- * a response's head and its body's first bytes, or a frame's head and its
- * payload, sealed as one record without copying them together first. */
 int he__tls_seal_recordv(he_tls_seal_t *s, uint8_t type, const struct iovec *in, int count,
                          unsigned char *out);
 /* The next TLS 1.3 write secret (32 or 48 bytes): key and IV from it,

@@ -190,13 +190,6 @@ failed:
     return -EPROTO;
 }
 
-int he__tls_seal_record(he_tls_seal_t *s, uint8_t type, const void *in, size_t len,
-                        unsigned char *out)
-{
-    struct iovec one = {.iov_base = (void *)in, .iov_len = len};
-    return he__tls_seal_recordv(s, type, &one, 1, out);
-}
-
 /* HKDF-Expand-Label(secret, label, "", out_len) of RFC 8446 7.1. */
 static int he_tls_seal_expand(const char *digest, const unsigned char *secret, size_t secret_len,
                               const char *label, unsigned char *out, size_t out_len)
