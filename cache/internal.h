@@ -97,6 +97,10 @@ struct he_cache_obj {
     _Atomic uint8_t indexed;
     _Atomic uint8_t freq;       /* S3-FIFO frequency, 0..3, relaxed */
     _Atomic uint8_t pf_pending; /* filled by prefetch, no hit yet */
+    /* its arena range went to the kernel by reference (peek_file: vmsplice
+     * or sendfile), which may hold the pages after the object is freed:
+     * its chunks are dropped then (ram.c), else they are reused as they are */
+    _Atomic uint8_t lent;
 
     /* stable while a reference is held */
     he__cache_node_t *node;
@@ -155,6 +159,9 @@ struct he__cache_node {
     int arena_fd; /* the memfd behind the arena (opts.memfd), else -1 */
     bool arena_huge; /* anonymous huge pages (opts.huge): freed runs dropped by MADV_DONTNEED */
     uint32_t *free_chunks; /* stack of chunk indexes */
+    /* per arena chunk, of an arena that drops freed chunks (memfd or huge):
+     * its pages are dropped or never touched, so a fill would fault them in */
+    uint8_t *chunk_dropped;
     uint32_t nfree, nchunks;
     atomic_uint_fast64_t used_chunks; /* arena + overflow, for stats */
 
@@ -196,9 +203,11 @@ static inline he__cache_node_t *he__cache_ram_node(he_cache_ram_t *ram, int node
 /* ram.c (node lock held): evicts one object, as chosen by evict.c, and
  * drops it; false when nothing is left to evict. */
 bool he__cache_ram_evict_one(he__cache_node_t *n, he_cache_stats_t *st);
-/* ram.c: up to want more chunks of node n's memory into out (takes the
- * lock once): the free list, else evicting, else one malloc'd chunk
- * (counted as overflow). Returns how many; 0 on ENOMEM. */
+/* ram.c: up to want (at most HE__CACHE_ALLOC_MAX) more chunks of node n's
+ * memory into out (takes the lock once): the free list, else evicting,
+ * else one malloc'd chunk (counted as overflow). Returns how many; 0 on
+ * ENOMEM. */
+#define HE__CACHE_ALLOC_MAX 256u
 unsigned he__cache_ram_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st, char **out,
                                    unsigned want);
 /* ram.c: chunks never written (allocated ahead of a fill that came up

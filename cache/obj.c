@@ -73,6 +73,7 @@ he_cache_obj_t *he_cache_obj_new(he_cache_ram_t *ram, int node, const he_cache_k
     o->queue = HE__CACHE_Q_NONE;
     atomic_store_explicit(&o->freq, 0, memory_order_relaxed);
     atomic_store_explicit(&o->pf_pending, 0, memory_order_relaxed);
+    atomic_store_explicit(&o->lent, 0, memory_order_relaxed);
     atomic_store_explicit(&o->indexed, 0, memory_order_relaxed);
     atomic_store_explicit(&o->state, HE__CACHE_OBJ_FILLING, memory_order_relaxed);
     atomic_store_explicit(&o->hash, key->hash, memory_order_relaxed);
@@ -83,7 +84,7 @@ he_cache_obj_t *he_cache_obj_new(he_cache_ram_t *ram, int node, const he_cache_k
 
 /* Most chunks taken from the free list at once (4 MiB of 16 KiB chunks):
  * a bound on how far ahead of its bytes a fill holds memory. */
-#define HE_CACHE_OBJ_RUN_MAX 256u
+#define HE_CACHE_OBJ_RUN_MAX HE__CACHE_ALLOC_MAX
 
 /* More chunks at o's end: as many as its size hint says are still to come
  * (at most HE_CACHE_OBJ_RUN_MAX), taken together so that they are adjacent
@@ -261,7 +262,7 @@ size_t he_cache_obj_peek(const he_cache_obj_t *o, uint64_t off, const void **p, 
     return n;
 }
 
-size_t he_cache_obj_peek_file(const he_cache_obj_t *o, uint64_t off, int *fd, uint64_t *file_off,
+size_t he_cache_obj_peek_file(he_cache_obj_t *o, uint64_t off, int *fd, uint64_t *file_off,
                               const char **mem)
 {
     const he__cache_node_t *nd = o->node;
@@ -278,6 +279,10 @@ size_t he_cache_obj_peek_file(const he_cache_obj_t *o, uint64_t off, int *fd, ui
     for (i = off / cs + 1; off + n < len && o->chunks[i] == c + n; i++)
         n += cs;
     if (n > len - off) n = (size_t)(len - off);
+    /* the caller hands the range to the kernel by reference; the release
+     * orders this before the free that reads it (ram.c) */
+    if (!atomic_load_explicit(&o->lent, memory_order_relaxed))
+        atomic_store_explicit(&o->lent, 1, memory_order_relaxed);
     *fd = nd->arena_fd;
     *file_off = (uint64_t)(c - nd->arena);
     if (mem) *mem = c;

@@ -117,17 +117,21 @@ bool he_cache_obj_complete(const he_cache_obj_t *o);
 const he_cache_meta_t *he_cache_obj_meta(const he_cache_obj_t *o);
 const he_cache_key_t *he_cache_obj_key(const he_cache_obj_t *o);
 int he_cache_obj_node(const he_cache_obj_t *o);
-/* Contiguous bytes at off (up to the end of its chunk and of what is
- * available): returns the count and sets *p; 0 at the end. *fixed_off is
- * the byte offset inside the node arena, or -1 for an overflow chunk. */
 /* With a memfd arena (he_cache_ram_opts_t.memfd): the bytes at off as a
  * range of the arena's memfd, *fd and *file_off, running over adjacent
  * chunks, and as the same bytes of the arena's mapping, *mem (may be NULL);
  * their length, 0 when none have arrived or the chunk at off is not in the
  * arena (memory only: he_cache_obj_peek). A huge-page arena (opts.huge)
- * gives the run with *fd -1. */
-size_t he_cache_obj_peek_file(const he_cache_obj_t *o, uint64_t off, int *fd, uint64_t *file_off,
+ * gives the run with *fd -1. For sending by reference (sendfile,
+ * vmsplice): o is marked lent, and its chunks are dropped when it is
+ * freed, since the kernel may still hold their pages. Bytes sent by copy
+ * should come from he_cache_obj_peek, which keeps them reusable as they
+ * are, with no fault-in by the next fill. */
+size_t he_cache_obj_peek_file(he_cache_obj_t *o, uint64_t off, int *fd, uint64_t *file_off,
                               const char **mem);
+/* Contiguous bytes at off (up to the end of its chunk and of what is
+ * available): returns the count and sets *p; 0 at the end. *fixed_off is
+ * the byte offset inside the node arena, or -1 for an overflow chunk. */
 size_t he_cache_obj_peek(const he_cache_obj_t *o, uint64_t off, const void **p, int64_t *fixed_off);
 /* The bytes written to o, contiguous (parsers want them so; playlists are
  * small): *p points into o when its first chunk holds them all, else to a

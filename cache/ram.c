@@ -19,6 +19,14 @@
  * punch; that splits the huge page around them, so a tier under heavy
  * eviction drifts toward base pages (docs/performance.md).
  *
+ * Only an object whose range went to the kernel by reference (it is
+ * "lent": he_cache_obj_peek_file) is dropped. One that only ever left by
+ * copy (userspace TLS, a reader of a fill still under way, SSD writes)
+ * keeps its pages, and the next fill writes into them as they are: a
+ * dropped chunk costs a punch now and a fault-in (or a populate) of every
+ * page later, which at a full tier under cold misses was most of the
+ * worker's time (docs/performance.md, "Cold misses").
+ *
  * Concurrency. Hits take no lock: a lookup walks the bucket chain with
  * acquire loads, takes a reference with a CAS that refuses a zero count
  * (a free header), then re-checks hash, key, state and "indexed" on the
@@ -134,6 +142,11 @@ static int he_cache_ram_node_init(he_cache_ram_t *ram, he__cache_node_t *n, int 
     }
     n->free_chunks = malloc(sizeof(uint32_t) * n->nchunks);
     if (!n->free_chunks) return -ENOMEM;
+    if (n->arena_fd >= 0 || n->arena_huge) {
+        /* nothing is faulted in yet */
+        if (!(n->chunk_dropped = malloc(n->nchunks))) return -ENOMEM;
+        memset(n->chunk_dropped, 1, n->nchunks);
+    }
     /* hand out low chunks first: untouched arena pages stay unfaulted */
     for (uint32_t i = 0; i < n->nchunks; i++)
         n->free_chunks[i] = n->nchunks - 1 - i;
@@ -201,16 +214,21 @@ static void he_cache_arena_punch(he__cache_node_t *n, size_t off, size_t len)
 
 /* Chunks back on the free list (node lock held), last first: the list is
  * a stack, so an object's run of adjacent chunks comes off it again in
- * address order and makes one sendfile range for the next object. */
-static void he_cache_chunks_push(he__cache_node_t *n, char *const *chunks, uint32_t count)
+ * address order and makes one sendfile range for the next object.
+ * dropped: their pages were just dropped (he_cache_arena_punch). */
+static void he_cache_chunks_push(he__cache_node_t *n, char *const *chunks, uint32_t count,
+                                 bool dropped)
 {
     size_t cs = n->ram->chunk_size;
     for (uint32_t i = count; i-- > 0;) {
         char *c = chunks[i];
-        if (c >= n->arena && c < n->arena + n->arena_len)
-            n->free_chunks[n->nfree++] = (uint32_t)((size_t)(c - n->arena) / cs);
-        else
+        if (c >= n->arena && c < n->arena + n->arena_len) {
+            uint32_t idx = (uint32_t)((size_t)(c - n->arena) / cs);
+            n->free_chunks[n->nfree++] = idx;
+            if (n->chunk_dropped) n->chunk_dropped[idx] = dropped;
+        } else {
             free(c); /* overflow */
+        }
     }
     atomic_fetch_sub_explicit(&n->used_chunks, count, memory_order_relaxed);
 }
@@ -218,7 +236,9 @@ static void he_cache_chunks_push(he__cache_node_t *n, char *const *chunks, uint3
 static void he_cache_obj_release_memory(he__cache_node_t *n, he_cache_obj_t *o)
 {
     size_t cs = n->ram->chunk_size, run_off = 0, run_len = 0;
-    bool drop = n->arena_fd >= 0 || n->arena_huge;
+    /* the last reference's release ordered every lender's store before this */
+    bool drop =
+        (n->arena_fd >= 0 || n->arena_huge) && atomic_load_explicit(&o->lent, memory_order_relaxed);
     for (uint32_t i = 0; drop && i < o->nchunks; i++) {
         char *c = o->chunks[i];
         if (c >= n->arena && c < n->arena + n->arena_len) {
@@ -234,7 +254,7 @@ static void he_cache_obj_release_memory(he__cache_node_t *n, he_cache_obj_t *o)
         }
     }
     if (drop) he_cache_arena_punch(n, run_off, run_len);
-    he_cache_chunks_push(n, o->chunks, o->nchunks);
+    he_cache_chunks_push(n, o->chunks, o->nchunks, drop);
     free(o->chunks);
     o->chunks = NULL;
     o->nchunks = o->chunk_cap = 0;
@@ -264,6 +284,7 @@ void he_cache_ram_free(he_cache_ram_t *ram)
         he__cache_evict_free(n);
         free(n->buckets);
         free(n->free_chunks);
+        free(n->chunk_dropped);
         if (n->arena) {
             if (n->arena_numa)
                 numa_free(n->arena, n->arena_len);
@@ -501,29 +522,37 @@ unsigned he__cache_ram_chunk_alloc(he__cache_node_t *n, he_cache_stats_t *st, ch
                                    unsigned want)
 {
     size_t cs = n->ram->chunk_size;
+    uint64_t dropped[HE__CACHE_ALLOC_MAX / 64] = {0};
     unsigned got = 0;
+    if (want > HE__CACHE_ALLOC_MAX) want = HE__CACHE_ALLOC_MAX;
     pthread_mutex_lock(&n->lock);
     while (n->nfree < want && he__cache_ram_evict_one(n, st))
         ;
-    while (got < want && n->nfree)
-        out[got++] = n->arena + (size_t)n->free_chunks[--n->nfree] * cs;
-    pthread_mutex_unlock(&n->lock);
-    if (got && (n->arena_fd >= 0 || n->arena_huge)) {
-        /* Freed chunks were dropped (he_cache_arena_punch), so a fill's
-         * first write to each page faults a new one in: some 470 faults for a
-         * 1.9 MB segment in base pages, and a tier under eviction drifts to
-         * base pages. One MADV_POPULATE_WRITE per run of adjacent chunks
-         * makes them in one call (cold misses at a full tier: 1.4x the
-         * bytes per CPU-second, docs/performance.md "Cold misses"). Before
-         * Linux 5.14 it fails with EINVAL, and the writes fault as before. */
-        unsigned i = 0;
-        while (i < got) {
-            unsigned j = i + 1;
-            while (j < got && out[j] == out[j - 1] + cs)
-                j++;
-            (void)madvise(out[i], (size_t)(j - i) * cs, MADV_POPULATE_WRITE);
-            i = j;
+    while (got < want && n->nfree) {
+        uint32_t idx = n->free_chunks[--n->nfree];
+        if (n->chunk_dropped && n->chunk_dropped[idx]) {
+            n->chunk_dropped[idx] = 0; /* populated below */
+            dropped[got / 64] |= 1ull << (got % 64);
         }
+        out[got++] = n->arena + (size_t)idx * cs;
+    }
+    pthread_mutex_unlock(&n->lock);
+    /* A dropped chunk's first write faults a new page in: some 470 faults
+     * for a 1.9 MB segment in base pages, and a tier under eviction drifts
+     * to base pages. One MADV_POPULATE_WRITE per run of adjacent dropped
+     * chunks makes them in one call (cold misses at a full tier: 1.4x the
+     * bytes per CPU-second, docs/performance.md "Cold misses"). Before
+     * Linux 5.14 it fails with EINVAL, and the writes fault as before. */
+    for (unsigned i = 0; i < got;) {
+        unsigned j = i + 1;
+        if (!(dropped[i / 64] >> (i % 64) & 1)) {
+            i++;
+            continue;
+        }
+        while (j < got && out[j] == out[j - 1] + cs && (dropped[j / 64] >> (j % 64) & 1))
+            j++;
+        (void)madvise(out[i], (size_t)(j - i) * cs, MADV_POPULATE_WRITE);
+        i = j;
     }
     if (!got) {
         if (!(out[0] = malloc(cs))) return 0;
@@ -538,7 +567,7 @@ void he__cache_ram_chunk_return(he__cache_node_t *n, char *const *chunks, uint32
 {
     if (!count) return;
     pthread_mutex_lock(&n->lock);
-    he_cache_chunks_push(n, chunks, count);
+    he_cache_chunks_push(n, chunks, count, false); /* populated when taken, never lent */
     pthread_mutex_unlock(&n->lock);
 }
 

@@ -4,7 +4,9 @@
  *   - a RAM object's chunks (he_rc_obj_ops), read while the fill that
  *     brings them is still running: the send path waits at the end of what
  *     has arrived and is resumed by the fill's DATA event. Large spans of
- *     the node arena (registered as fixed buffer 0) leave by send_zc;
+ *     the node arena leave by reference: by send_zc when it is registered
+ *     as fixed buffer 0, else, for a hit, by sendfile or vmsplice (a
+ *     fill's readers take copies);
  *   - an SSD hit's file range (he_rc_ssd_ops): sendfile, or a mapping of
  *     the file under userspace TLS; its read errors go to the store.
  *
@@ -237,9 +239,14 @@ void he__rc_send_obj(he_worker_t *w, he_req_t *r, const he_http_head_t *h, uint6
     /* a small body goes with its head in one send; a large one as runs of
      * the arena (cache.zero_copy_min: where zero-copy starts to pay): by
      * sendfile from the memfd or vmsplice of its mapping, or by vmsplice of
-     * the huge-page arena, which has no file (TLS reads that as memory) */
+     * the huge-page arena, which has no file (TLS reads that as memory).
+     * A hit's only: a fill's readers (the miss that made it, those that
+     * joined) take copies. Then an object that is never hit again was
+     * never lent to the kernel, and its chunks are reused as they are when
+     * it is evicted, with no drop and no fault-in (cache/ram.c); most cold
+     * objects are such, and a copy costs their one reader no more. */
     cc->sendfile =
-        end - off >= w->zc_min &&
+        end - off >= w->zc_min && he_cache_obj_complete(cc->obj) &&
         (wc->arena_sendfile || (wc->arena_huge && w->conf->cache_ram_splice && !r->conn->tls));
     cc->splice = cc->sendfile && w->conf->cache_ram_splice;
     he_auth_respond(w, r, h, &body);

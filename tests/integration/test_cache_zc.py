@@ -232,10 +232,11 @@ def test_ram_sendfile():
 EVICT = {"/ev/%03d.ts" % i: blob(512 << 10, 100 + i) for i in range(80)}
 
 
-def evicted_while_queued(splice, huge=False):
+def evicted_while_queued(splice, huge=False, fill=False):
     """A response whose bytes all went to the socket but were not read yet:
     its object is evicted and the chunks reused by later fills. The viewer
-    must still read the original bytes."""
+    must still read the original bytes. fill: that response is the fill's
+    own (a miss, sent by copy: nothing vmspliced), not a hit."""
     with Origin(files=EVICT) as o, Server(ROOT, extra=(
             "cache:\n  ram_size: 16m\n  prefetch: 0\n  admission: false\n  zero_copy_min: 64k\n"
             "  ram_splice: %s\n  ram_huge_pages: %s\n"
@@ -243,10 +244,11 @@ def evicted_while_queued(splice, huge=False):
                                                           "true" if huge else "false", o.url)),
             workers=1, admin=True) as srv:
         first = "/ev/000.ts"
-        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
-        c.request("GET", first)  # the fill: now in RAM
-        expect(c.getresponse().read() == EVICT[first], "fill of %s" % first)
-        c.close()
+        if not fill:
+            c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
+            c.request("GET", first)  # the fill: now in RAM
+            expect(c.getresponse().read() == EVICT[first], "fill of %s" % first)
+            c.close()
         # A reader that does not read: a receive buffer (root may force it
         # past rmem_max) big enough that the whole body is queued at once.
         sock = socket.socket()
@@ -277,7 +279,10 @@ def evicted_while_queued(splice, huge=False):
         expect(body == EVICT[first], "the queued response is the original bytes after its memory was reused")
         ev = metric_sum(parse_metrics(metrics_text(srv)), "hlsedge_cache_evictions_total")
         expect(ev >= 30, "the first object's memory was evicted and reused (%d evictions)" % ev)
-        expect((vmspliced(srv) > 0) == splice, "sent by %s" % ("vmsplice" if splice else "sendfile"))
+        if fill:
+            expect_eq(vmspliced(srv), 0, "misses are sent by copy")
+        else:
+            expect((vmspliced(srv) > 0) == splice, "sent by %s" % ("vmsplice" if splice else "sendfile"))
 
 
 def test_ram_sendfile_evicted_while_queued():
@@ -292,6 +297,29 @@ def test_ram_huge_pages_evicted_while_queued():
     """The huge-page arena drops a freed run with MADV_DONTNEED: the pipe
     and the queued skbs keep the old pages."""
     evicted_while_queued(True, huge=True)
+
+
+def test_fill_evicted_while_queued():
+    """The same for a miss's response: copied into the socket, so its chunks
+    are reused as they are (not dropped), and the viewer still reads the
+    original bytes."""
+    evicted_while_queued(True, huge=True, fill=True)
+
+
+def test_fill_readers_copy():
+    """A fill's reader takes copies and a hit goes by reference, in both
+    arenas that drop lent chunks: an object that is never hit is never lent
+    to the kernel, so evicting it drops nothing (cache/ram.c)."""
+    for extra in ("  ram_huge_pages: true\n", ""):
+        with Origin(files=DATA) as o, server(o, cache_extra=extra) as srv:
+            c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=20)
+            try:
+                fetch(c, "/zc/a.ts")  # the miss
+                expect_eq(vmspliced(srv), 0, "the miss is sent by copy (%s)" % extra.strip())
+                fetch(c, "/zc/a.ts")  # the hit
+                expect_eq(vmspliced(srv), SIZE, "the hit is vmspliced (%s)" % extra.strip())
+            finally:
+                c.close()
 
 
 if __name__ == "__main__":
