@@ -317,6 +317,11 @@ int he__cache_hdr_build(char *out, const he_cache_key_t *key, const he_cache_met
 int he__cache_hdr_parse(const char *buf, size_t n, he_cache_key_t *key, he_cache_meta_t *m,
                         uint32_t *hdr_len, uint64_t *body_len, uint32_t *body_crc);
 
+/* crc32c.c: CRC32C of n bytes at p, continuing crc (0 to start) */
 uint32_t he__cache_crc32c(uint32_t crc, const void *p, size_t n);
+/* The table-driven one whatever the CPU has, and whether he__cache_crc32c
+ * uses the CPU's instruction instead (for tests) */
+uint32_t he__cache_crc32c_table(uint32_t crc, const void *p, size_t n);
+bool he__cache_crc32c_hardware(void);
 
 #endif
