@@ -62,7 +62,7 @@ struct he_cache_fetch {
     unsigned connect_ms, read_ms, total_ms;
     unsigned attempts_max, attempt, origin;
     bool head;
-    char *target, *inm, *ims, *via; /* via: the whole Via value to send, or NULL */
+    char *target, *inm, *ims, *via;     /* via: the whole Via value to send, or NULL */
     uint8_t order[HE_CONF_MAX_ORIGINS]; /* he_cache_select_order, fixed at the start */
     uint64_t now_ms;                    /* of the last call in, for health marks */
 
@@ -95,7 +95,7 @@ struct he_cache_fetch {
 };
 
 static const he_cache_parent_t *he_fetch_parents(const he_cache_origins_t *o,
-                                                he_cache_parent_t *out)
+                                                 he_cache_parent_t *out)
 {
     for (unsigned i = 0; i < o->n; i++)
         out[i] = o->org[i].parent;
@@ -148,7 +148,8 @@ he_cache_fetch_t *he_cache_fetch_new(he_cache_origins_t *o, const he_conf_t *con
     f->conn.fd = -1;
     f->new_attempt = true;
     f->state = HE_FS_START;
-    if (!f->target || ((o->via[0] || (req->via_in && *req->via_in)) && !f->via) || (req->inm && *req->inm && !f->inm) || (req->ims && *req->ims && !f->ims)) {
+    if (!f->target || ((o->via[0] || (req->via_in && *req->via_in)) && !f->via) ||
+        (req->inm && *req->inm && !f->inm) || (req->ims && *req->ims && !f->ims)) {
         he_cache_fetch_free(f);
         return NULL;
     }
@@ -411,8 +412,7 @@ static int he_fetch_build(he_cache_fetch_t *f, char **out)
     n = he_cache_origin_path(org, f->target, path, pcap);
     /* the head's other lines are short; grown if they are not */
     cap = (size_t)(n > 0 ? n : 0) + strlen(org->authority) + (f->inm ? strlen(f->inm) : 0) +
-          (f->via ? strlen(f->via) : 0) +
-          (f->ims ? strlen(f->ims) : 0) + 512;
+          (f->via ? strlen(f->via) : 0) + (f->ims ? strlen(f->ims) : 0) + 512;
     while (n >= 0) {
         if (!(req = malloc(cap))) {
             n = -ENOMEM;

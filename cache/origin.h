@@ -78,8 +78,7 @@ int he_cache_httpc_request_method(char *out, size_t cap, const char *method, con
                                   const char *path, const char *inm, const char *ims);
 /* Same with a Via field (NULL or "": none). */
 int he_cache_httpc_request_via(char *out, size_t cap, const char *method, const char *host,
-                               const char *path, const char *inm, const char *ims,
-                               const char *via);
+                               const char *path, const char *inm, const char *ims, const char *via);
 
 /* ---- origins (origin.c, pool.c)
  *
@@ -103,7 +102,7 @@ typedef struct he_cache_origin {
     char authority[272]; /* Host header: "host", "host:port", "[v6]:port" */
     char base[512];      /* path prefix without a trailing '/'; "" for none */
     struct sockaddr_storage addr;
-    socklen_t addrlen; /* 0: not resolved (a name, he_cache_origin_parse only) */
+    socklen_t addrlen;        /* 0: not resolved (a name, he_cache_origin_parse only) */
     he_cache_parent_t parent; /* weight (" weight=N", else 1) and id for origin.select: hash */
 } he_cache_origin_t;
 
@@ -234,17 +233,15 @@ void he_cache_fetch_req_validators(he_cache_fetch_req_t *req, const he_cache_obj
  * attempt k goes to the k-th of them (mod n), up to 1 + origin_retries
  * attempts; a 5xx on the first attempt always gets one more on another
  * origin when there is one, even with origin_retries 0, so one parent's
- * error does not fail every waiter of a fill. A connect failure, a timeout or a 5xx marks the origin down
- * (origin.down_time) for every worker; an answer marks it up. A connect error or timeout, a reset, a
- * malformed head, a 5xx or a read/total timeout before the sink saw
- * anything moves to the next origin; after that the fetch ends. A 5xx on
- * the last attempt ends the fetch with an error (cause STATUS_5XX), so the
- * fill can serve stale-if-error. A pooled connection that turns out dead
- * (send fails, or EOF/reset before any response byte) is retried once on a
- * fresh connection without counting as an attempt. Timeouts: connect
- * (per connect), read (per send/recv), total (per attempt, the whole
- * response). Every failure is counted once in st->origin_errors by cause.
- * req's strings are copied. NULL on -ENOMEM or -ENAMETOOLONG. */
+ * error does not fail every waiter of a fill. A connect failure, a timeout or a 5xx marks the
+ * origin down (origin.down_time) for every worker; an answer marks it up. A connect error or
+ * timeout, a reset, a malformed head, a 5xx or a read/total timeout before the sink saw anything
+ * moves to the next origin; after that the fetch ends. A 5xx on the last attempt ends the fetch
+ * with an error (cause STATUS_5XX), so the fill can serve stale-if-error. A pooled connection that
+ * turns out dead (send fails, or EOF/reset before any response byte) is retried once on a fresh
+ * connection without counting as an attempt. Timeouts: connect (per connect), read (per send/recv),
+ * total (per attempt, the whole response). Every failure is counted once in st->origin_errors by
+ * cause. req's strings are copied. NULL on -ENOMEM or -ENAMETOOLONG. */
 he_cache_fetch_t *he_cache_fetch_new(he_cache_origins_t *o, const he_conf_t *conf,
                                      const he_cache_fetch_req_t *req, const he_cache_sink_t *sink,
                                      uint64_t now_ms, he_cache_stats_t *st);

@@ -450,8 +450,8 @@ static void test_health(void)
     for (unsigned i = 0; i < 2; i++)
         HE_CHECK_INT(he_cache_origin_parse(u[i], &list[i], err, sizeof(err)), 0);
     HE_CHECK_INT(list[1].parent.weight, 3);
-    he_cache_origins_opts_t oo = {.conf = &conf, .origins = list, .norigins = 2, .health = h,
-                                  .via = "1.1 hlsedge-test"};
+    he_cache_origins_opts_t oo = {
+        .conf = &conf, .origins = list, .norigins = 2, .health = h, .via = "1.1 hlsedge-test"};
     HE_CHECK_INT(he_cache_origins_new(&w1, &oo, err, sizeof(err)), 0);
     HE_CHECK_INT(he_cache_origins_new(&w2, &oo, err, sizeof(err)), 0);
     HE_CHECK(he_cache_origins_health(w1) == h && he_cache_origins_health(w2) == h);
