@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +28,10 @@ void he_cache_io_prep(const he_cache_io_t *io, struct io_uring_sqe *sqe)
         break;
     case HE_CACHE_IO_RECV:
         io_uring_prep_recv(sqe, io->fd, io->buf, io->len, 0);
+        break;
+    case HE_CACHE_IO_READV:
+        /* a socket has no position: the offset is not used */
+        io_uring_prep_readv(sqe, io->fd, io->iov, io->iovcnt, 0);
         break;
     case HE_CACHE_IO_CLOSE:
         io_uring_prep_close(sqe, io->fd);
@@ -75,6 +80,13 @@ int he_cache_io_run_sync(const he_cache_io_t *io, uint64_t now_ms)
     case HE_CACHE_IO_RECV:
         for (;;) {
             n = recv(io->fd, io->buf, io->len, MSG_DONTWAIT);
+            if (n >= 0) return (int)n;
+            if (errno != EAGAIN && errno != EINTR) return -errno;
+            if ((rc = he_cache_io_wait(io->fd, POLLIN, io->deadline_ms, now_ms)) < 0) return rc;
+        }
+    case HE_CACHE_IO_READV:
+        for (;;) {
+            n = readv(io->fd, io->iov, (int)io->iovcnt);
             if (n >= 0) return (int)n;
             if (errno != EAGAIN && errno != EINTR) return -errno;
             if ((rc = he_cache_io_wait(io->fd, POLLIN, io->deadline_ms, now_ms)) < 0) return rc;

@@ -295,9 +295,26 @@ static int he_cache_fill_on_body(void *ctx, const char *p, size_t n)
     return 0;
 }
 
+static unsigned he_cache_fill_on_space(void *ctx, struct iovec *iov, unsigned max, size_t want)
+{
+    he_cache_fill_t *f = ctx;
+    if (f->serving_stale || !f->obj) return 0;
+    return he_cache_obj_space_iov(f->obj, iov, max, want, f->fs->o.stats);
+}
+
+static int he_cache_fill_on_placed(void *ctx, size_t n)
+{
+    he_cache_fill_t *f = ctx;
+    he_cache_obj_commit(f->obj, n);
+    if (f->fs->o.stats) f->fs->o.stats->bytes_filled += n;
+    he_cache_fill_notify(f, HE_CACHE_FILL_EV_DATA);
+    return 0;
+}
+
 he_cache_sink_t he_cache_fill_sink(he_cache_fill_t *f)
 {
-    he_cache_sink_t s = {f, he_cache_fill_on_headers, he_cache_fill_on_body};
+    he_cache_sink_t s = {f, he_cache_fill_on_headers, he_cache_fill_on_body, he_cache_fill_on_space,
+                         he_cache_fill_on_placed};
     return s;
 }
 

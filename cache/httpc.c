@@ -208,6 +208,16 @@ int he_cache_httpc_eof(he_cache_httpc_t *p)
     return he_httpresp_eof(&p->hr);
 }
 
+uint64_t he_cache_httpc_payload_left(const he_cache_httpc_t *p)
+{
+    return he_httpresp_skippable(&p->hr);
+}
+
+void he_cache_httpc_payload_taken(he_cache_httpc_t *p, uint64_t n)
+{
+    he_httpresp_skip(&p->hr, n);
+}
+
 int he_cache_httpc_request_via(char *out, size_t cap, const char *method, const char *host,
                                const char *path, const char *inm, const char *ims, const char *via)
 {

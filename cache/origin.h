@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "cache/fresh.h"
 #include "cache/obj.h"
@@ -68,6 +69,11 @@ int he_cache_httpc_parse(he_cache_httpc_t *p, const char *data, size_t len, size
                          const char **body, size_t *body_len);
 /* The peer closed: DONE if the body ends at close, else -EPIPE. */
 int he_cache_httpc_eof(he_cache_httpc_t *p);
+/* Bytes of a body in progress that are payload only (the rest of a
+ * Content-Length body or chunk, UINT64_MAX until close, else 0), and
+ * accounting for n of them received elsewhere (he_httpresp_skip). */
+uint64_t he_cache_httpc_payload_left(const he_cache_httpc_t *p);
+void he_cache_httpc_payload_taken(he_cache_httpc_t *p, uint64_t n);
 /* Writes "GET <path> HTTP/1.1" with Host, conditional validators (either
  * may be NULL or ""), keep-alive. Returns the length or -ENOSPC. */
 int he_cache_httpc_request(char *out, size_t cap, const char *host, const char *path,
@@ -173,6 +179,7 @@ typedef enum he_cache_io_op {
     HE_CACHE_IO_CONNECT, /* connect(fd, addr) */
     HE_CACHE_IO_SEND,    /* send(fd, buf, len, MSG_NOSIGNAL) */
     HE_CACHE_IO_RECV,    /* recv(fd, buf, len, 0) */
+    HE_CACHE_IO_READV,   /* readv(fd, iov, iovcnt): body bytes received in place */
     HE_CACHE_IO_CLOSE,   /* close(fd); res ignored */
     HE_CACHE_IO_DONE     /* finished: see he_cache_fetch_result */
 } he_cache_io_op_t;
@@ -185,6 +192,8 @@ typedef struct he_cache_io {
     socklen_t addrlen;
     void *buf; /* owned by the fetch: valid until the op completes */
     size_t len;
+    const struct iovec *iov; /* READV: the sink's room, valid until the op completes */
+    unsigned iovcnt;
     uint64_t deadline_ms; /* monotonic; 0 = none. Past it, cancel the op */
 } he_cache_io_t;
 
@@ -207,6 +216,13 @@ typedef struct he_cache_sink {
     /* 0 to go on, negative to abort (the fetch then closes) */
     int (*headers)(void *ctx, const he_cache_http_resp_t *r);
     int (*body)(void *ctx, const char *p, size_t n);
+    /* Optional, for a body to be received in place instead of through the
+     * fetch's buffer and body: up to max iovecs of room at the end of what
+     * the sink holds, for at most want more bytes; their count, 0 when it
+     * has none. placed: the next n bytes were received into that room, in
+     * order; 0 or negative as body. */
+    unsigned (*space)(void *ctx, struct iovec *iov, unsigned max, size_t want);
+    int (*placed)(void *ctx, size_t n);
 } he_cache_sink_t;
 
 typedef struct he_cache_fetch he_cache_fetch_t;

@@ -8,7 +8,10 @@
  * The same bytes then drive the origin fetch state machine (fetch.c) as
  * what its RECV operations return, in pieces of the same step, with the
  * other operations completed as successful: it must end, deliver the head
- * at most once and never more body bytes than it was given. */
+ * at most once and never more body bytes than it was given, and a
+ * Content-Length body that completes is exactly that long. When the
+ * input's first byte says so, the sink offers room to receive the body in
+ * place (READV, in two iovecs), which must keep to the same rules. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,12 +64,36 @@ static void parse(const uint8_t *d, size_t n, size_t step, bool head, outcome_t 
 typedef struct fsink {
     int heads;
     size_t body;
+    int64_t clen;
+    bool no_body;
+    uint8_t room[4096];
 } fsink_t;
 
 static int fs_head(void *ctx, const he_cache_http_resp_t *r)
 {
-    (void)r;
-    ((fsink_t *)ctx)->heads++;
+    fsink_t *s = ctx;
+    s->heads++;
+    s->clen = r->chunked ? -1 : r->content_length;
+    s->no_body = r->no_body;
+    return 0;
+}
+
+static unsigned fs_space(void *ctx, struct iovec *iov, unsigned max, size_t want)
+{
+    fsink_t *s = ctx;
+    size_t half = sizeof(s->room) / 2;
+    if (max < 2 || want == 0) return 0;
+    iov[0].iov_base = s->room;
+    iov[0].iov_len = want < half ? want : half;
+    if (want <= half) return 1;
+    iov[1].iov_base = s->room + half;
+    iov[1].iov_len = want - half < half ? want - half : half;
+    return 2;
+}
+
+static int fs_placed(void *ctx, size_t n)
+{
+    ((fsink_t *)ctx)->body += n;
     return 0;
 }
 
@@ -77,13 +104,14 @@ static int fs_body(void *ctx, const char *p, size_t n)
     return 0;
 }
 
-static void fetch_run(const uint8_t *d, size_t n, size_t step, bool head)
+static void fetch_run(const uint8_t *d, size_t n, size_t step, bool head, bool in_place)
 {
     static he_cache_origins_t *o;
     static he_conf_t conf;
     he_cache_io_t io;
     fsink_t fs = {0};
-    he_cache_sink_t sink = {&fs, fs_head, fs_body};
+    he_cache_sink_t sink = {&fs, fs_head, fs_body, in_place ? fs_space : NULL,
+                            in_place ? fs_placed : NULL};
     he_cache_fetch_req_t req = {.path = "/a.ts", .head = head};
     size_t off = 0;
     int steps = 0;
@@ -117,6 +145,18 @@ static void fetch_run(const uint8_t *d, size_t n, size_t step, bool head)
             res = (int)k;
             break;
         }
+        case HE_CACHE_IO_READV: {
+            size_t k = n - off < step ? n - off : step, got = 0;
+            if (!in_place) abort();
+            for (unsigned i = 0; i < io.iovcnt && got < k; i++) {
+                size_t c = k - got < io.iov[i].iov_len ? k - got : io.iov[i].iov_len;
+                memcpy(io.iov[i].iov_base, d + off + got, c);
+                got += c;
+            }
+            off += got;
+            res = (int)got;
+            break;
+        }
         default:
             break;
         }
@@ -124,6 +164,9 @@ static void fetch_run(const uint8_t *d, size_t n, size_t step, bool head)
     }
     if (fs.heads > 1 || fs.body > n) abort();
     if (he_cache_fetch_result(f, NULL) == 0 && fs.heads != 1) abort();
+    if (he_cache_fetch_result(f, NULL) == 0 && fs.clen >= 0 && !fs.no_body &&
+        fs.body != (size_t)fs.clen)
+        abort();
     he_cache_fetch_free(f);
 }
 
@@ -144,6 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
             (int64_t)a.blen != a.clen)
             abort();
     }
-    fetch_run(d, n, step, head);
+    fetch_run(d, n, step, head, false);
+    fetch_run(d, n, step, head, true);
     return 0;
 }

@@ -41,6 +41,7 @@ typedef struct srv {
     size_t body_len;
     const char *etag;
     const char *extra; /* extra header lines, "X: y\r\n" */
+    int pause_ms;      /* SRV_OK, SRV_CUT: a pause after the head and 1000 body bytes */
     SSL_CTX *tls;
     char last_req[4096];
     pthread_mutex_t lock;
@@ -123,6 +124,21 @@ static void srv_serve(srv_t *s, srv_conn_t *c)
                           "Cache-Control: max-age=60\r\n%s%s%s%s%s\r\n",
                           s->body_len, s->etag ? "ETag: " : "", s->etag ? s->etag : "",
                           s->etag ? "\r\n" : "", conn, extra);
+            if (s->pause_ms && !head_req && s->body_len > 1000 && hl + 1000 <= (int)sizeof(req)) {
+                /* the head and 1000 body bytes in one write, so the fetch
+                 * has seen the head when the rest comes, in later reads:
+                 * a body received in place */
+                memcpy(req, head, (size_t)hl);
+                memcpy(req + hl, s->body, 1000);
+                if (srv_write(c, req, (size_t)hl + 1000) < 0) return;
+                usleep((useconds_t)s->pause_ms * 1000);
+                if (s->mode == SRV_CUT) {
+                    srv_write(c, s->body + 1000, s->body_len / 2 - 1000);
+                    return;
+                }
+                if (srv_write(c, s->body + 1000, s->body_len - 1000) < 0) return;
+                break;
+            }
             if (srv_write(c, head, (size_t)hl) < 0) return;
             if (head_req) break;
             if (s->mode == SRV_CUT) {

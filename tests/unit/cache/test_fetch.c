@@ -136,7 +136,7 @@ static void fetch_one(const char *scheme, SSL_CTX *tls, const char *ca, size_t l
     he_cache_origins_t *o = NULL;
     he_cache_fetch_req_t req = {.path = target};
     int status = 0, rc;
-    he_cache_sink_t k = {&status, sink_headers, sink_body};
+    he_cache_sink_t k = {.ctx = &status, .headers = sink_headers, .body = sink_body};
     he_cache_fetch_t *f;
     peer_t p;
 
