@@ -1,6 +1,7 @@
 /* cache/crc32c.c: the check value of CRC32C, a running CRC over pieces
  * equal to the CRC of the whole, and the CPU's instruction (where there
- * is one) agreeing with the table at every length and alignment. */
+ * is one) agreeing with the table at every length and alignment, around
+ * the edges of its three-chain blocks too. */
 #include <stdint.h>
 #include <string.h>
 
@@ -35,6 +36,12 @@ static void test_pieces_and_table(void)
                          he__cache_crc32c_table(0, buf + start, n));
         }
     }
+    /* around the three-chain blocks' edges (3 x 4 KiB) */
+    static const size_t edges[] = {12287, 12288, 12289, 12295, 24576, 3 * 12288 + 5};
+    for (size_t e = 0; e < sizeof(edges) / sizeof(edges[0]); e++)
+        for (size_t start = 0; start < 9; start++)
+            HE_CHECK_INT(he__cache_crc32c(0, buf + start, edges[e]),
+                         he__cache_crc32c_table(0, buf + start, edges[e]));
     uint32_t whole = he__cache_crc32c(0, buf, sizeof(buf));
     HE_CHECK_INT(whole, he__cache_crc32c_table(0, buf, sizeof(buf)));
     for (size_t cut = 1; cut < sizeof(buf); cut = cut * 3 + 1) {
