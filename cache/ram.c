@@ -25,7 +25,7 @@
  * keeps its pages, and the next fill writes into them as they are: a
  * dropped chunk costs a punch now and a fault-in (or a populate) of every
  * page later, which at a full tier under cold misses was most of the
- * worker's time (docs/performance.md, "Cold misses").
+ * worker's time (docs/performance.md, "Cold misses won").
  *
  * Concurrency. Hits take no lock: a lookup walks the bucket chain with
  * acquire loads, takes a reference with a CAS that refuses a zero count
