@@ -283,6 +283,13 @@ static int he_cache_fill_on_headers(void *ctx, const he_cache_http_resp_t *r)
     return 0;
 }
 
+/* n more body bytes are in the object, copied or received in place */
+static void he_cache_fill_arrived(he_cache_fill_t *f, size_t n)
+{
+    if (f->fs->o.stats) f->fs->o.stats->bytes_filled += n;
+    he_cache_fill_notify(f, HE_CACHE_FILL_EV_DATA);
+}
+
 static int he_cache_fill_on_body(void *ctx, const char *p, size_t n)
 {
     he_cache_fill_t *f = ctx;
@@ -290,8 +297,7 @@ static int he_cache_fill_on_body(void *ctx, const char *p, size_t n)
     if (f->serving_stale || !n) return 0; /* a 304 has no body */
     rc = he_cache_obj_append(f->obj, p, n, f->fs->o.stats);
     if (rc < 0) return rc;
-    if (f->fs->o.stats) f->fs->o.stats->bytes_filled += n;
-    he_cache_fill_notify(f, HE_CACHE_FILL_EV_DATA);
+    he_cache_fill_arrived(f, n);
     return 0;
 }
 
@@ -306,8 +312,7 @@ static int he_cache_fill_on_placed(void *ctx, size_t n)
 {
     he_cache_fill_t *f = ctx;
     he_cache_obj_commit(f->obj, n);
-    if (f->fs->o.stats) f->fs->o.stats->bytes_filled += n;
-    he_cache_fill_notify(f, HE_CACHE_FILL_EV_DATA);
+    he_cache_fill_arrived(f, n);
     return 0;
 }
 
