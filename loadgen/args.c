@@ -162,16 +162,19 @@ static int he_lg_opt_popularity(he_lg_config_t *cfg, const char *v, char *err, s
     char *end;
     if (strcmp(v, "uniform") == 0) {
         cfg->zipf_s = 0;
+        cfg->popularity_set = true;
         return 0;
     }
     if (strncmp(v, "zipf:", 5) == 0) {
         double s = strtod(v + 5, &end);
         if (end != v + 5 && !*end && s >= 0 && s <= 10) {
             cfg->zipf_s = s;
+            cfg->popularity_set = true;
             return 0;
         }
     } else if (strcmp(v, "zipf") == 0) {
         cfg->zipf_s = 1.0;
+        cfg->popularity_set = true;
         return 0;
     }
     return he_lg_errf(err, errlen,
@@ -240,7 +243,8 @@ static const he_lg_opt_t he_lg_opts[] = {
     {"rendition", 0, HE_LG_OPT_FN, 0, 0, 0, he_lg_opt_rendition, "POLICY",
      "fixed:IDX, mix:W0,W1,... or abr (default abr)"},
     {"popularity", 0, HE_LG_OPT_FN, 0, 0, 0, he_lg_opt_popularity, "uniform|zipf:S",
-     "how viewers (or requests) spread over the URLs"},
+     "how viewers (or requests) spread over the URLs; --mode urls without it: each "
+     "connection walks the list in turn"},
     {"live", 0, HE_LG_OPT_FN, 0, 0, 0, he_lg_opt_live, NULL,
      "treat media playlists as live (default: live unless #EXT-X-ENDLIST)"},
     {"vod", 0, HE_LG_OPT_FN, 0, 0, 0, he_lg_opt_vod, NULL, "treat media playlists as VOD"},

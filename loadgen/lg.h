@@ -208,6 +208,8 @@ typedef struct he_lg_config {
     unsigned rend_fixed;
     double rend_weights[HE_LG_MAX_RENDITIONS];
     unsigned nrend_weights;
+    /* --popularity given: in --mode urls each request is drawn, not walked in turn */
+    bool popularity_set;
     double zipf_s; /* 0: uniform */
     int live;      /* -1 from the playlist, 0 VOD, 1 live */
     double buffer_s;

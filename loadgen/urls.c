@@ -1,6 +1,8 @@
 /* loadgen: URL-list mode, as wrk does it: each connection requests the
- * URLs one after another (round robin from its own offset, or drawn by
- * --popularity) as fast as responses come back, over keep-alive. */
+ * URLs one after another (round robin from its own offset, or each drawn
+ * by --popularity) as fast as responses come back, over keep-alive. A walk
+ * in turn lets the mix of responses a run completes follow the server's
+ * pace over the list; draws give every server the same mix. */
 #include "loadgen/engine.h"
 
 #define HE_LG_URLS_ERR_PAUSE_NS 10000000ull /* after a failed connect */
@@ -23,7 +25,7 @@ static void he_lg_urls_issue(he_lg_viewer_t *v)
         return;
     }
     size_t n = th->cfg->nurls, i;
-    if (th->cfg->zipf_s > 0)
+    if (th->cfg->popularity_set)
         i = he_lg_pick_sample(&run->pop, &th->rng);
     else
         i = (size_t)(v->urls_next++ % n);

@@ -46,7 +46,12 @@ Clients (--clients):
   linerate         hlsedge-loadgen, 100 HLS viewers at line rate over all
                    renditions (content: segments only)
   viewersN         hlsedge-loadgen, N real-time HLS viewers, 12 s buffer
-  lgN              hlsedge-loadgen --mode urls -cN (zipf content)
+  lgN              hlsedge-loadgen --mode urls -cN at line rate, each request
+                   a path drawn afresh (zipf content: Zipf; segments:
+                   uniform), so every server gets the same mix of
+                   responses; `linerate`'s viewers keep their rendition,
+                   and how a server shares its bandwidth among them sets
+                   how many small responses it is asked for
   h2loadN          h2load -cN -m10 (HTTP/2, TLS only: ALPN h2), the content's
                    paths shuffled once; p99 from h2load's per-request log
 Content (--content): segments (.ts), playlists (.m3u8), zipf (Zipf s=1.1
@@ -508,9 +513,10 @@ def run_client(client, content, server, args, files, duration):
             with open(urls, "w") as f:
                 for p in open(files[content]):
                     f.write(base + p)
-        lg += ["--mode", "urls", "-c", client[2:], "--url-file", urls]
-        if content == "zipf":
-            lg += ["--popularity", "zipf:1.1"]
+        # each request drawn, so the mix of responses is the same whatever
+        # the server's pace (a walk in turn would follow it)
+        lg += ["--mode", "urls", "-c", client[2:], "--url-file", urls,
+               "--popularity", "zipf:1.1" if content == "zipf" else "uniform"]
     elif client.startswith("h2load"):
         return run_h2load(int(client[6:]), content, server, args, files, duration, pin, base)
     else:
@@ -616,7 +622,7 @@ def cell_ok(client, content, tls):
     if client == "linerate" or client.startswith("viewers"):
         return content == "segments"  # HLS viewers fetch both; listed once
     if client.startswith("lg"):
-        return content == "zipf"
+        return content in ("zipf", "segments")
     if client.startswith("h2load"):
         return tls and content in ("segments", "playlists")
     return content in ("segments", "playlists")
@@ -807,9 +813,9 @@ def report(results, env, path):
                    "own CPU (--netns)." if env.get("netns") else " Over loopback."), "",
            ] + (["TLS suite each server negotiates with OpenSSL's default client offer: " +
                  ", ".join("%s %s" % kv for kv in env["ciphers"].items()) + ".", ""] if env.get("ciphers") else []) + [
-           "| cell | server | GB/CPU-s | req/CPU-s | p99 ms | busy | client | GB/both-CPU-s | errors "
+           "| cell | server | GB/CPU-s | req/CPU-s | KB/resp | p99 ms | busy | client | GB/both-CPU-s | errors "
            "| hlsedge / this |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for cell, per in results:
         playlists = " playlists " in cell
         key = "req_per_cpu_s" if playlists else "gb_per_cpu_s"
@@ -818,10 +824,13 @@ def report(results, env, path):
         for name, rs in per.items():
             g, r_, p, b = med(rs, "gb_per_cpu_s"), med(rs, "req_per_cpu_s"), med(rs, "p99_ms"), med(rs, "busy")
             cb, gb2 = med(rs, "client_busy"), med(rs, "gb_per_both_cpu_s")
+            # the mix of responses each server was asked for: under
+            # `linerate` it follows how the server shares its bandwidth
+            kb = statistics.median([x["bytes"] / x["requests"] / 1e3 for x in rs if x["requests"]] or [0])
             mine = med(rs, key)[0]
             ratio = "" if name.startswith("hlsedge") else "%.2f" % (he_med / mine if mine else float("nan"))
-            out.append("| %s | %s | %.3f (%.3f-%.3f) | %.0f (%.0f-%.0f) | %.1f | %.2f | %.2f | %.3f | %d | %s |" %
-                       (cell, name, g[0], g[1], g[2], r_[0], r_[1], r_[2], p[0], b[0], cb[0], gb2[0],
+            out.append("| %s | %s | %.3f (%.3f-%.3f) | %.0f (%.0f-%.0f) | %.0f | %.1f | %.2f | %.2f | %.3f | %d | %s |" %
+                       (cell, name, g[0], g[1], g[2], r_[0], r_[1], r_[2], kb, p[0], b[0], cb[0], gb2[0],
                         sum(x["errors"] for x in rs), ratio))
     open(path, "w").write("\n".join(out) + "\n")
 

@@ -51,6 +51,10 @@ int main(void)
     HE_CHECK_INT(parse(&cfg, err, m, ts, NULL), 0);
     HE_CHECK_INT(cfg.mode, HE_LG_MODE_URLS);
     HE_CHECK_INT(cfg.nurls, 2);
+    HE_CHECK(!cfg.popularity_set); /* each connection walks the list in turn */
+    he_lg_args_free(&cfg);
+    HE_CHECK_INT(parse(&cfg, err, "--popularity", "uniform", ts, NULL), 0);
+    HE_CHECK(cfg.popularity_set && cfg.zipf_s == 0); /* each request drawn */
     he_lg_args_free(&cfg);
 
     HE_CHECK_INT(parse(&cfg, err, "--viewers", "5000", "-t", "2", "--cpus", "1,3-4", "-d", "500ms",
@@ -69,7 +73,7 @@ int main(void)
     HE_CHECK_INT(cfg.rend, HE_LG_REND_MIX);
     HE_CHECK_INT(cfg.nrend_weights, 3);
     HE_CHECK(cfg.rend_weights[1] == 2.5);
-    HE_CHECK(cfg.zipf_s == 1.2);
+    HE_CHECK(cfg.zipf_s == 1.2 && cfg.popularity_set);
     HE_CHECK_INT(cfg.live, 1);
     HE_CHECK(cfg.buffer_s == 30);
     HE_CHECK(cfg.verify && cfg.json && cfg.quiet && cfg.insecure);

@@ -58,5 +58,25 @@ int main(void)
     HE_CHECK_INT(f.requests, 3);
     if (ops->free) ops->free(&f.v);
     lg_fake_free(&f);
+
+    /* --popularity given (here uniform): each request is drawn, so over
+     * many requests every URL comes up, in no fixed turn */
+    lg_fake_init(&f, urls, 3, HE_LG_MODE_URLS);
+    f.run.url_ep = ep;
+    f.run.url_target = tg;
+    f.cfg.popularity_set = true;
+    int seen[3] = {0, 0, 0}, in_turn = 0;
+    ops->start(&f.v);
+    for (int i = 0; i < 3000; i++) {
+        int prev = f.target[1] - 'x';
+        seen[prev]++;
+        ops->on_result(&f.v, &r);
+        if (f.target[1] - 'x' == (prev + 1) % 3) in_turn++;
+    }
+    for (int i = 0; i < 3; i++)
+        HE_CHECK(seen[i] > 800 && seen[i] < 1200);
+    HE_CHECK(in_turn < 1300); /* a walk would be in turn 3000 times, draws about 1000 */
+    if (ops->free) ops->free(&f.v);
+    lg_fake_free(&f);
     HE_TEST_MAIN_END();
 }
