@@ -21,6 +21,12 @@ typedef struct he_features {
     bool ktls;             /* tls ULP available */
     bool min_timeout;      /* IORING_FEAT_MIN_TIMEOUT (6.12): a wait for a batch, bounded in time */
     int numa_nodes;        /* 0 when libnuma is unavailable */
+    /* Pipes (the vmsplice path): the largest size F_SETPIPE_SZ gives
+     * (fs.pipe-max-size), and the pages of pipes this user may hold before
+     * the kernel cuts new ones to two pages (fs.pipe-user-pages-soft);
+     * 0: no such bound (CAP_SYS_RESOURCE or CAP_SYS_ADMIN, or no limit). */
+    unsigned pipe_max_bytes;
+    unsigned long pipe_budget_pages;
 } he_features_t;
 
 /* "multishot_accept recv_multishot ..." for the log and /stats. */

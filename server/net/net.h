@@ -309,6 +309,7 @@ struct he_worker {
     bool zc_adapt;   /* stop zero-copy on a connection once the kernel copied */
     struct he_pipe *pipes; /* idle pipes of the vmsplice path (send.c) */
     unsigned npipes, pipes_busy; /* idle, and held by connections */
+    uint64_t pipe_pages;         /* the sizes of both, in pages */
 
     const he_conf_t *conf; /* the generation this worker serves */
     uint64_t now_ms;

@@ -174,6 +174,34 @@ static bool he_probe_ktls(void)
     return false;
 }
 
+/* The first number in a /proc file, or dflt. */
+static unsigned long he_probe_proc_number(const char *path, unsigned long dflt)
+{
+    char buf[64] = {0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+    if (fd < 0) return dflt;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) return dflt;
+    return strtoul(buf, NULL, 10);
+}
+
+/* CAP_SYS_RESOURCE or CAP_SYS_ADMIN in the effective set: the kernel then
+ * lets this user's pipes past fs.pipe-user-pages-soft (fs/pipe.c). */
+static bool he_probe_pipe_privileged(void)
+{
+    char buf[2048] = {0}, *p;
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+    if (fd < 0) return false;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0 || !(p = strstr(buf, "\nCapEff:"))) return false;
+    unsigned long long caps = strtoull(p + 8, NULL, 16);
+    return (caps >> 24 & 1) || (caps >> 21 & 1); /* CAP_SYS_RESOURCE, CAP_SYS_ADMIN */
+}
+
 void he_features_probe(he_features_t *f, const he_conf_t *conf)
 {
     he_probe_conf = conf; /* start-up and reloads run on the control thread */
@@ -183,6 +211,10 @@ void he_features_probe(he_features_t *f, const he_conf_t *conf)
     f->reuseport_cbpf = he_probe_cbpf();
     f->ktls = he_probe_ktls();
     f->numa_nodes = numa_available() < 0 ? 0 : numa_max_node() + 1;
+    f->pipe_max_bytes = (unsigned)he_probe_proc_number("/proc/sys/fs/pipe-max-size", 1u << 20);
+    f->pipe_budget_pages = he_probe_pipe_privileged()
+                               ? 0
+                               : he_probe_proc_number("/proc/sys/fs/pipe-user-pages-soft", 16384);
 
 #define HE_PROBE_OFF(name)                                                                         \
     if (he_probe_disabled(#name)) f->name = false

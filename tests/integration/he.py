@@ -350,12 +350,14 @@ class Server:
     """Runs hlsedge on a generated config; stop() checks it exits 0."""
 
     def __init__(self, root, extra="", workers=1, env=None, listen=None, admin=False, tls=None, tls_extra="",
-                 certs=None, disable_features=None):
-        """tls (default: HE_TLS): the listen addresses (port) speak TLS and
+                 certs=None, disable_features=None, wrap=None):
+        """wrap: a command the binary runs under (["setpriv", ...]);
+        tls (default: HE_TLS): the listen addresses (port) speak TLS and
         a plain listener goes on plain_port; tls_extra: more lines for the
         tls: section ("  ktls: false\n"); certs: PEM paths (default: the
         make_certs() pair); disable_features: kernel feature names for
         features.disable (default: HE_TEST_DISABLE_FEATURES)."""
+        self.wrap = wrap
         self.dir = tempfile.mkdtemp(prefix="he-srv-")
         self.own_ports = listen is None
         self.port = free_port()
@@ -420,7 +422,8 @@ class Server:
         raise_nofile()
         for attempt in range(3):
             self.log = open(self.log_path, "wb")
-            self.proc = subprocess.Popen([BIN, "-c", self.conf], stdout=self.log, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen((self.wrap or []) + [BIN, "-c", self.conf], stdout=self.log,
+                                         stderr=subprocess.STDOUT,
                                          env=self.env)
             if self._wait_listening():
                 return self

@@ -10,8 +10,13 @@ the body is under 64 KiB (they once went again by sendfile, and the pipe's
 copy opened the next response on the connection); HTTP/2 cleartext frames
 unchanged; and a file truncated in place mid-send ends that response (the
 mapping past the end faults inside vmsplice: no SIGBUS) and its fd-cache
-entry, so the next request sees the new size.
+entry, so the next request sees the new size. Pipes are as large as a
+turn moves (1 MiB), and a server without CAP_SYS_RESOURCE keeps its pipes
+within three quarters of the user's fs.pipe-user-pages-soft: many
+connections each holding a pipe get smaller ones past that, not the
+two-page pipes the kernel would give.
 """
+import fcntl
 import os
 import socket
 import sys
@@ -158,6 +163,82 @@ def test_file_truncated_mid_send():
         r = srv.get("/misc/trunc.ts")
         expect_eq(len(r.body), 100000, "the truncated file is served at its new size")
         expect(r.body == data[:100000], "and its bytes")
+    os.unlink(p)
+
+
+F_GETPIPE_SZ = 1032
+
+
+def server_pipe_sizes(pid):
+    """The sizes of the server's pipes, read through /proc/PID/fd (each
+    pipe once, by its read end's inode)."""
+    sizes, seen = [], set()
+    d = "/proc/%d/fd" % pid
+    for n in os.listdir(d):
+        try:
+            target = os.readlink(os.path.join(d, n))
+        except OSError:
+            continue
+        if not target.startswith("pipe:") or target in seen:
+            continue
+        try:
+            fd = os.open(os.path.join(d, n), os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            sizes.append(fcntl.fcntl(fd, F_GETPIPE_SZ))
+            seen.add(target)
+        finally:
+            os.close(fd)
+    return sizes
+
+
+def test_pipes_within_the_user_budget():
+    soft = int(open("/proc/sys/fs/pipe-user-pages-soft").read())
+    with Server(ROOT, admin=True) as srv:  # as root: no budget
+        expect("pipe_budget_pages=0" in stats(srv)["features"]["summary"], "no pipe budget with CAP_SYS_RESOURCE")
+    p = os.path.join(ROOT, "misc", "pipes.ts")
+    data = os.urandom(16 << 20)
+    with open(p, "wb") as f:
+        f.write(data)
+    conns = 56  # past 48 pipes of 1 MiB: 3/4 of the default 16384 pages
+    wrap = ["setpriv", "--bounding-set", "-sys_resource,-sys_admin"]
+    with Server(ROOT, admin=True, wrap=wrap, extra="limits:\n  max_connections: 256\n") as srv:
+        summary = stats(srv)["features"]["summary"]
+        expect("pipe_budget_pages=%d" % soft in summary, "the budget is the user's: " + summary)
+        socks = []
+        for _ in range(conns):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+            s.connect(("127.0.0.1", srv.port))
+            s.sendall(b"GET /misc/pipes.ts HTTP/1.1\r\nHost: x\r\n\r\n")
+            socks.append(s)
+        # every connection fills its socket and holds a pipe with bytes in it
+        wait_for(lambda: len(server_pipe_sizes(srv.proc.pid)) >= conns, what="a pipe per connection")
+        sizes = server_pipe_sizes(srv.proc.pid)
+        pages = sum(sizes) // 4096
+        expect(max(sizes) <= (1 << 20), "no pipe over 1 MiB: %r" % sorted(set(sizes)))
+        expect(min(sizes) >= (64 << 10), "no pipe cut below the kernel's default: %r" % sorted(set(sizes)))
+        if soft:
+            # the pipes it grew stay within its share; past it they keep
+            # the kernel's 16 pages, and all stay under the kernel's limit
+            grown = sum(x for x in sizes if x > (64 << 10)) // 4096
+            expect(grown <= soft * 3 // 4, "%d pages of grown pipes within 3/4 of %d" % (grown, soft))
+            expect(pages < soft, "%d pages in all, under %d" % (pages, soft))
+            expect((1 << 20) in sizes and min(sizes) < (1 << 20), "1 MiB pipes, then smaller: %r" % sorted(set(sizes)))
+        for s in socks:
+            s.settimeout(30)
+            got = b""
+            while len(got) < len(data) + 100:
+                b = s.recv(1 << 20)
+                if not b:
+                    break
+                got += b
+                if b"\r\n\r\n" in got and len(got) - got.index(b"\r\n\r\n") - 4 >= len(data):
+                    break
+            body = got[got.index(b"\r\n\r\n") + 4:]
+            expect(body == data, "every body identical (%d of %d bytes)" % (len(body), len(data)))
+            s.close()
     os.unlink(p)
 
 

@@ -734,9 +734,44 @@ static void test_file_error(void)
     unlink(path);
 }
 
+/* The vmsplice path's pipes: as large as one turn moves, within
+ * fs.pipe-max-size and the worker's share of the user's pipe pages. */
+static void test_pipe_size(void)
+{
+    HE_CHECK_INT(he_send_pipe_bytes(1 << 20, 1 << 20, 0, 0), 1 << 20);
+    HE_CHECK_INT(he_send_pipe_bytes(0, 1 << 20, 0, 0), 1 << 20); /* what the socket takes */
+    HE_CHECK_INT(he_send_pipe_bytes(8 << 20, 1 << 20, 0, 0), 1 << 20);
+    HE_CHECK_INT(he_send_pipe_bytes(8 << 20, 0, 0, 0), 1 << 20);
+    HE_CHECK_INT(he_send_pipe_bytes(1 << 20, 512 << 10, 0, 0), 512 << 10); /* pipe-max-size */
+    HE_CHECK_INT(he_send_pipe_bytes(64 << 10, 1 << 20, 0, 0), 256 << 10);  /* a playlist in a turn */
+    /* budget 1000 pages: 1 MiB is 256 of them; smaller, then the kernel's */
+    HE_CHECK_INT(he_send_pipe_bytes(1 << 20, 1 << 20, 1000, 700), 1 << 20);
+    HE_CHECK_INT(he_send_pipe_bytes(1 << 20, 1 << 20, 1000, 800), 512 << 10);
+    HE_CHECK_INT(he_send_pipe_bytes(1 << 20, 1 << 20, 1000, 900), 256 << 10);
+    HE_CHECK_INT(he_send_pipe_bytes(1 << 20, 1 << 20, 1000, 950), 0);
+
+    /* a real pipe: the size asked, counted while it lives, uncounted when
+     * it goes (fx_server has no budget, as for a privileged user) */
+    setup();
+    struct he_pipe *p = he_send_pipe_get(&fx_w);
+    HE_CHECK(p != NULL);
+    if (!p) return;
+    int got = fcntl(p->rd, F_GETPIPE_SZ);
+    HE_CHECK(got == 1 << 20 || got == HE_SEND_PIPE_DEFAULT); /* root, or a fs.pipe-max-size below */
+    HE_CHECK_INT(fx_w.pipe_pages, (uint64_t)got / HE_SEND_PAGE);
+    fx_w.pipes_busy--;
+    p->next = fx_w.pipes; /* back idle, as he_send_pipe_put does */
+    fx_w.pipes = p;
+    fx_w.npipes++;
+    he__send_worker_cleanup(&fx_w);
+    HE_CHECK_INT(fx_w.pipe_pages, 0);
+    fx_teardown();
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    test_pipe_size();
     test_file_error();
     test_mem_small();
     test_mem_large();
