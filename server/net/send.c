@@ -279,8 +279,8 @@ static size_t he_send_pipe_bytes(size_t chunk, unsigned max_bytes, uint64_t budg
                                  uint64_t used_pages)
 {
     size_t want = chunk && chunk < HE_SEND_PIPE_MAX ? chunk : HE_SEND_PIPE_MAX;
-    if (max_bytes && want > max_bytes) want = max_bytes;
     if (want < HE_SEND_PIPE_MIN) want = HE_SEND_PIPE_MIN; /* a kept playlist in one turn */
+    if (max_bytes && want > max_bytes) want = max_bytes;  /* below the floor: the kernel's */
     for (; want >= HE_SEND_PIPE_MIN; want /= 2)
         if (!budget_pages || used_pages + want / HE_SEND_PAGE <= budget_pages) return want;
     return 0;

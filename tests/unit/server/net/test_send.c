@@ -743,7 +743,9 @@ static void test_pipe_size(void)
     HE_CHECK_INT(he_send_pipe_bytes(8 << 20, 1 << 20, 0, 0), 1 << 20);
     HE_CHECK_INT(he_send_pipe_bytes(8 << 20, 0, 0, 0), 1 << 20);
     HE_CHECK_INT(he_send_pipe_bytes(1 << 20, 512 << 10, 0, 0), 512 << 10); /* pipe-max-size */
-    HE_CHECK_INT(he_send_pipe_bytes(64 << 10, 1 << 20, 0, 0), 256 << 10);  /* a playlist in a turn */
+    HE_CHECK_INT(he_send_pipe_bytes(64 << 10, 1 << 20, 0, 0), 256 << 10); /* a playlist in a turn */
+    /* pipe-max-size under the floor: the kernel's size */
+    HE_CHECK_INT(he_send_pipe_bytes(1 << 20, 128 << 10, 0, 0), 0);
     /* budget 1000 pages: 1 MiB is 256 of them; smaller, then the kernel's */
     HE_CHECK_INT(he_send_pipe_bytes(1 << 20, 1 << 20, 1000, 700), 1 << 20);
     HE_CHECK_INT(he_send_pipe_bytes(1 << 20, 1 << 20, 1000, 800), 512 << 10);
