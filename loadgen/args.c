@@ -160,21 +160,19 @@ static int he_lg_opt_rendition(he_lg_config_t *cfg, const char *v, char *err, si
 static int he_lg_opt_popularity(he_lg_config_t *cfg, const char *v, char *err, size_t errlen)
 {
     char *end;
+    cfg->popularity_set = true; /* a bad value fails the whole parse */
     if (strcmp(v, "uniform") == 0) {
         cfg->zipf_s = 0;
-        cfg->popularity_set = true;
         return 0;
     }
     if (strncmp(v, "zipf:", 5) == 0) {
         double s = strtod(v + 5, &end);
         if (end != v + 5 && !*end && s >= 0 && s <= 10) {
             cfg->zipf_s = s;
-            cfg->popularity_set = true;
             return 0;
         }
     } else if (strcmp(v, "zipf") == 0) {
         cfg->zipf_s = 1.0;
-        cfg->popularity_set = true;
         return 0;
     }
     return he_lg_errf(err, errlen,

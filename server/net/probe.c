@@ -160,15 +160,23 @@ static bool he_probe_cbpf(void)
     return ok;
 }
 
+/* A small /proc file's text, NUL-terminated in buf: its length, or -1
+ * when it cannot be read or is empty. */
+static ssize_t he_probe_read(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+    if (fd < 0) return -1;
+    n = read(fd, buf, cap - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return n > 0 ? n : -1;
+}
+
 static bool he_probe_ktls(void)
 {
-    char buf[256] = {0};
-    int fd = open("/proc/sys/net/ipv4/tcp_available_ulp", O_RDONLY);
-    ssize_t n;
-    if (fd < 0) return false;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) return false;
+    char buf[256];
+    if (he_probe_read("/proc/sys/net/ipv4/tcp_available_ulp", buf, sizeof(buf)) < 0) return false;
     for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
         if (strcmp(t, "tls") == 0) return true;
     return false;
@@ -177,27 +185,17 @@ static bool he_probe_ktls(void)
 /* The first number in a /proc file, or dflt. */
 static unsigned long he_probe_proc_number(const char *path, unsigned long dflt)
 {
-    char buf[64] = {0};
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n;
-    if (fd < 0) return dflt;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) return dflt;
-    return strtoul(buf, NULL, 10);
+    char buf[64];
+    return he_probe_read(path, buf, sizeof(buf)) < 0 ? dflt : strtoul(buf, NULL, 10);
 }
 
 /* CAP_SYS_RESOURCE or CAP_SYS_ADMIN in the effective set: the kernel then
  * lets this user's pipes past fs.pipe-user-pages-soft (fs/pipe.c). */
 static bool he_probe_pipe_privileged(void)
 {
-    char buf[2048] = {0}, *p;
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    ssize_t n;
-    if (fd < 0) return false;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0 || !(p = strstr(buf, "\nCapEff:"))) return false;
+    char buf[2048], *p;
+    if (he_probe_read("/proc/self/status", buf, sizeof(buf)) < 0 || !(p = strstr(buf, "\nCapEff:")))
+        return false;
     unsigned long long caps = strtoull(p + 8, NULL, 16);
     return (caps >> 24 & 1) || (caps >> 21 & 1); /* CAP_SYS_RESOURCE, CAP_SYS_ADMIN */
 }

@@ -286,12 +286,20 @@ static size_t he_send_pipe_bytes(size_t chunk, unsigned max_bytes, uint64_t budg
     return 0;
 }
 
+/* This worker's share of the user's pipe pages, for a new pipe; 0: no
+ * bound. */
+static uint64_t he_send_pipe_share(const he_worker_t *w)
+{
+    const he_server_t *s = w->server;
+    uint64_t share;
+    if (!s->features.pipe_budget_pages) return 0;
+    share = s->features.pipe_budget_pages / 4 * 3 / (s->nworkers ? s->nworkers : 1);
+    return share ? share : 1; /* a bound, even one that rounds to nothing */
+}
+
 static struct he_pipe *he_send_pipe_get(he_worker_t *w)
 {
     struct he_pipe *p = w->pipes;
-    const he_features_t *f = &w->server->features;
-    uint64_t budget =
-        f->pipe_budget_pages / 4 * 3 / (w->server->nworkers ? w->server->nworkers : 1);
     size_t want;
     int fds[2];
     if (w->pipes_busy >= HE_SEND_PIPES_BUSY_MAX) return NULL;
@@ -307,9 +315,8 @@ static struct he_pipe *he_send_pipe_get(he_worker_t *w)
         return NULL;
     }
     p->pages = HE_SEND_PIPE_DEFAULT / HE_SEND_PAGE;
-    want = he_send_pipe_bytes(w->conf->send_sendfile_chunk, f->pipe_max_bytes,
-                              f->pipe_budget_pages ? (budget ? budget : 1) : 0,
-                              w->pipe_pages + p->pages);
+    want = he_send_pipe_bytes(w->conf->send_sendfile_chunk, w->server->features.pipe_max_bytes,
+                              he_send_pipe_share(w), w->pipe_pages + p->pages);
     if (want) { /* refused, it stays at the kernel's size */
         int got = fcntl(fds[0], F_SETPIPE_SZ, (int)want);
         if (got > 0) p->pages = (unsigned)got / HE_SEND_PAGE;

@@ -285,8 +285,8 @@ class Conn:
     """A raw HTTP/1.1 client connection that reads responses exactly."""
 
     def __init__(self, port, host="127.0.0.1", timeout=10, family=socket.AF_INET, tls=None,
-                 server_hostname=TLS_NAME, context=None, session=None):
-        self.sock = connect(port, host, timeout, family, tls=tls, server_hostname=server_hostname,
+                 server_hostname=TLS_NAME, context=None, session=None, rcvbuf=None):
+        self.sock = connect(port, host, timeout, family, rcvbuf=rcvbuf, tls=tls, server_hostname=server_hostname,
                             context=context, session=session)
         self.buf = b""
 

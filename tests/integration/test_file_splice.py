@@ -24,7 +24,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from he import Server, connect, expect, expect_eq, get_while_truncated, make_library, run_main  # noqa: E402
+from he import Conn, Server, connect, expect, expect_eq, get_while_truncated, make_library, run_main  # noqa: E402
 from he_admin import admin_get, stats, wait_for  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="he-fsplice-")
@@ -206,13 +206,11 @@ def test_pipes_within_the_user_budget():
     with Server(ROOT, admin=True, wrap=wrap, extra="limits:\n  max_connections: 256\n") as srv:
         summary = stats(srv)["features"]["summary"]
         expect("pipe_budget_pages=%d" % soft in summary, "the budget is the user's: " + summary)
-        socks = []
+        clients = []
         for _ in range(conns):
-            s = socket.socket()
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
-            s.connect(("127.0.0.1", srv.port))
-            s.sendall(b"GET /misc/pipes.ts HTTP/1.1\r\nHost: x\r\n\r\n")
-            socks.append(s)
+            c = Conn(srv.port, timeout=30, rcvbuf=16384)
+            c.send("GET /misc/pipes.ts HTTP/1.1\r\nHost: x\r\n\r\n")
+            clients.append(c)
         # every connection fills its socket and holds a pipe with bytes in it
         wait_for(lambda: len(server_pipe_sizes(srv.proc.pid)) >= conns, what="a pipe per connection")
         sizes = server_pipe_sizes(srv.proc.pid)
@@ -226,19 +224,10 @@ def test_pipes_within_the_user_budget():
             expect(grown <= soft * 3 // 4, "%d pages of grown pipes within 3/4 of %d" % (grown, soft))
             expect(pages < soft, "%d pages in all, under %d" % (pages, soft))
             expect((1 << 20) in sizes and min(sizes) < (1 << 20), "1 MiB pipes, then smaller: %r" % sorted(set(sizes)))
-        for s in socks:
-            s.settimeout(30)
-            got = b""
-            while len(got) < len(data) + 100:
-                b = s.recv(1 << 20)
-                if not b:
-                    break
-                got += b
-                if b"\r\n\r\n" in got and len(got) - got.index(b"\r\n\r\n") - 4 >= len(data):
-                    break
-            body = got[got.index(b"\r\n\r\n") + 4:]
-            expect(body == data, "every body identical (%d of %d bytes)" % (len(body), len(data)))
-            s.close()
+        for c in clients:
+            r = c.read_response()
+            expect(r.body == data, "every body identical (%d of %d bytes)" % (len(r.body), len(data)))
+            c.close()
     os.unlink(p)
 
 

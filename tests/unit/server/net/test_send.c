@@ -762,10 +762,7 @@ static void test_pipe_size(void)
     HE_CHECK(got == 1 << 20 || got == HE_SEND_PIPE_DEFAULT); /* root, or a fs.pipe-max-size below */
     HE_CHECK_INT(fx_w.pipe_pages, (uint64_t)got / HE_SEND_PAGE);
     fx_w.pipes_busy--;
-    p->next = fx_w.pipes; /* back idle, as he_send_pipe_put does */
-    fx_w.pipes = p;
-    fx_w.npipes++;
-    he__send_worker_cleanup(&fx_w);
+    he_send_pipe_close(&fx_w, p);
     HE_CHECK_INT(fx_w.pipe_pages, 0);
     fx_teardown();
 }
