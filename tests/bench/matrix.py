@@ -18,8 +18,13 @@ not charge to the process shows too). Each cell reports the median of the
 runs with the min-max spread, and hlsedge's ratio to the best peer.
 With --perf, both CPUs are recorded during each run for
 tests/bench/cpu_split.py, which counts each server's work wherever it ran
-(over loopback part of it runs on the client's CPU); perf's cost lowers
-every figure of such a run.
+(over loopback part of it runs on the client's CPU), and for
+tests/bench/cpu_kinds.py, which splits the server CPU's time per GB into
+interrupt entry, network receive, the server's system calls and its user
+code; perf's cost lowers every figure of such a run. raw.jsonl holds, per
+run, the cross-CPU interrupts each CPU took and, with --netns, the bytes
+per packet the server's end of the pair sent (the size of its TCP's skbs)
+and the packets it took in per MB (mostly the client's ACKs).
 
 Servers (--servers, comma-separated):
   hlsedge          scripts/build.sh's build/hlsedge on tests/bench/hlsedge.yaml.in
@@ -137,6 +142,8 @@ def cross_cpu_interrupts():
         if f and f[0] in ("CAL:", "RES:"):
             for cpu, v in enumerate(f[1:1 + os.cpu_count()]):
                 counts[cpu] = counts.get(cpu, 0) + int(v)
+                if f[0] == "RES:":
+                    counts[("RES", cpu)] = int(v)
     return counts
 
 
@@ -156,6 +163,17 @@ def calls_and_sleeps(pids):
         except OSError:
             pass
     return calls, sleeps
+
+
+def link_packets(args):
+    """Packets the server's end of the veth pair sent and took in (--netns):
+    a TSO frame counts once however many segments it carries, so bytes per
+    sent packet is the size of the skbs the server's TCP built, and taken-in
+    packets are mostly the client's ACKs."""
+    if not getattr(args, "client_ns", None):
+        return 0, 0
+    base = "/sys/class/net/%s/statistics/" % NETNS_SERVER_IF
+    return int(open(base + "tx_packets").read()), int(open(base + "rx_packets").read())
 
 
 def cpu_busy(cpu):
@@ -575,6 +593,7 @@ def measure(client, content, server, args, files, run=0):
     b0, w0 = cpu_busy(args.server_cpu)
     cb0, cw0 = cpu_busy(args.client_cpu)
     i0, sc0 = cross_cpu_interrupts(), calls_and_sleeps(pids)
+    tx0, rx0 = link_packets(args)
     rec = None
     if args.perf:
         # both CPUs: over loopback each does part of the other's TCP work
@@ -592,6 +611,7 @@ def measure(client, content, server, args, files, run=0):
     b1, w1 = cpu_busy(args.server_cpu)
     cb1, cw1 = cpu_busy(args.client_cpu)
     i1, sc1 = cross_cpu_interrupts(), calls_and_sleeps(pids)
+    tx1, rx1 = link_packets(args)
     cpu = (t1 - t0) / CLK
     # per thousand responses: the wake-ups each side's CPU took, and the
     # server's read and write calls (io_uring's operations are not counted)
@@ -599,8 +619,14 @@ def measure(client, content, server, args, files, run=0):
     per_kreq = lambda n: n / kreq if kreq else 0
     r["ipi_server_cpu_per_kreq"] = per_kreq(i1.get(args.server_cpu, 0) - i0.get(args.server_cpu, 0))
     r["ipi_client_cpu_per_kreq"] = per_kreq(i1.get(args.client_cpu, 0) - i0.get(args.client_cpu, 0))
+    # of those, the rescheduling ones: a task woken on the other CPU
+    r["resched_server_cpu_per_kreq"] = per_kreq(i1.get(("RES", args.server_cpu), 0) -
+                                                i0.get(("RES", args.server_cpu), 0))
     r["syscalls_per_kreq"] = per_kreq(sc1[0] - sc0[0])
     r["sleeps_per_kreq"] = per_kreq(sc1[1] - sc0[1])
+    if tx1 > tx0:
+        r["kb_per_tx_packet"] = r["bytes"] / 1e3 / (tx1 - tx0)
+        r["rx_packets_per_mb"] = (rx1 - rx0) / (r["bytes"] / 1e6) if r["bytes"] else 0
     r["cpu_s"] = cpu
     r["busy"] = (b1 - b0) / (w1 - w0) if w1 > w0 else float("nan")
     r["client_busy"] = (cb1 - cb0) / (cw1 - cw0) if cw1 > cw0 else float("nan")
@@ -784,7 +810,9 @@ def main():
                                     (cell, s.name, run, r["gb_per_cpu_s"], r["req_per_cpu_s"], r["p99_ms"],
                                      r["busy"], r["client_busy"], r["gb_per_both_cpu_s"], r["errors"],
                                      r["ipi_server_cpu_per_kreq"], r["ipi_client_cpu_per_kreq"],
-                                     r["syscalls_per_kreq"], r["sleeps_per_kreq"]))
+                                     r["syscalls_per_kreq"], r["sleeps_per_kreq"]) +
+                                    ("; %.1f KB per packet sent, %.2f packets in per MB" %
+                                     (r["kb_per_tx_packet"], r["rx_packets_per_mb"]) if "kb_per_tx_packet" in r else ""))
                         results.append((cell, per))
             finally:
                 for s in running:
