@@ -6,10 +6,11 @@ line-rate cells by kind of work").
     python3 tests/bench/cpu_kinds.py var/bench/matrix-.../perf [CELL]
 
 Each sample on the server's CPU is put in one kind, from its stack:
-  interrupt entry  the sample fell while interrupts were off on the way
-                   into a handler and was delivered when they came on
-                   again (a guest's clock interrupt cannot land before):
-                   the entry of a cross-CPU interrupt, as the guest pays it
+  interrupts off   the sample fell while interrupts were off and was
+                   delivered when they came on again (a guest's clock
+                   interrupt cannot land before): the entry of an
+                   interrupt, mostly the cross-CPU ones, as the guest pays
+                   it, and the short sections that turn interrupts off
   net receive      a network receive (net_rx_action, a socket backlog):
                    the client's ACKs taken in, acknowledged data freed, and
                    what they let the socket transmit
@@ -28,9 +29,8 @@ import statistics
 import subprocess
 import sys
 
-KINDS = ("interrupt entry", "net receive", "other softirq", "server kernel", "server user", "idle", "other")
+KINDS = ("interrupts off", "net receive", "other softirq", "server kernel", "server user", "idle", "other")
 RX = ("net_rx_action", "__release_sock")
-INTERRUPT = ("sysvec_", "asm_sysvec_", "common_interrupt")
 KERNEL_MIN = 0xffff800000000000
 
 
@@ -62,12 +62,8 @@ def samples(data, cpu):
 
 def kind(pid, frames, server_pids):
     syms = [s for _, s in frames]
-    top = 0
-    while top < len(syms) and "irq_enable" in syms[top]:  # the enable and its thunk
-        top += 1
-    if top and syms[top:top + 1] == ["handle_softirqs"] and \
-            any(s.startswith(INTERRUPT) for s in syms[top + 1:top + 4]):
-        return "interrupt entry"
+    if syms and "irq_enable" in syms[0]:  # the enable, or the one in a restore
+        return "interrupts off"
     if any(s in RX for s in syms):
         return "net receive"
     if "handle_softirqs" in syms:
