@@ -20,7 +20,7 @@ With --perf, both CPUs are recorded during each run for
 tests/bench/cpu_split.py, which counts each server's work wherever it ran
 (over loopback part of it runs on the client's CPU), and for
 tests/bench/cpu_kinds.py, which splits the server CPU's time per GB into
-interrupt entry, network receive, the server's system calls and its user
+interrupts off, network receive, the server's system calls and its user
 code; perf's cost lowers every figure of such a run. raw.jsonl holds, per
 run, the cross-CPU interrupts each CPU took and, with --netns, the bytes
 per packet the server's end of the pair sent (the size of its TCP's skbs)
