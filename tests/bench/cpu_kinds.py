@@ -26,38 +26,13 @@ import collections
 import json
 import os
 import statistics
-import subprocess
 import sys
+
+from cpu_split import samples  # the one reader of perf script's output
 
 KINDS = ("interrupts off", "net receive", "other softirq", "server kernel", "server user", "idle", "other")
 RX = ("net_rx_action", "__release_sock")
 KERNEL_MIN = 0xffff800000000000
-
-
-def samples(data, cpu):
-    """Yields (pid, period in ns, frames leaf first as (ip, sym)) of the
-    samples on cpu."""
-    p = subprocess.Popen(["perf", "script", "-i", data, "--cpu", str(cpu), "-F", "pid,period,ip,sym"],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    head, frames = None, []
-    for line in p.stdout:
-        if not line.strip():
-            if head:
-                yield head + (frames,)
-            head, frames = None, []
-        elif line[0] == "\t":  # a frame; the sample's own line starts with spaces
-            parts = line.split(None, 1)
-            try:
-                ip = int(parts[0], 16)
-            except ValueError:
-                continue
-            frames.append((ip, parts[1].strip() if len(parts) > 1 else "?"))
-        else:
-            f = line.split()
-            head = (int(f[0]), int(f[1]))
-    if head:
-        yield head + (frames,)
-    p.wait()
 
 
 def kind(pid, frames, server_pids):
@@ -85,7 +60,7 @@ def main():
         if want and meta["cell"] != want:
             continue
         pids, ns = set(meta["server_pids"]), collections.Counter()
-        for pid, period, frames in samples(os.path.join(d, name[:-5] + ".data"), meta["server_cpu"]):
+        for pid, _, _, period, frames in samples(os.path.join(d, name[:-5] + ".data"), meta["server_cpu"]):
             ns[kind(pid, frames, pids)] += period
         ms_per_gb = {k: ns[k] / 1e6 / (meta["bytes"] / 1e9) for k in KINDS}
         per[(meta["cell"], meta["server"])].append(ms_per_gb)

@@ -48,9 +48,11 @@ RECEIVER = {"tcp_data_queue", "tcp_queue_rcv", "tcp_event_data_recv", "sock_def_
             "tcp_send_delayed_ack", "tcp_add_backlog"}
 
 
-def samples(data):
-    """Yields (pid, comm, cpu, period_ns, frames leaf first)."""
-    p = subprocess.Popen(["perf", "script", "-i", data, "-F", "comm,pid,cpu,period,ip,sym"],
+def samples(data, cpu=None):
+    """Yields (pid, comm, cpu, period_ns, frames leaf first as (ip, sym)),
+    of every CPU or only of cpu."""
+    only = ["--cpu", str(cpu)] if cpu is not None else []
+    p = subprocess.Popen(["perf", "script", "-i", data] + only + ["-F", "comm,pid,cpu,period,ip,sym"],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     head, frames = None, []
     for line in p.stdout:
@@ -58,9 +60,13 @@ def samples(data):
             if head:
                 yield head + (frames,)
             head, frames = None, []
-        elif line[0] in " \t":
+        elif line[0] == "\t":  # a frame: "ip sym"
             parts = line.split(None, 1)
-            frames.append(parts[1].strip() if len(parts) > 1 else parts[0])
+            try:
+                ip = int(parts[0], 16)
+            except ValueError:
+                ip = 0
+            frames.append((ip, parts[1].strip() if len(parts) > 1 else parts[0]))
         else:
             # "comm pid [cpu] period", comm may hold spaces
             left, rest = line.rsplit("[", 1)
@@ -77,6 +83,7 @@ def split(data, meta):
     client_cpu, server_cpu = meta["client_cpu"], meta["server_cpu"]
     ns = collections.Counter()  # (who, cpu) -> ns; who: server, client, sender, receiver, rx, idle, other
     for pid, comm, cpu, period, frames in samples(data):
+        frames = [sym for _, sym in frames]
         rx = next((i for i, f in enumerate(frames) if f in RX_ENTRY), None)
         if rx is not None:
             below = set(frames[:rx])
