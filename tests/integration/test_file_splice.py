@@ -203,7 +203,10 @@ def test_pipes_within_the_user_budget():
         f.write(data)
     conns = 56  # past 48 pipes of 1 MiB: 3/4 of the default 16384 pages
     wrap = ["setpriv", "--bounding-set", "-sys_resource,-sys_admin"]
-    with Server(ROOT, admin=True, wrap=wrap, extra="limits:\n  max_connections: 256\n") as srv:
+    # the bodies are read one after the other through 16 KiB windows: on a
+    # slow host the last waits longer than the default send timeout (30 s)
+    extra = "limits:\n  max_connections: 256\ntimeouts:\n  send: 10m\n"
+    with Server(ROOT, admin=True, wrap=wrap, extra=extra) as srv:
         summary = stats(srv)["features"]["summary"]
         expect("pipe_budget_pages=%d" % soft in summary, "the budget is the user's: " + summary)
         clients = []
