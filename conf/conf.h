@@ -245,6 +245,7 @@ typedef struct he_conf {
     uint64_t send_notsent_lowat;  /* send.notsent_lowat: TCP_NOTSENT_LOWAT; 0 = the kernel's */
     unsigned ring_batch;          /* ring.batch: completions a busy worker wakes for */
     unsigned ring_batch_wait_us;  /* ring.batch_wait_us: the most it waits for them; 0 = none */
+    unsigned ring_slice_us;       /* ring.slice_us: bodies' turns before new input; 0 = no end */
 
     /* http2: HTTP/2 for viewers */
     bool http2_tls;                  /* http2.tls: offer h2 by ALPN on TLS listeners */

@@ -363,6 +363,8 @@ const he__conf_key_t he__conf_keys[] = {
                    "completions a busy worker waits for before it wakes (never more than its connections)"),
     HE_CONF_K_UINT("ring.batch_wait_us", ring_batch_wait_us, 0, 10000, "200",
                    "the most microseconds it waits for them, then wakes for what is ready; 0 = wake at the first"),
+    HE_CONF_K_UINT("ring.slice_us", ring_slice_us, 0, 1000000, "4000",
+                   "microseconds of bodies' turns before new requests go first; 0 = none"),
 
     HE_CONF_K_SECTION("features", "kernel features the server probes for at start"),
     {.name = "features.disable",

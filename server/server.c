@@ -165,7 +165,7 @@ int he_server_start(he_server_t *s, char *err, size_t errlen)
             w->thread = 0;
             return w->startup_err;
         }
-        char waits[96];
+        char waits[192];
         he_server_describe_waits(s, w->conf, waits, sizeof(waits));
         he_log_info("worker %u: cpu %d, NUMA node %d, %u connection slots, recv %s, files %s, "
                     "waits %s",
@@ -181,11 +181,18 @@ int he_server_start(he_server_t *s, char *err, size_t errlen)
 void he_server_describe_waits(const he_server_t *s, const he_conf_t *conf, char *buf, size_t len)
 {
     unsigned wait_us = he__batch_wait_us(s, conf);
+    int n;
     if (wait_us)
-        snprintf(buf, len, "for up to %u completions or %u us", conf->ring_batch, wait_us);
+        n = snprintf(buf, len, "for up to %u completions or %u us", conf->ring_batch, wait_us);
     else
-        snprintf(buf, len, "for each completion (%s)",
-                 s->features.min_timeout ? "ring.batch_wait_us: 0" : "no min_timeout");
+        n = snprintf(buf, len, "for each completion (%s)",
+                     s->features.min_timeout ? "ring.batch_wait_us: 0" : "no min_timeout");
+    if (n < 0 || (size_t)n >= len) return;
+    if (conf->ring_slice_us)
+        snprintf(buf + n, len - (size_t)n, "; bodies' turns yield to new requests every %u us",
+                 conf->ring_slice_us);
+    else
+        snprintf(buf + n, len - (size_t)n, "; each batch runs out (ring.slice_us: 0)");
 }
 
 void he_server_drain(he_server_t *s)

@@ -116,6 +116,8 @@ typedef struct he_stats {
     uint64_t fcache_misses;
     uint64_t file_vmsplice_bytes; /* file bodies vmspliced, from a mapping or a copy (send.file_splice) */
     uint64_t file_copy_bytes;     /* of those, from a copy in huge pages (fd_cache.memory) */
+    uint64_t slices_spent;        /* batches that outran ring.slice_us: new input went first */
+    uint64_t turns_deferred;      /* bodies' next turns that waited behind new input */
     /* LL-HLS from root (handler/llhls*.c) */
     uint64_t llhls_held;     /* blocking reloads that waited for the playlist */
     uint64_t llhls_released; /* of those, answered when it changed */

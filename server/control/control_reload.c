@@ -60,9 +60,10 @@ static bool he_reload_needs_workers(const he_conf_t *a, const he_conf_t *b, char
     t->tls_handshake_timeout_ms = a->tls_handshake_timeout_ms;
     t->tls_first_record = a->tls_first_record; /* read per write */
     t->tls_write_buffer = a->tls_write_buffer; /* read as each large body starts */
-    /* he_worker_enter reads them from the worker's conf at every wait */
+    /* the worker's loop reads them from its conf at every wait */
     t->ring_batch = a->ring_batch;
     t->ring_batch_wait_us = a->ring_batch_wait_us;
+    t->ring_slice_us = a->ring_slice_us;
     memcpy(t->cors_allow_origin, a->cors_allow_origin, sizeof(t->cors_allow_origin));
     memcpy(t->cors_timing_allow_origin, a->cors_timing_allow_origin,
            sizeof(t->cors_timing_allow_origin));
@@ -527,8 +528,9 @@ void he__control_reload(he_control_t *ctl)
                 needs ? "new workers; the previous ones drain" : "live, same workers");
     /* new workers log it as they start; running ones take ring.* live */
     if (!needs && (old->ring_batch != n->ring_batch ||
-                   old->ring_batch_wait_us != n->ring_batch_wait_us)) {
-        char waits[96];
+                   old->ring_batch_wait_us != n->ring_batch_wait_us ||
+                   old->ring_slice_us != n->ring_slice_us)) {
+        char waits[192];
         he_server_describe_waits(he__control_serving(ctl)->server, n, waits, sizeof(waits));
         he_log_info("reload: workers now wait %s", waits);
     }

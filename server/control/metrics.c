@@ -271,6 +271,13 @@ void he_metrics_prometheus(const he_metrics_snap_t *s, he_buf_t *b)
     he_prom_per_worker(b, s, "file_copy_bytes_total", "counter",
                        "Of those, bytes from a file's copy in huge pages (fd_cache.memory).",
                        HE_OFF(file_copy_bytes));
+    he_prom_per_worker(b, s, "slices_spent_total", "counter",
+                       "Batches of bodies' turns cut at ring.slice_us so that new requests went "
+                       "first.",
+                       HE_OFF(slices_spent));
+    he_prom_per_worker(b, s, "turns_deferred_total", "counter",
+                       "Bodies' next turns that waited behind new requests (ring.slice_us).",
+                       HE_OFF(turns_deferred));
     he_metrics_fcopy_prom(b);
     he_prom_per_worker(b, s, "llhls_held_total", "counter",
                        "LL-HLS blocking reloads and preload hints held from root.",
@@ -520,7 +527,9 @@ void he_metrics_json(const he_metrics_snap_t *s, he_buf_t *b)
     }
     he_buf_printf(b, "},\"send\":{");
     he_json_u64(b, "file_vmsplice_bytes", t->file_vmsplice_bytes, true);
-    he_json_u64(b, "file_copy_bytes", t->file_copy_bytes, false);
+    he_json_u64(b, "file_copy_bytes", t->file_copy_bytes, true);
+    he_json_u64(b, "slices_spent", t->slices_spent, true);
+    he_json_u64(b, "turns_deferred", t->turns_deferred, false);
     he_buf_printf(b, "},\"llhls\":{");
     he_json_u64(b, "held", t->llhls_held, true);
     he_json_u64(b, "released", t->llhls_released, true);

@@ -323,6 +323,10 @@ struct he_worker {
     bool exiting;   /* cleanup: completions change nothing any more */
     bool stats_off; /* no latency histograms (cost measurement) */
     uint64_t drain_deadline_ms;
+    /* bodies' POLLOUT completions left by a spent slice (worker_turns.c),
+     * a ring of conn_cap */
+    struct he_worker_turn *turns;
+    uint32_t turns_head, turns_len;
     uint64_t stop_deadline_ms; /* waiting for hooks' operations before stopping */
     int startup_err;
     atomic_int ready; /* 1 started, -1 failed */
@@ -416,6 +420,27 @@ void he_features_probe(he_features_t *f, const he_conf_t *conf);
 struct io_uring_sqe *he__worker_sqe(he_worker_t *w);
 void he__worker_sqe_conn(he_worker_t *w, struct io_uring_sqe *sqe, he_conn_t *c, enum he_op op);
 void *he__worker_main(void *arg);
+/* The live connection a completion is for, or NULL (a freed incarnation). */
+he_conn_t *he__worker_conn(he_worker_t *w, uint64_t ud);
+/* worker_turns.c: bodies' turns run in slices of ring.slice_us */
+int he__turns_init(he_worker_t *w);
+void he__turns_free(he_worker_t *w);
+/* The end of a slice begun at start_ns; UINT64_MAX when slices are off. */
+uint64_t he__turns_until(const he_worker_t *w, uint64_t start_ns);
+/* True when the completion (a body's POLLOUT) waits for a later turn:
+ * the slice is spent, or earlier ones wait. */
+bool he__turns_defer(he_worker_t *w, const struct io_uring_cqe *cqe, uint64_t until);
+/* Runs waiting turns, in order, until the slice ends (one at least). */
+void he__turns_run(he_worker_t *w, uint64_t until);
+/* The most a body's first turn moves while other bodies' turns wait
+ * behind new requests: the new one's first bytes go at once, but its
+ * whole turn does not pass theirs (a new request's next turn waits in
+ * line). 0: no such bound now. */
+#define HE_SEND_FIRST_TURN (64u << 10)
+static inline size_t he__turns_first_cap(const he_worker_t *w, const he_conn_t *c)
+{
+    return w->turns_len && c->hdr_sent < c->hdr_len ? HE_SEND_FIRST_TURN : 0;
+}
 /* user_data for an operation of hook h whose completion goes to h->op;
  * tag is the hook's own (its generation of the operation). */
 uint64_t he__worker_hook_ud(const he_worker_t *w, const he_worker_hooks_t *h, uint32_t tag);

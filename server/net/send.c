@@ -217,6 +217,7 @@ static void he_send_file(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
      * call moves before the worker serves its other connections
      * (docs/performance.md has the sweep that chose the default) */
     if (chunk && want > chunk) want = chunk;
+    if ((chunk = he__turns_first_cap(w, c)) && want > chunk) want = chunk;
     if (!he_send_head_direct(w, c, s->len)) return;
     n = sendfile(c->fd, s->fd, &off, want);
     if (n > 0) {
@@ -374,8 +375,10 @@ void he__send_worker_cleanup(he_worker_t *w)
 static bool he_send_splice(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
 {
     size_t chunk = w->conf->send_sendfile_chunk ? w->conf->send_sendfile_chunk : HE_SEND_MAX;
+    size_t first = he__turns_first_cap(w, c);
     ssize_t n;
 
+    if (first && first < chunk) chunk = first;
     if (!c->splice_pipe && !(c->splice_pipe = he_send_pipe_get(w))) return false;
     if (!he_send_head_direct(w, c, s->len)) return true;
     if (!c->splice_len) {

@@ -1,7 +1,8 @@
 /* A worker: one thread pinned to one CPU, owning one io_uring. This is the
  * only file that submits to and reaps the ring. The loop submits everything
- * queued and waits in one io_uring_enter, then dispatches the whole batch of
- * completions by the operation encoded in user_data. */
+ * queued and waits in one io_uring_enter, then dispatches the batch of
+ * completions by the operation encoded in user_data; bodies' turns beyond
+ * the batch's slice wait for the next round (worker_turns.c). */
 #include <errno.h>
 #include <numa.h>
 #include <poll.h>
@@ -224,6 +225,10 @@ static int he_worker_setup(he_worker_t *w)
         w->free_slots[i] = w->conn_cap - 1 - i;
     }
     w->nfree = w->conn_cap;
+    if (he__turns_init(w) < 0) {
+        he_log_error("worker %u: cannot allocate %u turn slots", w->id, w->conn_cap);
+        return -ENOMEM;
+    }
 
     if (w->fixed_files) {
         rc = io_uring_register_files_sparse(&w->ring, w->conn_cap);
@@ -336,7 +341,7 @@ void he__worker_accept_resume(he_worker_t *w)
     }
 }
 
-static he_conn_t *he_worker_conn(he_worker_t *w, uint64_t ud)
+he_conn_t *he__worker_conn(he_worker_t *w, uint64_t ud)
 {
     uint32_t slot = he__ud_slot(ud);
     he_conn_t *c;
@@ -513,7 +518,7 @@ static void he_worker_dispatch(he_worker_t *w, struct io_uring_cqe *cqe)
     default:
         break;
     }
-    c = he_worker_conn(w, cqe->user_data);
+    c = he__worker_conn(w, cqe->user_data);
     if (!c) {
         /* A completion for a freed incarnation: the slot is reused only at
          * inflight 0, so this is a bug, not a race. Recycle its buffer. */
@@ -626,24 +631,28 @@ static void he_worker_loop(he_worker_t *w)
     while (!w->stop) {
         struct io_uring_cqe *cqe;
         unsigned head, count = 0;
+        uint64_t until;
         int rc;
 
         if (w->buf_pending) {
             io_uring_buf_ring_advance(w->br, (int)w->buf_pending);
             w->buf_pending = 0;
         }
-        rc = he_worker_enter(w);
+        /* with turns waiting, the new input that is there, without sleeping */
+        rc = w->turns_len ? io_uring_submit_and_get_events(&w->ring) : he_worker_enter(w);
         he__batch_ns = he__now_ns();
         if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
             he_log_error("worker %u: io_uring_enter: %s", w->id, strerror(-rc));
             break;
         }
+        until = he__turns_until(w, he__batch_ns);
         io_uring_for_each_cqe(&w->ring, head, cqe)
         {
-            he_worker_dispatch(w, cqe);
+            if (!he__turns_defer(w, cqe, until)) he_worker_dispatch(w, cqe);
             count++;
         }
         io_uring_cq_advance(&w->ring, count);
+        he__turns_run(w, until);
         he_worker_rearm_lost(w);
         if ((w->draining || w->soft_drain) && w->nconns == 0 && he_worker_may_stop(w))
             w->stop = true;
@@ -680,6 +689,7 @@ static void he_worker_cleanup(he_worker_t *w)
     he_worker_free_mem(w, w->free_slots, sizeof(uint32_t) * cap);
     he_worker_free_mem(w, w->hdr_slab, (size_t)HE_CONN_HDR_CAP * cap);
     he_worker_free_mem(w, w->proto_slab, w->proto_size * cap);
+    he__turns_free(w);
     he_worker_free_mem(w, w->bufs, (size_t)w->nbufs * w->buf_size);
     if (w->br) munmap(w->br, HE_BUF_COUNT * sizeof(struct io_uring_buf));
     w->conns = NULL;
