@@ -630,7 +630,8 @@ void he__send_kick(he_worker_t *w, he_conn_t *c)
     if (c->send_kick || !c->protocol->pull || c->closing) return;
     if (!c->sending && !he_send_drain(w, c)) return;
     c->send_kick = true;
-    while (c->in_use && c->gen == gen && !c->closing && !c->sending && c->send_op == HE_SEND_OP_NONE) {
+    while (c->in_use && c->gen == gen && !c->closing && !c->sending &&
+           c->send_op == HE_SEND_OP_NONE) {
         if (moved >= HE_SEND_KICK_BUDGET) {
             he_send_arm_pollout(w, c); /* its completion kicks again */
             break;
