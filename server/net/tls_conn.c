@@ -574,7 +574,7 @@ static int he_tls_send_records(he_worker_t *w, he_conn_t *c)
 {
     he_tls_conn_t *t = c->tls;
     he_body_t *b = &c->body;
-    size_t budget = he__turns_first_cap(w, c) ? HE_SEND_FIRST_TURN : HE_TLS_WRITE_BUDGET;
+    size_t budget = HE_TLS_WRITE_BUDGET;
     uint64_t now;
     size_t cap;
     bool direct;

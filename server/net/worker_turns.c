@@ -14,11 +14,13 @@
  * them), and the loop enters the kernel without waiting, takes the new
  * input first, then the queue for another slice. A POLLOUT that comes
  * while the queue holds any goes behind them, so every body keeps its
- * place in the round. */
+ * place in the round. Plain TCP and kTLS only: userspace TLS bodies run
+ * in the batch as before. */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "server/net/net.h"
+#include "server/net/tls.h"
 
 struct he_worker_turn {
     uint64_t user_data;
@@ -49,8 +51,13 @@ uint64_t he__turns_until(const he_worker_t *w, uint64_t start_ns)
 bool he__turns_defer(he_worker_t *w, const struct io_uring_cqe *cqe, uint64_t until)
 {
     struct he_worker_turn *t;
+    he_conn_t *c;
     if (he__ud_op(cqe->user_data) != HE_OP_POLLOUT || !w->turns) return false;
     if (!w->turns_len && (until == UINT64_MAX || he__now_ns() < until)) return false;
+    /* A userspace TLS body keeps its place in the batch: its turns cost
+     * 3-6 % of bytes per CPU-second in slices, and its viewers' first
+     * byte beat the peers' without them (docs/performance.md) */
+    if ((c = he__worker_conn(w, cqe->user_data)) && he__tls_userspace(c)) return false;
     t = &w->turns[(w->turns_head + w->turns_len++) % w->conn_cap];
     t->user_data = cqe->user_data;
     t->res = cqe->res;
