@@ -432,15 +432,6 @@ uint64_t he__turns_until(const he_worker_t *w, uint64_t start_ns);
 bool he__turns_defer(he_worker_t *w, const struct io_uring_cqe *cqe, uint64_t until);
 /* Runs waiting turns, in order, until the slice ends (one at least). */
 void he__turns_run(he_worker_t *w, uint64_t until);
-/* The most a body's first turn moves while other bodies' turns wait
- * behind new requests: the new one's first bytes go at once, but its
- * whole turn does not pass theirs (a new request's next turn waits in
- * line). 0: no such bound now. */
-#define HE_SEND_FIRST_TURN (64u << 10)
-static inline size_t he__turns_first_cap(const he_worker_t *w, const he_conn_t *c)
-{
-    return w->turns_len && c->hdr_sent < c->hdr_len ? HE_SEND_FIRST_TURN : 0;
-}
 /* user_data for an operation of hook h whose completion goes to h->op;
  * tag is the hook's own (its generation of the operation). */
 uint64_t he__worker_hook_ud(const he_worker_t *w, const he_worker_hooks_t *h, uint32_t tag);

@@ -44,6 +44,19 @@
 
 enum he_send_op { HE_SEND_OP_NONE = 0, HE_SEND_OP_SEND, HE_SEND_OP_ZC, HE_SEND_OP_POLL };
 
+/* The most a body's first turn moves while other bodies' turns wait
+ * behind new requests (worker_turns.c): the new one's first bytes go at
+ * once, but its whole turn does not pass theirs; its next turn waits in
+ * line. */
+#define HE_SEND_FIRST_TURN (64u << 10)
+
+/* len, bounded as a first turn while turns wait. */
+static size_t he_send_turn_len(const he_worker_t *w, const he_conn_t *c, size_t len)
+{
+    bool first = w->turns_len && c->hdr_sent < c->hdr_len;
+    return first && len > HE_SEND_FIRST_TURN ? HE_SEND_FIRST_TURN : len;
+}
+
 static void he_send_pump(he_worker_t *w, he_conn_t *c);
 
 /* TCP_CORK around a file body (send.cork, like nginx's tcp_nopush): each
@@ -217,7 +230,7 @@ static void he_send_file(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
      * call moves before the worker serves its other connections
      * (docs/performance.md has the sweep that chose the default) */
     if (chunk && want > chunk) want = chunk;
-    if ((chunk = he__turns_first_cap(w, c)) && want > chunk) want = chunk;
+    want = he_send_turn_len(w, c, want);
     if (!he_send_head_direct(w, c, s->len)) return;
     n = sendfile(c->fd, s->fd, &off, want);
     if (n > 0) {
@@ -374,11 +387,10 @@ void he__send_worker_cleanup(he_worker_t *w)
  * it is empty. False: no pipe to be had; the caller copies instead. */
 static bool he_send_splice(he_worker_t *w, he_conn_t *c, const he_body_span_t *s)
 {
-    size_t chunk = w->conf->send_sendfile_chunk ? w->conf->send_sendfile_chunk : HE_SEND_MAX;
-    size_t first = he__turns_first_cap(w, c);
+    size_t chunk = he_send_turn_len(
+        w, c, w->conf->send_sendfile_chunk ? w->conf->send_sendfile_chunk : HE_SEND_MAX);
     ssize_t n;
 
-    if (first && first < chunk) chunk = first;
     if (!c->splice_pipe && !(c->splice_pipe = he_send_pipe_get(w))) return false;
     if (!he_send_head_direct(w, c, s->len)) return true;
     if (!c->splice_len) {
