@@ -678,6 +678,10 @@ def main():
     ap.add_argument("--netns", action="store_true",
                     help="the client in a network namespace behind a veth pair, each side's receive "
                          "on its own CPU (needs root; see netns_up)")
+    ap.add_argument("--congestion", default="", metavar="ALGO",
+                    help="the host's TCP congestion control for the run (net.ipv4.tcp_congestion_control, "
+                         "e.g. cubic, Debian's kernel's default), put back at the end (needs root); with "
+                         "--netns the client's namespace takes it too")
     ap.add_argument("--perf", action="store_true",
                     help="perf record both CPUs during each measured run, into OUT/perf/")
     ap.add_argument("--out", default=os.path.join(REPO, "var", "bench", "matrix-" + time.strftime("%Y%m%d-%H%M%S")))
@@ -692,6 +696,14 @@ def main():
     args.addr, args.client_ns = "127.0.0.1", []
     # a SIGTERM stops the servers and takes the namespace down as an error would
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.congestion:
+        if os.geteuid() != 0:
+            die("--congestion needs root")
+        was = sh("sysctl", "-n", "net.ipv4.tcp_congestion_control").stdout.strip()
+        if sh("sysctl", "-qw", "net.ipv4.tcp_congestion_control=" + args.congestion, check=False).returncode:
+            die("--congestion %s: not one of %s" % (args.congestion, open(
+                "/proc/sys/net/ipv4/tcp_available_congestion_control").read().strip()))
+        atexit.register(sh, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=" + was)
     if args.netns:
         if os.geteuid() != 0:
             die("--netns needs root (ip netns, veth)")
@@ -735,6 +747,7 @@ def main():
            "ncpu": os.cpu_count(), "loadavg": open("/proc/loadavg").read().split()[:3],
            "nginx": subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip(),
            "h2o": subprocess.run(["h2o", "--version"], capture_output=True, text=True).stdout.split("\n")[0],
+           "congestion_control": open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip(),
            "rt": bool(args.rt), "netns": args.netns, "runs": args.runs, "duration_s": args.duration, "servers": servers,
            "builds": args.builds,
            "git": subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"], capture_output=True,
@@ -838,7 +851,9 @@ def report(results, env, path):
                "bytes per busy second of the two CPUs together.%s" % (
                    env["runs"], env["duration_s"],
                    " The client in a network namespace behind a veth pair, each side's receive on its "
-                   "own CPU (--netns)." if env.get("netns") else " Over loopback."), "",
+                   "own CPU (--netns)." if env.get("netns") else " Over loopback.") + (
+                   " TCP congestion control: %s." % env["congestion_control"]
+                   if env.get("congestion_control") else ""), "",
            ] + (["TLS suite each server negotiates with OpenSSL's default client offer: " +
                  ", ".join("%s %s" % kv for kv in env["ciphers"].items()) + ".", ""] if env.get("ciphers") else []) + [
            "| cell | server | GB/CPU-s | req/CPU-s | KB/resp | p99 ms | busy | client | GB/both-CPU-s | errors "
